@@ -1,0 +1,82 @@
+"""Amplifier context manager that compacts long sessions with cached, content-addressed LLM summaries.
+
+Mount it from a mount plan as ``context-summarize``; see README.md for the configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from . import events
+from .backends.base import Backend
+from .backends.session import SessionBackend
+from .cache import MemoryCache, SummaryCache
+from .config import Config, parse_config
+from .manager import SUMMARY_MARKER, SummarizingContextManager
+from .prompts import load_prompts
+from .summarize import SpanSummarizer, SummarizerSettings
+from .tokens import TokenCounter
+
+__amplifier_module_type__ = "context"
+__all__ = ["SUMMARY_MARKER", "Config", "SummarizingContextManager", "create_manager", "mount", "parse_config"]
+
+logger = logging.getLogger(__name__)
+
+
+def _backend(config: Config, coordinator: Any | None, http_client: Any | None) -> Backend | None:
+    s = config.summarizer
+    if config.compaction_strategy != "summarize" or s.provider == "extractive":
+        return None
+    if s.provider == "session":
+        return SessionBackend(coordinator, s.session_provider, s.model)
+    from .backends.factory import make_direct_backend
+
+    return make_direct_backend(s, http_client=http_client)
+
+
+def _cache(config: Config) -> SummaryCache:
+    if config.storage_path:
+        from .sqlite_cache import SqliteCache
+
+        return SqliteCache(config.storage_path, max_entries=config.cache_max_entries)
+    return MemoryCache(config.cache_max_entries)
+
+
+def create_manager(
+    config: Mapping[str, Any] | Config | None = None,
+    *,
+    coordinator: Any | None = None,
+    hooks: Any | None = None,
+    cache: SummaryCache | None = None,
+    backend: Backend | None = None,
+    http_client: Any | None = None,
+) -> SummarizingContextManager:
+    """Build a manager outside a session (CLI, evaluation, tests); ``mount`` uses the same path."""
+    cfg = config if isinstance(config, Config) else parse_config(config)
+    counter = TokenCounter(cfg.token_encoding)
+    settings = SummarizerSettings(
+        max_output_tokens=cfg.summary_output_tokens,
+        max_input_tokens=cfg.summarizer.max_input_tokens,
+        timeout_s=cfg.summarizer.timeout_s,
+        max_retries=cfg.summarizer.max_retries,
+    )
+    chosen = backend if backend is not None else _backend(cfg, coordinator, http_client)
+    summarizer = SpanSummarizer(chosen, load_prompts(cfg.prompt_dir), counter.count_text, settings)
+    if hooks is None and coordinator is not None:
+        hooks = getattr(coordinator, "hooks", None)
+    return SummarizingContextManager(
+        cfg, summarizer=summarizer, hooks=hooks, cache=cache if cache is not None else _cache(cfg), counter=counter
+    )
+
+
+async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> SummarizingContextManager:
+    """Validate the config, mount the manager at ``context`` and advertise its events."""
+    manager = create_manager(config or {}, coordinator=coordinator)
+    await coordinator.mount("context", manager)
+    register = getattr(coordinator, "register_contributor", None)
+    if callable(register):
+        register("observability.events", "context-summarize", lambda: list(events.EMITTED))
+    logger.info("mounted context-summarize (%r)", manager)
+    return manager

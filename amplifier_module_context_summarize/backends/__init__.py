@@ -1,0 +1,1 @@
+"""Summarizer backends: the session's provider, Anthropic, OpenAI(-compatible)."""

@@ -1,0 +1,62 @@
+"""The one protocol every summarizer backend implements, and the faults it may raise.
+
+A backend only turns (system prompt, user prompt) into text. Prompting, retries, validation,
+splitting and fallbacks live in ``summarize.py`` so each backend stays a thin adapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# Short failure categories: the only thing about a fault that reaches events and logs.
+RATE_LIMITED = "rate_limited"
+SERVER_ERROR = "server_error"
+TIMEOUT = "timeout"
+CONNECTION = "connection"
+AUTH = "auth"
+BAD_REQUEST = "bad_request"
+INPUT_TOO_LONG = "input_too_long"
+NO_PROVIDER = "no_provider"
+EMPTY = "empty"
+REFUSAL = "refusal"
+NOT_SMALLER = "not_smaller"
+ERROR = "error"
+
+RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
+
+
+class BackendError(Exception):
+    """A classified summarizer fault. ``str()`` is the category only, never a response body or key."""
+
+    def __init__(self, category: str, retry_after: float | None = None) -> None:
+        super().__init__(category)
+        self.category = category
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.category in RETRYABLE
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Backend(Protocol):
+    """Something that can answer one summarization prompt."""
+
+    name: str
+    model: str | None
+
+    async def complete(
+        self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        """Answer once, without retrying. Raise ``BackendError`` for faults it can classify.
+
+        ``provider`` is the session provider offered for this request; only the session backend uses it.
+        """
+        ...

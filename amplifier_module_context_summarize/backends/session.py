@@ -1,0 +1,107 @@
+"""Summaries through the session's own Amplifier provider (no extra key, same billing)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from amplifier_core import llm_errors
+from amplifier_core.message_models import ChatRequest, Message
+
+from .base import (
+    AUTH,
+    BAD_REQUEST,
+    CONNECTION,
+    ERROR,
+    INPUT_TOO_LONG,
+    NO_PROVIDER,
+    RATE_LIMITED,
+    REFUSAL,
+    SERVER_ERROR,
+    TIMEOUT,
+    BackendError,
+    Completion,
+)
+
+# Most specific first: several of these subclass each other.
+_CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
+    (llm_errors.ContextLengthError, INPUT_TOO_LONG),
+    (llm_errors.QuotaExceededError, AUTH),
+    (llm_errors.RateLimitError, RATE_LIMITED),
+    (llm_errors.AuthenticationError, AUTH),
+    (llm_errors.ContentFilterError, REFUSAL),
+    (llm_errors.NetworkError, CONNECTION),
+    (llm_errors.LLMTimeoutError, TIMEOUT),
+    (llm_errors.ProviderUnavailableError, SERVER_ERROR),
+    (llm_errors.InvalidRequestError, BAD_REQUEST),
+    (llm_errors.NotFoundError, BAD_REQUEST),
+    (asyncio.TimeoutError, TIMEOUT),
+    (TimeoutError, TIMEOUT),
+    (ConnectionError, CONNECTION),
+)
+
+
+def classify(exc: BaseException) -> BackendError:
+    for kind, category in _CATEGORIES:
+        if isinstance(exc, kind):
+            return BackendError(category, retry_after=getattr(exc, "retry_after", None))
+    return BackendError(ERROR)
+
+
+def response_text(response: Any) -> str:
+    """Join the text blocks of a ChatResponse (typed blocks or plain dicts)."""
+    parts = []
+    for block in getattr(response, "content", None) or []:
+        kind = getattr(block, "type", None) or (block.get("type") if isinstance(block, dict) else None)
+        if kind == "text":
+            parts.append(getattr(block, "text", None) or (block.get("text", "") if isinstance(block, dict) else ""))
+    return "".join(parts).strip()
+
+
+class SessionBackend:
+    """Calls ``provider.complete(ChatRequest)`` on the provider of the request, else a mounted one."""
+
+    name = "session"
+
+    def __init__(self, coordinator: Any | None, provider_name: str | None = None, model: str | None = None) -> None:
+        self._coordinator = coordinator
+        self.provider_name = provider_name
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"SessionBackend(provider_name={self.provider_name!r}, model={self.model!r})"
+
+    def mounted_provider(self) -> Any | None:
+        if self._coordinator is None:
+            return None
+        try:
+            providers = self._coordinator.get("providers") or {}
+        except Exception:
+            return None
+        if self.provider_name:
+            return providers.get(self.provider_name)
+        return next(iter(providers.values()), None)
+
+    async def complete(
+        self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        provider = provider if provider is not None and hasattr(provider, "complete") else self.mounted_provider()
+        if provider is None:
+            raise BackendError(NO_PROVIDER)
+        request = ChatRequest(
+            messages=[Message(role="system", content=system), Message(role="user", content=prompt)],
+            max_output_tokens=max_output_tokens,
+            model=self.model,
+        )
+        try:
+            response = await provider.complete(request)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from None
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=response_text(response),
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        )

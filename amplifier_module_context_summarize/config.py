@@ -1,0 +1,186 @@
+"""Mount-plan configuration: defaults, and errors that name the key at fault."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+STRATEGIES = ("summarize", "truncate", "extractive")
+SUMMARIZER_PROVIDERS = ("session", "anthropic", "openai", "extractive")
+DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+@dataclass(frozen=True)
+class SummarizerConfig:
+    provider: str = "session"
+    """Which backend writes summaries: the session's provider, a direct SDK, or the offline extractor."""
+    model: str | None = None
+    """Model for the direct backends (and a hint passed to the session provider)."""
+    base_url: str | None = None
+    """OpenAI-compatible server (vLLM, Ollama, LM Studio) for ``provider: openai``."""
+    api_key_env: str | None = None
+    """Environment variable holding the key; defaults to ANTHROPIC_API_KEY / OPENAI_API_KEY."""
+    session_provider: str | None = None
+    """Name of the mounted provider to use when none is passed with the request."""
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    max_output_tokens: int | None = None
+    """Defaults to the top-level ``summary_max_tokens``."""
+    max_input_tokens: int = 100_000
+    """Largest transcript sent in one call; longer spans are cut into fragments and folded in order."""
+
+    @property
+    def key_env(self) -> str | None:
+        return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+
+    @property
+    def effective_model(self) -> str | None:
+        return self.model or DEFAULT_MODELS.get(self.provider)
+
+
+@dataclass(frozen=True)
+class Config:
+    compaction_strategy: str = "summarize"
+    max_tokens: int = 200_000
+    compact_threshold: float = 0.92
+    target_usage: float = 0.5
+    preserve_recent_ratio: float = 0.25
+    preserve_system: bool = True
+    safety_margin: int = 1000
+    summary_max_tokens: int = 2000
+    summary_budget_ratio: float = 0.2
+    summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
+    prompt_dir: str | None = None
+    storage_path: str | None = None
+    cache_max_entries: int = 20_000
+    prefetch: bool = False
+    prefetch_threshold: float = 0.8
+    failure_cooldown_s: float = 300.0
+    token_encoding: str = "cl100k_base"
+
+    @property
+    def summary_output_tokens(self) -> int:
+        return self.summarizer.max_output_tokens or self.summary_max_tokens
+
+
+def _fail(key: str, allowed: str, value: Any) -> ValueError:
+    return ValueError(f"config key '{key}': {allowed}, got {value!r}")
+
+
+def _check_number(key: str, value: Any, kind: type, low: float, high: float | None, inclusive_low: bool) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
+        raise _fail(key, f"must be {'an integer' if kind is int else 'a number'}", value)
+    too_low = value < low if inclusive_low else value <= low
+    if too_low or (high is not None and value > high):
+        span = f"{'>=' if inclusive_low else '>'} {low}" + (f" and <= {high}" if high is not None else "")
+        raise _fail(key, f"must be {span}", value)
+    return kind(value)
+
+
+_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
+    "max_tokens": (int, 1, None, True),
+    "compact_threshold": (float, 0, 1, False),
+    "target_usage": (float, 0, 1, False),
+    "preserve_recent_ratio": (float, 0, 1, True),
+    "safety_margin": (int, 0, None, True),
+    "summary_max_tokens": (int, 16, None, True),
+    "summary_budget_ratio": (float, 0, 1, False),
+    "cache_max_entries": (int, 1, None, True),
+    "prefetch_threshold": (float, 0, 1, False),
+    "failure_cooldown_s": (float, 0, None, True),
+}
+_SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
+    "timeout_s": (float, 0, None, False),
+    "max_retries": (int, 0, 20, True),
+    "max_output_tokens": (int, 16, None, True),
+    "max_input_tokens": (int, 256, None, True),
+}
+
+
+def unwrap_mount_plan(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Accept a whole mount plan as well as the module's own ``config`` mapping."""
+    session = raw.get("session")
+    if isinstance(session, Mapping):
+        context = session.get("context")
+        if isinstance(context, Mapping) and isinstance(context.get("config"), Mapping):
+            return context["config"]
+        top = raw.get("context")
+        if isinstance(top, Mapping) and isinstance(top.get("config"), Mapping):
+            return top["config"]
+        return {}
+    return raw
+
+
+def parse_summarizer(value: Any) -> SummarizerConfig:
+    if value is None:
+        return SummarizerConfig()
+    if isinstance(value, str):
+        value = {"provider": value}
+    if not isinstance(value, Mapping):
+        raise _fail("summarizer", f"must be one of {', '.join(SUMMARIZER_PROVIDERS)} or a mapping", value)
+    known = {f.name for f in fields(SummarizerConfig)}
+    for key in value:
+        if key not in known:
+            raise _fail(f"summarizer.{key}", f"is not a known key (known: {', '.join(sorted(known))})", value[key])
+    options: dict[str, Any] = dict(value)
+    provider = options.get("provider", "session")
+    if provider not in SUMMARIZER_PROVIDERS:
+        raise _fail("summarizer.provider", f"must be one of {', '.join(SUMMARIZER_PROVIDERS)}", provider)
+    for key, spec in _SUMMARIZER_NUMBERS.items():
+        if options.get(key) is not None:
+            options[key] = _check_number(f"summarizer.{key}", options[key], *spec)
+    for key in ("model", "base_url", "api_key_env", "session_provider"):
+        if options.get(key) is not None and (not isinstance(options[key], str) or not options[key]):
+            raise _fail(f"summarizer.{key}", "must be a non-empty string", options[key])
+    return SummarizerConfig(**options)
+
+
+def parse_config(raw: Mapping[str, Any] | None) -> Config:
+    """Validate a mount-plan ``config`` mapping into a ``Config``; raise ``ValueError`` naming the key."""
+    if raw is None:
+        return Config()
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
+    raw = unwrap_mount_plan(raw)
+    known = {f.name for f in fields(Config)}
+    for key in raw:
+        if key not in known:
+            raise _fail(key, f"is not a known key (known: {', '.join(sorted(known))})", raw[key])
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _NUMBERS:
+            options[key] = _check_number(key, value, *_NUMBERS[key])
+        elif key == "compaction_strategy":
+            if value not in STRATEGIES:
+                raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
+            options[key] = value
+        elif key in ("preserve_system", "prefetch"):
+            if not isinstance(value, bool):
+                raise _fail(key, "must be true or false", value)
+            options[key] = value
+        elif key == "summarizer":
+            options[key] = parse_summarizer(value)
+        elif key in ("prompt_dir", "storage_path", "token_encoding"):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise _fail(key, "must be a non-empty string", value)
+            options[key] = value
+    config = Config(**options)
+    if config.target_usage >= config.compact_threshold:
+        raise _fail(
+            "target_usage", f"must be below compact_threshold ({config.compact_threshold})", config.target_usage
+        )
+    if config.preserve_recent_ratio > config.target_usage:
+        raise _fail(
+            "preserve_recent_ratio",
+            f"must not exceed target_usage ({config.target_usage})",
+            config.preserve_recent_ratio,
+        )
+    if config.prefetch_threshold >= config.compact_threshold:
+        raise _fail(
+            "prefetch_threshold",
+            f"must be below compact_threshold ({config.compact_threshold})",
+            config.prefetch_threshold,
+        )
+    return config

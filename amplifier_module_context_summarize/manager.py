@@ -1,0 +1,517 @@
+"""The context manager: stored history, derived compaction state, and the request view.
+
+History is never changed by compaction. The state derived from it — groups, token counts, chain
+hashes and the summary segments — can always be rebuilt from the history plus the summary cache,
+which is what makes resume and fork free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import logging
+import time
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any
+
+from . import events
+from .backends.base import ERROR
+from .cache import CachedSummary, MemoryCache, SummaryCache
+from .clip import clip_tool_outputs
+from .config import Config
+from .messages import Grouper, Message, _strip, canonical_json, content_hash, is_user_turn, sanitize, validate_message
+from .plan import Limits, choose_boundary, needs_compaction, split_for_tiers
+from .summarize import Outcome, SpanSummarizer
+from .tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_MARKER = "[CONTEXT SUMMARY]"
+SUMMARY_PREAMBLE = (
+    "This is an automatic summary of the earlier part of this conversation, written when it outgrew the "
+    "context window. Treat it as established context; the messages after it continue from where it ends."
+)
+FINGERPRINT_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Groups ``[start, end)`` stood for by ``text`` in the summary message."""
+
+    start: int
+    end: int
+    text: str
+    tokens: int
+    tier: int = 0
+
+
+@dataclass
+class CompactionReport:
+    tokens_before: int = 0
+    tokens_after: int = 0
+    provider_calls: int = 0
+    cache_hits: int = 0
+    fallback: str | None = None
+    clipped: bool = False
+
+
+class SummarizingContextManager:
+    """Amplifier ContextManager that summarizes the oldest groups into one ``[CONTEXT SUMMARY]`` message."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        summarizer: SpanSummarizer,
+        hooks: Any | None = None,
+        cache: SummaryCache | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.config = config or Config()
+        self.summarizer = summarizer
+        self.hooks = hooks
+        self.cache: SummaryCache = cache if cache is not None else MemoryCache(self.config.cache_max_entries)
+        self.counter = counter or TokenCounter(self.config.token_encoding)
+        self.fingerprint = self._fingerprint()
+        self._lock = asyncio.Lock()
+        self._failed: dict[tuple[str, str], float] = {}
+        self._last_budget = self.config.max_tokens
+        self.stats = {"compactions": 0, "provider_calls": 0, "cache_hits": 0, "summarizer_input_tokens": 0,
+                      "summarizer_output_tokens": 0}
+        self._reset([])
+
+    def __repr__(self) -> str:
+        return (
+            f"SummarizingContextManager(messages={len(self._messages)}, boundary={self._boundary}, "
+            f"strategy={self.config.compaction_strategy!r}, summarizer={self.summarizer.name!r})"
+        )
+
+    # ------------------------------------------------------------------ protocol
+
+    async def add_message(self, message: dict[str, Any]) -> None:
+        validate_message(message)
+        self._append(copy.deepcopy(message))
+
+    async def get_messages(self) -> list[dict[str, Any]]:
+        return list(self._messages)
+
+    async def set_messages(self, messages: list[dict[str, Any]]) -> None:
+        if not isinstance(messages, list):
+            raise ValueError(f"set_messages expects a list of messages, got {type(messages).__name__}")
+        for i, message in enumerate(messages):
+            try:
+                validate_message(message)
+            except ValueError as exc:
+                raise ValueError(f"messages[{i}]: {exc}") from None
+        async with self._lock:
+            self._reset([copy.deepcopy(m) for m in messages])
+            self._rebuild_from_cache()
+
+    async def clear(self) -> None:
+        async with self._lock:
+            self._reset([])
+
+    async def get_messages_for_request(
+        self, token_budget: int | None = None, provider: Any | None = None
+    ) -> list[dict[str, Any]]:
+        budget = await self._budget(token_budget, provider)
+        self._last_budget = budget
+        async with self._lock:
+            limits = self._limits(budget)
+            if needs_compaction(self._view_tokens(), limits):
+                try:
+                    await self._compact(limits, provider, force=False)
+                except Exception as exc:  # a bug or fault here must never stop the agent loop
+                    logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+                    await self._truncate_to(limits, fallback=ERROR)
+            view = self._build_view()
+            if self._view_tokens() > budget:
+                view, _ = clip_tool_outputs(view, budget, self.counter.count_messages)
+            return view
+
+    # ------------------------------------------------------- guide API (older callers)
+
+    async def get_token_count(self) -> int:
+        """Tokens of the view the next request would send, before any further compaction."""
+        return self._view_tokens()
+
+    async def should_compact(self) -> bool:
+        return needs_compaction(self._view_tokens(), self._limits(self._last_budget))
+
+    async def compact(self) -> int:
+        """Compact the view now, even under the threshold; return the tokens it saved. History is untouched."""
+        async with self._lock:
+            before = self._view_tokens()
+            await self._compact(self._limits(self._last_budget), None, force=True)
+            return max(before - self._view_tokens(), 0)
+
+    # ------------------------------------------------------------------ state
+
+    def _reset(self, messages: list[Message]) -> None:
+        self._messages: list[Message] = []
+        self._tokens: list[int] = []
+        self._grouper = Grouper()
+        self._prefix: list[int] = [0]
+        self._starts: list[int] = []
+        self._system: list[int] = []
+        self._system_tokens = 0
+        self._irregular: list[int] = []
+        self._replacements: dict[int, list[Message]] = {}
+        self._chain: list[str] = [self.fingerprint]
+        self._last_user = -1
+        self._boundary = 0
+        self._segments: list[Segment] = []
+        self._summary_message: Message | None = None
+        self._summary_tokens = 0
+        self._pin: tuple[int, Message, int] | None = None
+        for message in messages:
+            self._append(message)
+
+    def _append(self, message: Message) -> None:
+        index = len(self._messages)
+        self._messages.append(message)
+        is_system = message.get("role") == "system" and self.config.preserve_system
+        tokens = self.counter.count_message(message)
+        self._tokens.append(tokens)
+        groups = self._grouper.groups
+        joined = self._grouper.push(message, index)
+        if joined:
+            self._prefix[-1] += tokens
+        else:
+            if len(groups) >= 2:
+                self._settle(len(groups) - 2)
+            self._prefix.append(self._prefix[-1] + (0 if is_system else tokens))
+            self._starts.append(index)
+        if is_system:
+            self._system.append(index)
+            self._system_tokens += tokens
+        if is_user_turn(message):
+            self._last_user = index
+            self._pin = None
+
+    def _settle(self, group_index: int) -> None:
+        """A group just closed: note whether the view must show it differently from storage."""
+        group = self._grouper.groups[group_index]
+        messages = self._messages[group.start : group.end]
+        if group.size == 1 and messages[0].get("role") == "system" and self.config.preserve_system:
+            replacement: list[Message] | None = []
+        else:
+            cleaned = sanitize(messages)
+            replacement = None if cleaned is messages else cleaned
+        if replacement is not None:
+            self._replacements[group_index] = replacement
+            self._irregular.append(group_index)
+
+    # ------------------------------------------------------------------ hashing
+
+    def _fingerprint(self) -> str:
+        c = self.config
+        return content_hash(
+            canonical_json(
+                {
+                    "v": FINGERPRINT_VERSION,
+                    "strategy": c.compaction_strategy,
+                    "summarizer": self.summarizer.name,
+                    "model": self.summarizer.model,
+                    "prompts": self.summarizer.prompts.version,
+                    "summary_max_tokens": c.summary_output_tokens,
+                    "preserve_system": c.preserve_system,
+                }
+            )
+        )
+
+    def _chain_at(self, group_index: int) -> str:
+        """Chain hash after groups ``[0, group_index)``; only closed groups are ever hashed."""
+        groups = self._grouper.groups
+        while len(self._chain) <= group_index:
+            g = groups[len(self._chain) - 1]
+            group_hash = content_hash(canonical_json(self._messages[g.start : g.end]))
+            self._chain.append(content_hash(self._chain[-1], group_hash))
+        return self._chain[group_index]
+
+    # ------------------------------------------------------------------ measuring
+
+    def _limits(self, budget: int) -> Limits:
+        c = self.config
+        return Limits.for_budget(budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio)
+
+    def _pinned(self) -> tuple[Message, int] | None:
+        """The latest user request, kept verbatim after the summary when its group was summarized."""
+        if self._last_user < 0 or self._boundary == 0:
+            return None
+        group_of_user = self._group_of(self._last_user)
+        if group_of_user >= self._boundary:
+            return None
+        if self._pin is None or self._pin[0] != self._last_user:
+            message = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
+            if message is None:
+                return None
+            self._pin = (self._last_user, message, self.counter.count_message(message))
+        return self._pin[1], self._pin[2]
+
+    def _group_of(self, message_index: int) -> int:
+        return bisect_left(self._starts, message_index + 1) - 1
+
+    def _fixed_tokens(self) -> int:
+        pinned = self._pinned()
+        return self._system_tokens + self._summary_tokens + (pinned[1] if pinned else 0)
+
+    def _view_tokens(self) -> int:
+        return self._fixed_tokens() + self._prefix[-1] - self._prefix[self._boundary]
+
+    def _last_cuttable(self) -> int:
+        """Groups before this index may be summarized; the newest group always stays verbatim."""
+        return max(len(self._grouper.groups) - 1, 0)
+
+    async def _budget(self, token_budget: int | None, provider: Any | None) -> int:
+        if token_budget is not None:
+            if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0:
+                raise ValueError(f"token_budget must be a positive integer, got {token_budget!r}")
+            return token_budget
+        for window, output in await _provider_limits(provider):
+            if window and output and window - output - self.config.safety_margin > 0:
+                return int(window - output - self.config.safety_margin)
+        return self.config.max_tokens
+
+    # ------------------------------------------------------------------ view
+
+    def _build_view(self) -> list[Message]:
+        view = [self._messages[i] for i in self._system]
+        if self._summary_message is not None:
+            view.append(self._summary_message)
+        pinned = self._pinned()
+        if pinned:
+            view.append(pinned[0])
+        groups = self._grouper.groups
+        if not groups or self._boundary >= len(groups):
+            return view
+        position = groups[self._boundary].start
+        for g in self._irregular[bisect_left(self._irregular, self._boundary) :]:
+            view.extend(self._messages[position : groups[g].start])
+            view.extend(self._replacements[g])
+            position = groups[g].end
+        last = groups[-1]
+        if position <= last.start:
+            view.extend(self._messages[position : last.start])
+            view.extend(self._view_of_open_group())
+        return view
+
+    def _view_of_open_group(self) -> list[Message]:
+        group = self._grouper.groups[-1]
+        messages = self._messages[group.start : group.end]
+        if group.size == 1 and messages[0].get("role") == "system" and self.config.preserve_system:
+            return []
+        return sanitize(messages)
+
+    def _set_segments(self, segments: list[Segment], boundary: int) -> None:
+        self._segments = segments
+        self._boundary = boundary
+        self._pin = None
+        if not segments:
+            self._summary_message, self._summary_tokens = None, 0
+            return
+        body = "\n\n".join(s.text for s in segments)
+        self._summary_message = {"role": "user", "content": f"{SUMMARY_MARKER}\n{SUMMARY_PREAMBLE}\n\n{body}"}
+        self._summary_tokens = self.counter.count_message(self._summary_message)
+
+    # ------------------------------------------------------------------ compaction
+
+    def _rebuild_from_cache(self) -> None:
+        """Walk the chain from the fingerprint along cached segments: resume and fork for free."""
+        if self.config.compaction_strategy == "truncate":
+            return
+        position, segments = 0, []
+        limit = self._last_cuttable()
+        while position < limit:
+            here = self._chain_at(position)
+            best: CachedSummary | None = None
+            for entry in self.cache.starting_at(here):
+                end = position + entry.groups
+                if end <= limit and (best is None or entry.groups > best.groups) and self._chain_at(end) == entry.end:
+                    best = entry
+            if best is None:
+                break
+            segments.append(Segment(position, position + best.groups, best.text, best.tokens, best.tier))
+            position += best.groups
+        if segments:
+            self._set_segments(segments, position)
+
+    async def _compact(self, limits: Limits, provider: Any | None, force: bool) -> None:
+        started = time.perf_counter()
+        report = CompactionReport(tokens_before=self._view_tokens())
+        await self._emit(
+            events.PRE_COMPACT,
+            {
+                "message_count": len(self._messages),
+                "token_count": report.tokens_before,
+                "budget": limits.budget,
+                "strategy": self.config.compaction_strategy,
+                "threshold": limits.compact_at,
+                "forced": force,
+            },
+        )
+        target_limits = limits if not force else Limits(limits.budget, 0, limits.target, limits.preserve_recent)
+        if self.config.compaction_strategy == "truncate":
+            await self._truncate_to(target_limits, fallback=None, report=report)
+        else:
+            await self._summarize_to(target_limits, provider, report)
+        if self._view_tokens() > limits.budget:
+            report.clipped = True
+        report.tokens_after = self._view_tokens()
+        self.stats["compactions"] += 1
+        await self._emit(
+            events.POST_COMPACT,
+            {
+                "message_count": len(self._build_view()),
+                "token_count": report.tokens_after,
+                "tokens_before": report.tokens_before,
+                "budget": limits.budget,
+                "strategy": self.config.compaction_strategy,
+                "summarized_messages": self._messages_before(self._boundary),
+                "segments": len(self._segments),
+                "provider_calls": report.provider_calls,
+                "cache_hits": report.cache_hits,
+                "summary_tokens": self._summary_tokens,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                "fallback": report.fallback,
+                "clipped": report.clipped,
+            },
+        )
+
+    def _messages_before(self, group_index: int) -> int:
+        groups = self._grouper.groups
+        if group_index <= 0 or not groups:
+            return 0
+        end = groups[group_index - 1].end
+        return end - bisect_left(self._system, end) if self.config.preserve_system else end
+
+    async def _truncate_to(self, limits: Limits, fallback: str | None, report: CompactionReport | None = None) -> None:
+        """Drop whole oldest groups (the bottom rung of the ladder, and the ``truncate`` strategy).
+
+        A summary already in the view stays; the groups dropped now are simply not represented.
+        """
+        fixed = self._system_tokens + self._summary_tokens
+        self._boundary = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        self._pin = None
+        if report is not None:
+            report.fallback = fallback
+
+    async def _summarize_to(self, limits: Limits, provider: Any | None, report: CompactionReport) -> None:
+        allowance = self.config.summary_output_tokens
+        fixed = self._system_tokens + self._summary_tokens + allowance
+        new_boundary = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        if new_boundary <= self._boundary:
+            return
+        segment = await self._summarize_segment(self._boundary, new_boundary, provider, report)
+        self._set_segments([*self._segments, segment], new_boundary)
+        await self._merge_tiers(limits, provider, report)
+
+    async def _summarize_segment(self, start: int, end: int, provider: Any | None, report: CompactionReport) -> Segment:
+        key = (self._chain_at(start), self._chain_at(end))
+        cached = self.cache.get(*key)
+        if cached is not None:
+            report.cache_hits += 1
+            self.stats["cache_hits"] += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        span = self._span_messages(start, end)
+        previous = "\n\n".join(s.text for s in self._segments) or None
+        if self._cooling_down(key):
+            outcome = self.summarizer.extractive(span, previous, fallback="cooldown")
+        else:
+            outcome = await self.summarizer.summarize(span, previous, provider)
+        return self._record(key, start, end, outcome, tier=0, report=report)
+
+    def _record(self, key: tuple[str, str], start: int, end: int, outcome: Outcome, tier: int,
+                report: CompactionReport) -> Segment:
+        report.provider_calls += outcome.provider_calls
+        self.stats["provider_calls"] += outcome.provider_calls
+        self.stats["summarizer_input_tokens"] += outcome.input_tokens
+        self.stats["summarizer_output_tokens"] += outcome.output_tokens
+        report.fallback = report.fallback or outcome.fallback
+        tokens = self.counter.count_text(outcome.text)
+        if outcome.cacheable:
+            self._failed.pop(key, None)
+            self.cache.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
+        elif outcome.fallback != "cooldown":
+            self._failed[key] = time.monotonic()
+        return Segment(start, end, outcome.text, tokens, tier)
+
+    def _cooling_down(self, key: tuple[str, str]) -> bool:
+        failed_at = self._failed.get(key)
+        return failed_at is not None and time.monotonic() - failed_at < self.config.failure_cooldown_s
+
+    def _span_messages(self, start: int, end: int) -> list[Message]:
+        groups = self._grouper.groups
+        span: list[Message] = []
+        for g in range(start, end):
+            group = groups[g]
+            messages = self._replacements.get(g, self._messages[group.start : group.end])
+            span.extend(messages)
+        return span
+
+    async def _merge_tiers(self, limits: Limits, provider: Any | None, report: CompactionReport) -> None:
+        """Fold the oldest segment summaries into one higher tier while the summary is over its share."""
+        allowance = int(limits.budget * self.config.summary_budget_ratio)
+        while True:
+            count = split_for_tiers([s.tokens for s in self._segments], allowance)
+            if count == 0:
+                return
+            parts = self._segments[:count]
+            start, end = parts[0].start, parts[-1].end
+            key = (self._chain_at(start), self._chain_at(end))
+            tier = max(p.tier for p in parts) + 1
+            cached = self.cache.get(*key)
+            if cached is not None and cached.tier > 0:
+                report.cache_hits += 1
+                merged = Segment(start, end, cached.text, cached.tokens, cached.tier)
+            else:
+                merged = self._record(key, start, end, await self._merge(parts, start, end, provider), tier, report)
+            if merged.tokens >= sum(p.tokens for p in parts):
+                return
+            self._set_segments([merged, *self._segments[count:]], self._boundary)
+
+    async def _merge(self, parts: list[Segment], start: int, end: int, provider: Any | None) -> Outcome:
+        """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
+        span = self._span_messages(start, end)
+        if self.summarizer.backend is None:
+            return self.summarizer.extractive(span, None, fallback=None)
+        if self._cooling_down((self._chain_at(start), self._chain_at(end))):
+            return self.summarizer.extractive(span, None, fallback="cooldown")
+        try:
+            return await self.summarizer.merge([p.text for p in parts], provider)
+        except Exception as exc:
+            return self.summarizer.extractive(span, None, fallback=getattr(exc, "category", ERROR))
+
+    async def _emit(self, event: str, data: dict[str, Any]) -> None:
+        if self.hooks is None:
+            return
+        try:
+            await self.hooks.emit(event, data)
+        except Exception as exc:  # an observer's fault is not the agent's
+            logger.warning("hook for %s failed: %s", event, type(exc).__name__)
+
+
+async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
+    """(context_window, max_output_tokens) pairs a provider reports, most specific first."""
+    if provider is None:
+        return []
+    found = []
+    for getter in ("get_model_info", "get_info"):
+        method = getattr(provider, getter, None)
+        if not callable(method):
+            continue
+        try:
+            info = method()
+            if inspect.isawaitable(info):
+                info = await info
+        except Exception:
+            continue
+        if info is None:
+            continue
+        defaults = getattr(info, "defaults", None) or {}
+        window = getattr(info, "context_window", None) or defaults.get("context_window")
+        output = getattr(info, "max_output_tokens", None) or defaults.get("max_output_tokens")
+        found.append((window, output))
+    return found

@@ -1,0 +1,297 @@
+"""Message shapes, atomic groups and what makes a view valid.
+
+Three tool-call shapes occur, often mixed in one history:
+
+* OpenAI: ``assistant.tool_calls[*].id`` answered by ``{"role": "tool", "tool_call_id": ...}``.
+* Anthropic blocks: ``{"type": "tool_use", "id"}`` in assistant content, answered by
+  ``{"type": "tool_result", "tool_use_id"}`` blocks in the next user message(s).
+* Amplifier blocks: ``{"type": "tool_call", "id"}`` answered by ``{"type": "tool_result", "tool_call_id"}``.
+
+A *group* is the unit compaction cuts on: a standalone message, or an assistant turn that calls
+tools together with the messages that carry its results. Everything about validity lives here so that
+compaction and the tests share one definition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call"})
+RESULT_BLOCK_TYPE = "tool_result"
+
+Message = dict[str, Any]
+
+
+def validate_message(message: Any) -> None:
+    """Raise ``ValueError`` naming the field that makes ``message`` unusable."""
+    if not isinstance(message, dict):
+        raise ValueError(f"message must be a dict, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in VALID_ROLES:
+        allowed = ", ".join(sorted(VALID_ROLES))
+        if role is None:
+            raise ValueError(f"message has no 'role' field (allowed roles: {allowed})")
+        raise ValueError(f"message field 'role' is {role!r}; allowed roles: {allowed}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise ValueError(
+            f"message field 'content' must be a string, a list of blocks or None, got {type(content).__name__}"
+        )
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            if not isinstance(block, dict | str):
+                raise ValueError(f"message field 'content[{i}]' must be a block dict, got {type(block).__name__}")
+            if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES and not block.get("id"):
+                raise ValueError(f"message field 'content[{i}]' is a {block['type']} block without an 'id'")
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise ValueError("message field 'tool_calls' must be a list")
+        for i, call in enumerate(tool_calls):
+            if not isinstance(call, dict) or not call.get("id"):
+                raise ValueError(f"message field 'tool_calls[{i}]' has no 'id'")
+    if role == "tool" and not message.get("tool_call_id") and not _result_blocks(content):
+        raise ValueError("message with role 'tool' has no 'tool_call_id'")
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _result_blocks(content: Any) -> list[dict[str, Any]]:
+    return [b for b in _blocks(content) if b.get("type") == RESULT_BLOCK_TYPE]
+
+
+def call_ids(message: Message) -> list[str]:
+    """Ids of the tool calls a message makes, in all three shapes."""
+    if message.get("role") != "assistant":
+        return []
+    ids = [c["id"] for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id")]
+    ids += [b["id"] for b in _blocks(message.get("content")) if b.get("type") in CALL_BLOCK_TYPES and b.get("id")]
+    return ids
+
+
+def result_ids(message: Message) -> list[str]:
+    """Ids of the tool calls that a message answers."""
+    ids: list[str] = []
+    if message.get("role") == "tool" and message.get("tool_call_id"):
+        ids.append(message["tool_call_id"])
+    for block in _result_blocks(message.get("content")):
+        ref = block.get("tool_use_id") or block.get("tool_call_id")
+        if ref:
+            ids.append(ref)
+    return ids
+
+
+def is_user_turn(message: Message) -> bool:
+    """A user message that says something (not only a carrier of tool results)."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, list):
+        return any(not (isinstance(b, dict) and b.get("type") == RESULT_BLOCK_TYPE) for b in content)
+    return True
+
+
+@dataclass
+class Group:
+    """Messages ``[start, end)`` of the history that must stay together."""
+
+    start: int
+    end: int
+    pending: set[str] = field(default_factory=set)
+    """Calls of this group still waiting for a result."""
+    answered: set[str] = field(default_factory=set)
+    closed: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+class Grouper:
+    """Splits a history into groups incrementally, one message at a time.
+
+    A group opened by an assistant tool call takes in the following messages that answer its calls.
+    It closes at the first message that is not such an answer: results that arrive later are
+    orphans, and calls never answered are dangling. Both are left out of views by ``sanitize``.
+    """
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+
+    def push(self, message: Message, index: int) -> bool:
+        """Place message ``index``; return True when it joined the last group instead of opening one."""
+        last = self.groups[-1] if self.groups else None
+        answers = result_ids(message)
+        if (
+            last is not None
+            and not last.closed
+            and last.pending
+            and answers
+            and any(a in last.pending for a in answers)
+            and not call_ids(message)
+        ):
+            last.end = index + 1
+            last.pending.difference_update(answers)
+            last.answered.update(answers)
+            return True
+        if last is not None:
+            last.closed = True
+        calls = call_ids(message)
+        self.groups.append(Group(start=index, end=index + 1, pending=set(calls)))
+        return False
+
+
+def group_messages(messages: list[Message]) -> list[Group]:
+    grouper = Grouper()
+    for i, message in enumerate(messages):
+        grouper.push(message, i)
+    return grouper.groups
+
+
+def sanitize(messages: list[Message]) -> list[Message]:
+    """Return the messages of one group made valid on their own.
+
+    Unanswered calls and results whose call is not in the group are removed; a message left with
+    nothing to say is dropped. Untouched messages are returned as the same objects (thinking
+    blocks and signatures stay byte-for-byte).
+    """
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for m in messages:
+        calls.update(call_ids(m))
+    for m in messages:
+        answered.update(r for r in result_ids(m) if r in calls)
+    if calls == answered and not any(set(result_ids(m)) - calls for m in messages):
+        return messages
+    out: list[Message] = []
+    for m in messages:
+        cleaned = _strip(m, keep_calls=answered, keep_results=answered)
+        if cleaned is not None:
+            out.append(cleaned)
+    return out
+
+
+def _strip(message: Message, keep_calls: set[str], keep_results: set[str]) -> Message | None:
+    own_calls = set(call_ids(message))
+    own_results = set(result_ids(message))
+    if own_calls <= keep_calls and own_results <= keep_results:
+        return message
+    if message.get("role") == "tool" and message.get("tool_call_id") not in keep_results:
+        return None
+    new = dict(message)
+    if message.get("tool_calls"):
+        kept = [c for c in message["tool_calls"] if c.get("id") in keep_calls]
+        if kept:
+            new["tool_calls"] = kept
+        else:
+            new.pop("tool_calls")
+    content = message.get("content")
+    if isinstance(content, list):
+        new["content"] = [
+            b
+            for b in content
+            if not (
+                isinstance(b, dict)
+                and (
+                    (b.get("type") in CALL_BLOCK_TYPES and b.get("id") not in keep_calls)
+                    or (
+                        b.get("type") == RESULT_BLOCK_TYPE
+                        and (b.get("tool_use_id") or b.get("tool_call_id")) not in keep_results
+                    )
+                )
+            )
+        ]
+    if not new.get("content") and not new.get("tool_calls"):
+        return None
+    return new
+
+
+def view_problems(view: list[Message]) -> list[str]:
+    """Everything that makes a request view invalid for a provider; empty when it is valid.
+
+    Valid means: each result answers a call made by the assistant message that opened its run of
+    result messages, and each call is answered before the next message that is not a result.
+    """
+    problems: list[str] = []
+    open_calls: set[str] = set()
+    for i, message in enumerate(view):
+        calls = call_ids(message)
+        answers = result_ids(message)
+        if answers and not calls:
+            for a in answers:
+                if a not in open_calls:
+                    problems.append(f"message {i}: result for {a!r} has no open call before it")
+            open_calls.difference_update(answers)
+            continue
+        if open_calls:
+            problems.append(f"message {i}: calls {sorted(open_calls)} have no result")
+        open_calls = set(calls)
+    if open_calls:
+        problems.append(f"end of view: calls {sorted(open_calls)} have no result")
+    return problems
+
+
+def canonical_json(value: Any) -> str:
+    """Stable text form used for hashing; values JSON cannot hold are written with ``repr``."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def content_hash(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def message_text(message: Message) -> str:
+    """Readable text of a message (all blocks, calls and results) for transcripts and counting."""
+    parts: list[str] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    else:
+        for block in content or []:
+            parts.append(block_text(block))
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        parts.append(f"{fn.get('name', '')}({_as_text(fn.get('arguments', ''))})")
+    if message.get("reasoning_content"):
+        parts.append(str(message["reasoning_content"]))
+    return "\n".join(p for p in parts if p)
+
+
+def block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return _as_text(block)
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "thinking":
+        return str(block.get("thinking", ""))
+    if kind in CALL_BLOCK_TYPES:
+        return f"{block.get('name', '')}({_as_text(block.get('input', {}))})"
+    if kind == RESULT_BLOCK_TYPE:
+        body = block.get("content", block.get("output", ""))
+        if isinstance(body, list):
+            return "\n".join(block_text(b) for b in body)
+        return _as_text(body)
+    if kind in ("image", "image_url", "document", "redacted_thinking"):
+        return ""
+    return _as_text({k: v for k, v in block.items() if k != "type"})
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return canonical_json(value)

@@ -1,0 +1,97 @@
+"""Summarizer prompt templates, loaded from files so they can be tuned without touching code.
+
+The wheel ships ``prompts/`` inside the package; a source checkout reads the repository's
+``prompts/``; ``prompt_dir`` in the config overrides both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, block_text, content_hash
+
+FENCE_OPEN = "<<<TRANSCRIPT"
+FENCE_CLOSE = "TRANSCRIPT>>>"
+TEMPLATE_NAMES = ("summarize_system", "summarize_user", "merge_system", "merge_user")
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def default_prompt_dir() -> Path:
+    for candidate in (_PACKAGE_DIR / "prompts", _PACKAGE_DIR.parent / "prompts"):
+        if (candidate / "summarize_system.md").is_file():
+            return candidate
+    raise FileNotFoundError("the packaged summarizer prompts are missing (expected prompts/summarize_system.md)")
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    templates: dict[str, str]
+
+    @property
+    def version(self) -> str:
+        """Changes whenever any template changes, so cached summaries from old prompts are not served."""
+        return content_hash(*(self.templates[n] for n in TEMPLATE_NAMES))[:16]
+
+    def system(self, kind: str) -> str:
+        return self.templates[f"{kind}_system"].strip()
+
+    def user(self, kind: str, **values: str) -> str:
+        return Template(self.templates[f"{kind}_user"]).safe_substitute(values).strip()
+
+
+def load_prompts(prompt_dir: str | Path | None = None) -> PromptSet:
+    folder = Path(prompt_dir) if prompt_dir else default_prompt_dir()
+    templates = {}
+    for name in TEMPLATE_NAMES:
+        path = folder / f"{name}.md"
+        if not path.is_file():
+            raise ValueError(f"config key 'prompt_dir': {folder} has no {name}.md")
+        templates[name] = path.read_text(encoding="utf-8")
+    return PromptSet(templates)
+
+
+def fence_safe(text: str) -> str:
+    """Neutralise fence markers inside data so transcript text cannot close the fence early."""
+    return text.replace(FENCE_CLOSE, "TRANSCRIPT>\u200b>>").replace(FENCE_OPEN, "<<\u200b<TRANSCRIPT")
+
+
+def clip_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped ...]\n{text[-half:]}"
+
+
+def _block_line(block: object) -> str:
+    text = block_text(block)
+    if not isinstance(block, dict):
+        return text
+    kind = block.get("type")
+    if kind in CALL_BLOCK_TYPES:
+        return f"[tool call {block.get('id', '')}] {text}"
+    if kind == RESULT_BLOCK_TYPE:
+        ref = block.get("tool_use_id") or block.get("tool_call_id") or ""
+        return f"[tool result {ref}{' (error)' if block.get('is_error') else ''}] {text}"
+    return text
+
+
+def render_transcript(messages: list[Message], max_chars_per_message: int = 12_000) -> str:
+    """Plain-text transcript of a span: one entry per message, tool traffic labelled, huge outputs clipped."""
+    entries: list[str] = []
+    for message in messages:
+        role = str(message.get("role", "?")).upper()
+        if message.get("role") == "tool":
+            role = f"TOOL RESULT {message.get('tool_call_id', '')}".strip()
+        content = message.get("content")
+        parts = [content] if isinstance(content, str) else [_block_line(b) for b in content or []]
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            parts.append(f"[tool call {call.get('id', '')}] {fn.get('name', '')}({fn.get('arguments', '')})")
+        if message.get("reasoning_content"):
+            parts.append(f"(reasoning) {message['reasoning_content']}")
+        body = "\n".join(p for p in parts if p)
+        entries.append(f"{role}: {clip_middle(body, max_chars_per_message)}")
+    return fence_safe("\n\n".join(entries))

@@ -1,0 +1,212 @@
+"""Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
+
+LLM summary → retries with backoff (inside ``complete_with_retries``) → one retry after a rejected
+summary → extractive summary → a bare omission marker. Nothing here raises for provider faults;
+the outcome says which rung produced the text so events can report it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .backends.base import EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
+from .extractive import extractive_summary
+from .ledger import build_ledger
+from .messages import Message
+from .prompts import PromptSet, fence_safe, render_transcript
+from .retry import complete_with_retries
+
+logger = logging.getLogger(__name__)
+
+_REFUSAL = re.compile(
+    r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply|do that)|i won'?t|as an ai\b|sorry, but)",
+    re.IGNORECASE,
+)
+LEDGER_SHARE = 0.25
+"""Share of the summary allowance the artifact ledger may add on top of an LLM summary."""
+MAX_SPLIT_DEPTH = 6
+
+
+@dataclass
+class Outcome:
+    text: str
+    provider_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    fallback: str | None = None
+    """None when the configured summarizer produced the text; else the failure category that forced a lower rung."""
+
+    @property
+    def cacheable(self) -> bool:
+        return self.fallback is None
+
+
+@dataclass(frozen=True)
+class SummarizerSettings:
+    max_output_tokens: int
+    max_input_tokens: int
+    timeout_s: float
+    max_retries: int
+    wait_base: float = 1.0
+    wait_max: float = 30.0
+
+
+class SpanSummarizer:
+    """Summarizes spans and merges summaries with one backend (or none: extractive only)."""
+
+    def __init__(
+        self,
+        backend: Backend | None,
+        prompts: PromptSet,
+        count_text: Callable[[str], int],
+        settings: SummarizerSettings,
+    ) -> None:
+        self.backend = backend
+        self.prompts = prompts
+        self.count_text = count_text
+        self.settings = settings
+
+    @property
+    def name(self) -> str:
+        return self.backend.name if self.backend else "extractive"
+
+    @property
+    def model(self) -> str | None:
+        return self.backend.model if self.backend else None
+
+    def extractive(self, messages: list[Message], previous_summary: str | None, fallback: str | None) -> Outcome:
+        try:
+            text = extractive_summary(
+                messages,
+                previous_summary=previous_summary,
+                max_tokens=self.settings.max_output_tokens,
+                count_tokens=self.count_text,
+            )
+        except Exception as exc:  # the last rung before truncation must not take the agent down
+            logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
+            return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
+        return Outcome(text=text, fallback=fallback)
+
+    async def summarize(
+        self, messages: list[Message], previous_summary: str | None, provider: Any | None = None
+    ) -> Outcome:
+        if self.backend is None:
+            return self.extractive(messages, previous_summary, fallback=None)
+        outcome = Outcome(text="")
+        try:
+            parts = await self._summarize_fragments(messages, previous_summary, provider, outcome, depth=0)
+        except BackendError as exc:
+            logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
+            fallback = self.extractive(messages, previous_summary, fallback=exc.category)
+            fallback.provider_calls = outcome.provider_calls
+            fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
+            return fallback
+        ledger = build_ledger(messages).render(max_chars=int(self.settings.max_output_tokens * LEDGER_SHARE * 4))
+        outcome.text = "\n\n".join([*parts, ledger] if ledger else parts)
+        return outcome
+
+    async def merge(self, summaries: list[str], provider: Any | None = None) -> Outcome:
+        """One higher-tier summary standing for several consecutive ones."""
+        if self.backend is None:
+            raise BackendError(ERROR)
+        transcript = fence_safe("\n\n---\n\n".join(summaries))
+        prompt = self.prompts.user("merge", transcript=transcript, max_words=str(self._max_words()))
+        outcome = Outcome(text="")
+        outcome.text = await self._ask("merge", prompt, self.count_text(transcript), provider, outcome)
+        return outcome
+
+    async def _summarize_fragments(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None,
+        outcome: Outcome,
+        depth: int,
+    ) -> list[str]:
+        """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
+        transcript = render_transcript(messages)
+        source_tokens = self.count_text(transcript)
+        if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
+            return await self._split(messages, previous_summary, provider, outcome, depth)
+        if source_tokens > self.settings.max_input_tokens:
+            transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
+        prompt = self.prompts.user(
+            "summarize",
+            previous_section=_previous_section(previous_summary),
+            continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
+            max_words=str(self._max_words()),
+            transcript=transcript,
+        )
+        try:
+            return [await self._ask("summarize", prompt, source_tokens, provider, outcome)]
+        except BackendError as exc:
+            if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
+                raise
+            return await self._split(messages, previous_summary, provider, outcome, depth)
+
+    async def _split(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None,
+        outcome: Outcome,
+        depth: int,
+    ) -> list[str]:
+        middle = len(messages) // 2
+        first = await self._summarize_fragments(messages[:middle], previous_summary, provider, outcome, depth + 1)
+        context = "\n\n".join(p for p in [previous_summary, *first] if p)
+        second = await self._summarize_fragments(messages[middle:], context, provider, outcome, depth + 1)
+        return first + second
+
+    async def _ask(self, kind: str, prompt: str, source_tokens: int, provider: Any | None, outcome: Outcome) -> str:
+        """Ask the backend; a rejected answer (empty, refusal, not smaller) gets one more try."""
+        assert self.backend is not None
+        rejection = ERROR
+        for _ in range(2):
+            completion = await complete_with_retries(
+                self.backend,
+                self.prompts.system(kind),
+                prompt,
+                self.settings.max_output_tokens,
+                provider,
+                max_retries=self.settings.max_retries,
+                timeout_s=self.settings.timeout_s,
+                wait_base=self.settings.wait_base,
+                wait_max=self.settings.wait_max,
+                on_attempt=lambda _n: _count_call(outcome),
+            )
+            outcome.input_tokens += completion.input_tokens
+            outcome.output_tokens += completion.output_tokens
+            rejection = self._rejection(completion.text, source_tokens)
+            if rejection is None:
+                return completion.text.strip()
+        raise BackendError(rejection)
+
+    def _rejection(self, text: str, source_tokens: int) -> str | None:
+        if not text or not text.strip():
+            return EMPTY
+        if _REFUSAL.match(text):
+            return REFUSAL
+        if self.count_text(text) >= source_tokens:
+            return NOT_SMALLER
+        return None
+
+    def _max_words(self) -> int:
+        return max(int(self.settings.max_output_tokens * 0.6), 30)
+
+
+def _count_call(outcome: Outcome) -> None:
+    outcome.provider_calls += 1
+
+
+def _previous_section(previous_summary: str | None) -> str:
+    if not previous_summary:
+        return ""
+    return (
+        "Summary of the conversation before this part, for context only (do not repeat it):\n"
+        f"<<<TRANSCRIPT\n{fence_safe(previous_summary)}\nTRANSCRIPT>>>\n"
+    )

