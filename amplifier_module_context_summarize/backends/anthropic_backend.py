@@ -1,0 +1,83 @@
+"""Summaries straight from the Anthropic Messages API, independent of the session's provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from ..retry import error_for_status, mentions_input_too_long
+from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
+
+
+def _to_backend_error(exc: Exception) -> BackendError:
+    """Map an SDK exception to a category; the message and body are read, never kept."""
+    if isinstance(exc, anthropic.APITimeoutError):  # subclass of APIConnectionError: test first
+        return BackendError(TIMEOUT)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return BackendError(CONNECTION)
+    if isinstance(exc, anthropic.APIStatusError):
+        detail = f"{getattr(exc, 'api_message', None) or ''} {exc.message}"
+        return error_for_status(exc.status_code, exc.response.headers, too_long=mentions_input_too_long(detail))
+    return BackendError(ERROR)
+
+
+class AnthropicBackend:
+    """One Messages call per ``complete``; the SDK never retries (``retry.py`` owns that).
+
+    The key lives only inside the SDK client, so neither ``repr`` nor any error can show it.
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        *,
+        base_url: str | None = None,
+        timeout_s: float = 120,
+        http_client: Any | None = None,
+    ) -> None:
+        if not api_key:
+            raise ValueError("AnthropicBackend needs a non-empty api_key")
+        self.model: str | None = model
+        self.base_url = base_url
+        self._owns_client = http_client is None
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicBackend(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def complete(
+        self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        try:
+            response = await self._client.messages.create(
+                model=self.model or "",
+                max_tokens=max_output_tokens,
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+            )
+        except anthropic.AnthropicError as exc:
+            raise _to_backend_error(exc) from None
+        if response.stop_reason == "refusal":
+            raise BackendError(REFUSAL)
+        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        usage = response.usage
+        return Completion(
+            text=text,
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        )
+
+    async def aclose(self) -> None:
+        """Release the SDK's connection pool; an injected ``http_client`` belongs to the caller and stays open."""
+        if self._owns_client:
+            await self._client.close()

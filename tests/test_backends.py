@@ -1,0 +1,516 @@
+"""Direct Anthropic / OpenAI backends, driven through the real SDKs against respx-mocked HTTP.
+
+The SDKs send through ``httpx2``, which ``respx.mock`` does not patch, and respx only builds
+``httpx`` (0.x) responses. So each test injects an ``httpx2.AsyncClient`` whose ``MockTransport``
+asks a ``respx.MockRouter`` to match and record the request, then copies the respx response
+into an ``httpx2.Response``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import traceback
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import respx
+
+from amplifier_module_context_summarize.backends.anthropic_backend import AnthropicBackend
+from amplifier_module_context_summarize.backends.base import (
+    AUTH,
+    BAD_REQUEST,
+    CONNECTION,
+    ERROR,
+    INPUT_TOO_LONG,
+    RATE_LIMITED,
+    REFUSAL,
+    SERVER_ERROR,
+    TIMEOUT,
+    BackendError,
+)
+from amplifier_module_context_summarize.backends.factory import make_direct_backend
+from amplifier_module_context_summarize.backends.openai_backend import NO_KEY_PLACEHOLDER, OpenAIBackend
+from amplifier_module_context_summarize.config import SummarizerConfig
+from amplifier_module_context_summarize.retry import complete_with_retries
+
+ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
+OPENAI_URL = "https://api.openai.com/v1/chat/completions"
+ANTHROPIC_KEY = "sk-ant-test-SECRET-0123456789"
+OPENAI_KEY = "sk-openai-test-SECRET-9876543210"
+SYSTEM = "You summarize conversations."
+PROMPT = "Summarize: the user asked about tenacity."
+FAST = {"wait_base": 0.01, "wait_max": 0.05}
+
+
+@pytest.fixture(autouse=True)
+def _clean_sdk_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDKs read base URLs, keys and extra headers from the environment; keep tests hermetic."""
+    for name in (
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_ADMIN_KEY",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def httpx2_client(router: respx.MockRouter) -> httpx2.AsyncClient:
+    """An httpx2 client whose transport is the respx router (respx matches httpx2 requests fine)."""
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        response = await router.async_handler(request)  # an httpx 0.x Response
+        return httpx2.Response(
+            response.status_code, headers=list(response.headers.multi_items()), content=response.content
+        )
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+def anthropic_ok(*texts: str, input_tokens: int = 42, output_tokens: int = 7, stop: str = "end_turn") -> httpx.Response:
+    return httpx.Response(
+        200,
+        json={
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": t} for t in texts],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        },
+    )
+
+
+def anthropic_error(status: int, message: str, kind: str = "invalid_request_error", **headers: str) -> httpx.Response:
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return httpx.Response(status, json=body, headers={k.replace("_", "-"): v for k, v in headers.items()})
+
+
+def openai_ok(text: str | None = "A summary.", *, refusal: str | None = None, finish: str = "stop") -> httpx.Response:
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text, "refusal": refusal},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34},
+        },
+    )
+
+
+def openai_error(status: int, message: str, code: str | None = None, **headers: str) -> httpx.Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+    return httpx.Response(status, json=body, headers={k.replace("_", "-"): v for k, v in headers.items()})
+
+
+def make_anthropic(router: respx.MockRouter, **kwargs: Any) -> AnthropicBackend:
+    return AnthropicBackend("claude-haiku-4-5", ANTHROPIC_KEY, http_client=httpx2_client(router), **kwargs)
+
+
+def make_openai(router: respx.MockRouter, api_key: str | None = OPENAI_KEY, **kwargs: Any) -> OpenAIBackend:
+    return OpenAIBackend("gpt-4o-mini", api_key, http_client=httpx2_client(router), **kwargs)
+
+
+def anthropic_key_sent(request: httpx2.Request) -> str | None:
+    """anthropic 2.x sends the key as ``Authorization: Bearer``; older releases used ``x-api-key``."""
+    if "x-api-key" in request.headers:
+        return request.headers["x-api-key"]
+    auth = request.headers.get("authorization", "")
+    return auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+
+
+def body_of(route: respx.Route) -> dict[str, Any]:
+    return json.loads(route.calls.last.request.content)
+
+
+async def fails_with(coro: Any) -> BackendError:
+    with pytest.raises(BackendError) as info:
+        await coro
+    return info.value
+
+
+# --- Anthropic ---------------------------------------------------------------------------------
+
+
+async def test_anthropic_request_and_completion() -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("Part one. ", "Part two."))
+    backend = make_anthropic(router)
+
+    completion = await backend.complete(SYSTEM, PROMPT, 321)
+
+    assert completion.text == "Part one. Part two."
+    assert (completion.input_tokens, completion.output_tokens) == (42, 7)
+    body = body_of(route)
+    assert body["model"] == "claude-haiku-4-5"
+    assert body["max_tokens"] == 321
+    assert body["system"] == SYSTEM
+    assert body["messages"] == [{"role": "user", "content": PROMPT}]
+    request = route.calls.last.request
+    assert anthropic_key_sent(request) == ANTHROPIC_KEY
+    assert request.headers.get("x-stainless-retry-count", "0") == "0"
+
+
+async def test_anthropic_custom_base_url() -> None:
+    router = respx.MockRouter()
+    route = router.post("https://proxy.example/anthropic/v1/messages").mock(return_value=anthropic_ok("ok"))
+    backend = make_anthropic(router, base_url="https://proxy.example/anthropic")
+    assert (await backend.complete(SYSTEM, PROMPT, 100)).text == "ok"
+    assert route.call_count == 1
+
+
+async def test_anthropic_429_retry_after_zero_then_success() -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(
+        side_effect=[anthropic_error(429, "rate limited", "rate_limit_error", retry_after="0"), anthropic_ok("fine")]
+    )
+    attempts: list[int] = []
+    completion = await complete_with_retries(
+        make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, on_attempt=attempts.append, **FAST
+    )
+    assert completion.text == "fine"
+    assert route.call_count == 2
+    assert attempts == [1, 2]
+
+
+async def test_anthropic_repeated_500_gives_server_error_after_all_attempts() -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(500, "boom", "api_error"))
+    error = await fails_with(
+        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=2, timeout_s=5, **FAST)
+    )
+    assert error.category == SERVER_ERROR
+    assert route.call_count == 3
+
+
+async def test_anthropic_529_overloaded_is_server_error() -> None:
+    router = respx.MockRouter()
+    router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(529, "Overloaded", "overloaded_error"))
+    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).category == SERVER_ERROR
+
+
+async def test_anthropic_401_not_retried_and_key_never_leaks() -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(
+        return_value=anthropic_error(401, f"invalid x-api-key {ANTHROPIC_KEY}", "authentication_error")
+    )
+    backend = make_anthropic(router)
+    error = await fails_with(complete_with_retries(backend, SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, **FAST))
+    assert error.category == AUTH
+    assert route.call_count == 1
+    assert str(error) == AUTH
+    rendered = "".join(traceback.format_exception(error))
+    for text in (repr(backend), str(backend), str(error), repr(error), rendered):
+        assert ANTHROPIC_KEY not in text
+    assert error.__cause__ is None and error.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "prompt is too long: 250000 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 199000 + 2000 > 200000",
+    ],
+)
+async def test_anthropic_input_too_long_not_retried(message: str) -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(400, message))
+    error = await fails_with(
+        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, **FAST)
+    )
+    assert error.category == INPUT_TOO_LONG
+    assert route.call_count == 1
+
+
+async def test_anthropic_hung_request_cut_off_by_timeout() -> None:
+    router = respx.MockRouter()
+    started_requests: list[httpx2.Request] = []
+
+    async def hang(request: httpx2.Request) -> httpx.Response:
+        started_requests.append(request)  # respx records a call only once it has a response
+        await asyncio.sleep(30)
+        return anthropic_ok("too late")
+
+    router.post(ANTHROPIC_URL).mock(side_effect=hang)
+    started = time.monotonic()
+    error = await fails_with(
+        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=1, timeout_s=0.2, **FAST)
+    )
+    assert error.category == TIMEOUT
+    assert len(started_requests) == 2  # TIMEOUT is retryable: both attempts were cut off
+    assert time.monotonic() - started < 3
+
+
+async def test_anthropic_refusal_stop_reason() -> None:
+    router = respx.MockRouter()
+    router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("", stop="refusal"))
+    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).category == REFUSAL
+
+
+# --- OpenAI ------------------------------------------------------------------------------------
+
+
+async def test_openai_request_and_completion() -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(return_value=openai_ok("The gist."))
+    completion = await make_openai(router).complete(SYSTEM, PROMPT, 256)
+
+    assert completion.text == "The gist."
+    assert (completion.input_tokens, completion.output_tokens) == (30, 4)
+    body = body_of(route)
+    assert body["model"] == "gpt-4o-mini"
+    assert body["max_tokens"] == 256
+    assert body["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
+    assert route.calls.last.request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+
+
+async def test_openai_compatible_base_url_without_key_uses_placeholder() -> None:
+    router = respx.MockRouter()
+    local = router.post("http://localhost:11434/v1/chat/completions").mock(return_value=openai_ok("local"))
+    backend = make_openai(router, api_key=None, base_url="http://localhost:11434/v1")
+    assert (await backend.complete(SYSTEM, PROMPT, 64)).text == "local"
+    assert local.call_count == 1
+    assert local.calls.last.request.headers["authorization"] == f"Bearer {NO_KEY_PLACEHOLDER}"
+
+
+def test_openai_without_key_or_base_url_refuses() -> None:
+    with pytest.raises(ValueError, match="api_key"):
+        OpenAIBackend("gpt-4o-mini", None)
+
+
+async def test_openai_429_retry_after_zero_then_success() -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(
+        side_effect=[openai_error(429, "Rate limit reached", "rate_limit_exceeded", retry_after="0"), openai_ok("ok")]
+    )
+    completion = await complete_with_retries(
+        make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST
+    )
+    assert completion.text == "ok"
+    assert route.call_count == 2
+
+
+async def test_openai_repeated_500_gives_server_error() -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(return_value=openai_error(500, "server had an error"))
+    error = await fails_with(
+        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=1, timeout_s=5, **FAST)
+    )
+    assert error.category == SERVER_ERROR
+    assert route.call_count == 2
+
+
+async def test_openai_401_not_retried_and_key_never_leaks() -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(
+        return_value=openai_error(401, f"Incorrect API key provided: {OPENAI_KEY}", "invalid_api_key")
+    )
+    backend = make_openai(router)
+    error = await fails_with(complete_with_retries(backend, SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST))
+    assert error.category == AUTH
+    assert route.call_count == 1
+    rendered = "".join(traceback.format_exception(error))
+    for text in (repr(backend), str(error), repr(error), rendered):
+        assert OPENAI_KEY not in text
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        (
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+            "context_length_exceeded",
+        ),
+        ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", None),
+    ],
+)
+async def test_openai_input_too_long_not_retried(message: str, code: str | None) -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(return_value=openai_error(400, message, code))
+    error = await fails_with(
+        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST)
+    )
+    assert error.category == INPUT_TOO_LONG
+    assert route.call_count == 1
+
+
+async def test_openai_vllm_style_error_body_too_long() -> None:
+    """vLLM puts the message at the top level of the body, not under "error"."""
+    router = respx.MockRouter()
+    body = {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens",
+        "type": "BadRequestError",
+        "code": 400,
+    }
+    router.post("http://vllm:8000/v1/chat/completions").mock(return_value=httpx.Response(400, json=body))
+    backend = make_openai(router, api_key=None, base_url="http://vllm:8000/v1")
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == INPUT_TOO_LONG
+
+
+async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
+    router = respx.MockRouter()
+    route = router.post(OPENAI_URL).mock(
+        return_value=openai_error(429, "You exceeded your quota", "insufficient_quota")
+    )
+    error = await fails_with(
+        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST)
+    )
+    assert error.category == ERROR
+    assert route.call_count == 1
+
+
+async def test_openai_hung_request_cut_off_by_timeout() -> None:
+    router = respx.MockRouter()
+
+    async def hang(request: httpx2.Request) -> httpx.Response:
+        await asyncio.sleep(30)
+        return openai_ok()
+
+    router.post(OPENAI_URL).mock(side_effect=hang)
+    error = await fails_with(
+        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=0, timeout_s=0.1, **FAST)
+    )
+    assert error.category == TIMEOUT
+
+
+async def test_openai_refusal() -> None:
+    router = respx.MockRouter()
+    router.post(OPENAI_URL).mock(return_value=openai_ok(None, refusal="I can't help with that."))
+    assert (await fails_with(make_openai(router).complete(SYSTEM, PROMPT, 64))).category == REFUSAL
+
+
+# --- Shared error mapping ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    ("status", "headers", "category", "retry_after"),
+    [
+        (429, {"retry-after": "7"}, RATE_LIMITED, 7.0),
+        (429, {"retry-after-ms": "1500"}, RATE_LIMITED, 1.5),
+        (429, {}, RATE_LIMITED, None),
+        (503, {"retry-after": "2"}, SERVER_ERROR, 2.0),
+        (502, {}, SERVER_ERROR, None),
+        (403, {}, AUTH, None),
+        (400, {}, BAD_REQUEST, None),
+        (404, {}, BAD_REQUEST, None),
+        (422, {}, BAD_REQUEST, None),
+        (413, {}, INPUT_TOO_LONG, None),
+        (408, {}, TIMEOUT, None),
+        (409, {}, ERROR, None),
+    ],
+)
+async def test_status_mapping(
+    kind: str, status: int, headers: dict[str, str], category: str, retry_after: float | None
+) -> None:
+    router = respx.MockRouter()
+    body = {"type": "error", "error": {"type": "some_error", "message": "nope"}}
+    url = ANTHROPIC_URL if kind == "anthropic" else OPENAI_URL
+    router.post(url).mock(return_value=httpx.Response(status, json=body, headers=headers))
+    backend = make_anthropic(router) if kind == "anthropic" else make_openai(router)
+    error = await fails_with(backend.complete(SYSTEM, PROMPT, 64))
+    assert error.category == category
+    assert error.retry_after == retry_after
+    assert str(error) == category
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    ("exc", "category"),
+    [
+        (httpx2.ConnectError("refused"), CONNECTION),
+        (httpx2.ReadTimeout("slow"), TIMEOUT),
+    ],
+)
+async def test_transport_failures(kind: str, exc: Exception, category: str) -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL if kind == "anthropic" else OPENAI_URL).mock(side_effect=exc)
+    backend = make_anthropic(router) if kind == "anthropic" else make_openai(router)
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == category
+    assert route.call_count == 1  # the SDK itself never retries
+
+
+async def test_anthropic_http_date_retry_after() -> None:
+    router = respx.MockRouter()
+    router.post(ANTHROPIC_URL).mock(
+        return_value=anthropic_error(429, "slow down", "rate_limit_error", retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
+    )
+    error = await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 64))
+    assert error.category == RATE_LIMITED
+    assert error.retry_after == 0.0  # a date in the past means "now"
+
+
+# --- Factory -----------------------------------------------------------------------------------
+
+
+def test_factory_names_missing_anthropic_variable() -> None:
+    with pytest.raises(ValueError) as info:
+        make_direct_backend(SummarizerConfig(provider="anthropic"), environ={})
+    assert str(info.value) == (
+        "summarizer provider 'anthropic' needs an API key in environment variable ANTHROPIC_API_KEY"
+    )
+
+
+def test_factory_names_custom_variable_and_treats_blank_as_missing() -> None:
+    cfg = SummarizerConfig(provider="openai", api_key_env="MY_LLM_KEY")
+    with pytest.raises(ValueError, match="environment variable MY_LLM_KEY"):
+        make_direct_backend(cfg, environ={"MY_LLM_KEY": "   "})
+
+
+def test_factory_openai_without_key_needs_base_url() -> None:
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        make_direct_backend(SummarizerConfig(provider="openai"), environ={})
+
+
+@pytest.mark.parametrize("provider", ["session", "extractive", "gemini"])
+def test_factory_rejects_other_providers(provider: str) -> None:
+    with pytest.raises(ValueError, match="direct backend"):
+        make_direct_backend(SummarizerConfig(provider=provider), environ={"ANTHROPIC_API_KEY": "x"})
+
+
+async def test_factory_builds_anthropic_with_env_key_and_defaults() -> None:
+    router = respx.MockRouter()
+    route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("ok"))
+    backend = make_direct_backend(
+        SummarizerConfig(provider="anthropic", timeout_s=9),
+        http_client=httpx2_client(router),
+        environ={"ANTHROPIC_API_KEY": ANTHROPIC_KEY},
+    )
+    assert isinstance(backend, AnthropicBackend)
+    assert backend.name == "anthropic" and backend.model == "claude-haiku-4-5"
+    assert ANTHROPIC_KEY not in repr(backend)
+    await backend.complete(SYSTEM, PROMPT, 50)
+    assert anthropic_key_sent(route.calls.last.request) == ANTHROPIC_KEY
+
+
+async def test_factory_builds_keyless_openai_compatible_backend() -> None:
+    router = respx.MockRouter()
+    route = router.post("http://127.0.0.1:1234/v1/chat/completions").mock(return_value=openai_ok("lm studio"))
+    backend = make_direct_backend(
+        SummarizerConfig(provider="openai", model="qwen2.5-7b", base_url="http://127.0.0.1:1234/v1"),
+        http_client=httpx2_client(router),
+        environ={},
+    )
+    assert isinstance(backend, OpenAIBackend)
+    assert backend.name == "openai"
+    assert (await backend.complete(SYSTEM, PROMPT, 50)).text == "lm studio"
+    assert body_of(route)["model"] == "qwen2.5-7b"
