@@ -77,9 +77,15 @@ class SummarizingContextManager:
         self.fingerprint = self._fingerprint()
         self._lock = asyncio.Lock()
         self._failed: dict[tuple[str, str], float] = {}
+        self._inflight: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._last_budget = self.config.max_tokens
-        self.stats = {"compactions": 0, "provider_calls": 0, "cache_hits": 0, "summarizer_input_tokens": 0,
-                      "summarizer_output_tokens": 0}
+        self.stats = {
+            "compactions": 0,
+            "provider_calls": 0,
+            "cache_hits": 0,
+            "summarizer_input_tokens": 0,
+            "summarizer_output_tokens": 0,
+        }
         self._reset([])
 
     def __repr__(self) -> str:
@@ -129,6 +135,7 @@ class SummarizingContextManager:
             view = self._build_view()
             if self._view_tokens() > budget:
                 view, _ = clip_tool_outputs(view, budget, self.counter.count_messages)
+            self._maybe_prefetch(limits, provider)
             return view
 
     # ------------------------------------------------------- guide API (older callers)
@@ -150,6 +157,7 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ state
 
     def _reset(self, messages: list[Message]) -> None:
+        self._cancel_background()
         self._messages: list[Message] = []
         self._tokens: list[int] = []
         self._grouper = Grouper()
@@ -399,14 +407,92 @@ class SummarizingContextManager:
             report.fallback = fallback
 
     async def _summarize_to(self, limits: Limits, provider: Any | None, report: CompactionReport) -> None:
+        for task in list(self._inflight.values()):  # a prefetch for this boundary may be about to land
+            await asyncio.wait([task])
         allowance = self.config.summary_output_tokens
         fixed = self._system_tokens + self._summary_tokens + allowance
-        new_boundary = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        new_boundary = self._ready_boundary(limits) or choose_boundary(
+            self._prefix, self._boundary, self._last_cuttable(), fixed, limits
+        )
         if new_boundary <= self._boundary:
             return
         segment = await self._summarize_segment(self._boundary, new_boundary, provider, report)
         self._set_segments([*self._segments, segment], new_boundary)
         await self._merge_tiers(limits, provider, report)
+
+    def _ready_boundary(self, limits: Limits) -> int | None:
+        """End of an already-cached segment from the boundary (a prefetch) that brings the view near the target.
+
+        Taking it turns the threshold compaction into a cache hit; "near" is the lower quarter of the
+        hysteresis band, and the recent share must still be kept verbatim.
+        """
+        if not self.config.prefetch:
+            return None
+        here, total, best = self._chain_at(self._boundary), self._prefix[-1], None
+        acceptable = limits.target + (limits.compact_at - limits.target) // 4
+        for entry in self.cache.starting_at(here):
+            end = self._boundary + entry.groups
+            if end > self._last_cuttable() or self._chain_at(end) != entry.end:
+                continue
+            tail = total - self._prefix[end]
+            view = self._system_tokens + self._summary_tokens + entry.tokens + tail
+            if tail >= limits.preserve_recent and view <= acceptable and (best is None or end > best):
+                best = end
+        return best
+
+    def _maybe_prefetch(self, limits: Limits, provider: Any | None) -> None:
+        """Above the lower watermark, summarize the segment the next compaction will want, in the background."""
+        view = self._view_tokens()
+        if not self.config.prefetch or self.config.compaction_strategy == "truncate" or self._inflight:
+            return
+        if not (limits.budget * self.config.prefetch_threshold < view <= limits.compact_at):
+            return
+        growth_until_threshold = limits.compact_at - view + 1
+        room = limits.target - (self._system_tokens + self._summary_tokens + self.config.summary_output_tokens)
+        end = bisect_left(self._prefix, self._prefix[-1] + growth_until_threshold - room)
+        end = min(end, self._last_cuttable())
+        if end <= self._boundary:
+            return
+        key = (self._chain_at(self._boundary), self._chain_at(end))
+        if self.cache.get(*key) is not None:
+            return
+        span = self._span_messages(self._boundary, end)
+        previous = "\n\n".join(seg.text for seg in self._segments) or None
+        task = asyncio.get_running_loop().create_task(
+            self._prefetch(key, end - self._boundary, span, previous, provider)
+        )
+        self._inflight[key] = task
+        task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
+
+    async def _prefetch(
+        self, key: tuple[str, str], groups: int, span: list[Message], previous: str | None, provider: Any | None
+    ) -> None:
+        if self._cooling_down(key):
+            return
+        try:
+            outcome = await self.summarizer.summarize(span, previous, provider)
+        except Exception as exc:  # background work reports; it never raises into the loop
+            self._failed[key] = time.monotonic()
+            await self._emit(
+                events.SUMMARY_FAILED, {"reason": "prefetch", "fallback": type(exc).__name__, "provider_calls": 0}
+            )
+            return
+        self.stats["provider_calls"] += outcome.provider_calls
+        self.stats["summarizer_input_tokens"] += outcome.input_tokens
+        self.stats["summarizer_output_tokens"] += outcome.output_tokens
+        if outcome.cacheable:
+            self.cache.put(CachedSummary(key[0], key[1], outcome.text, self.counter.count_text(outcome.text), groups))
+        else:
+            self._failed[key] = time.monotonic()
+            await self._emit(
+                events.SUMMARY_FAILED,
+                {"reason": "prefetch", "fallback": outcome.fallback, "provider_calls": outcome.provider_calls},
+            )
+
+    def _cancel_background(self) -> None:
+        for task in self._inflight.values():
+            task.cancel()
+        self._inflight.clear()
 
     async def _summarize_segment(self, start: int, end: int, provider: Any | None, report: CompactionReport) -> Segment:
         key = (self._chain_at(start), self._chain_at(end))
@@ -423,8 +509,9 @@ class SummarizingContextManager:
             outcome = await self.summarizer.summarize(span, previous, provider)
         return self._record(key, start, end, outcome, tier=0, report=report)
 
-    def _record(self, key: tuple[str, str], start: int, end: int, outcome: Outcome, tier: int,
-                report: CompactionReport) -> Segment:
+    def _record(
+        self, key: tuple[str, str], start: int, end: int, outcome: Outcome, tier: int, report: CompactionReport
+    ) -> Segment:
         report.provider_calls += outcome.provider_calls
         self.stats["provider_calls"] += outcome.provider_calls
         self.stats["summarizer_input_tokens"] += outcome.input_tokens

@@ -51,12 +51,15 @@ class FakeProvider:
         if self.fail_with is not None:
             raise self.fail_with
         prompt = request.messages[-1].content
-        text = self.reply if self.reply is not None else f"SUMMARY#{len(self.requests)}: " + prompt[-200:].replace(
-            "TRANSCRIPT>>>", ""
+        text = (
+            self.reply
+            if self.reply is not None
+            else f"SUMMARY#{len(self.requests)}: " + prompt[-200:].replace("TRANSCRIPT>>>", "")
         )
-        return ChatResponse(content=[TextBlock(text=text)], usage=Usage(input_tokens=len(prompt) // 4,
-                                                                        output_tokens=len(text) // 4,
-                                                                        total_tokens=0))
+        return ChatResponse(
+            content=[TextBlock(text=text)],
+            usage=Usage(input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=0),
+        )
 
     def parse_tool_calls(self, response: Any) -> list[Any]:
         return []
@@ -73,8 +76,11 @@ def openai_turn(i: int, size: int = 20) -> list[dict[str, Any]]:
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": "bash", "arguments": json.dumps({"command": f"cat src/module_{i}.py"})}}
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": f"cat src/module_{i}.py"})},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": call_id, "content": f"contents of module_{i}\n" + FILLER * size},
@@ -94,7 +100,10 @@ def anthropic_turn(i: int, size: int = 20) -> list[dict[str, Any]]:
                 {"type": "tool_use", "id": b, "name": "Read", "input": {"file_path": f"/repo/src/m{i}.py"}},
             ],
         },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": a, "content": "1 passed. " + FILLER * size}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": a, "content": "1 passed. " + FILLER * size}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b, "content": FILLER * size}]},
         {"role": "assistant", "content": [{"type": "text", "text": f"Tests {i} pass. " + FILLER * (size // 2)}]},
     ]
@@ -111,8 +120,11 @@ def amplifier_turn(i: int, size: int = 20) -> list[dict[str, Any]]:
                 {"type": "tool_call", "id": call_id, "name": "grep", "input": {"pattern": "TODO", "path": "src"}},
             ],
         },
-        {"role": "tool", "tool_call_id": call_id,
-         "content": [{"type": "tool_result", "tool_call_id": call_id, "output": {"matches": FILLER * size}}]},
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": [{"type": "tool_result", "tool_call_id": call_id, "output": {"matches": FILLER * size}}],
+        },
         {"role": "assistant", "content": f"Found TODOs in turn {i}. " + FILLER * (size // 2)},
     ]
 

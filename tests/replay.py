@@ -7,8 +7,9 @@ from typing import Any
 from amplifier_module_context_summarize.messages import view_problems
 
 
-async def replay(manager: Any, history: list[dict], provider: Any = None, budget: int | None = None,
-                 check: bool = True) -> list[list[dict]]:
+async def replay(
+    manager: Any, history: list[dict], provider: Any = None, budget: int | None = None, check: bool = True
+) -> list[list[dict]]:
     views = []
     for i, message in enumerate(history):
         await manager.add_message(message)

@@ -225,8 +225,17 @@ async def test_event_payloads():
     assert {"message_count", "token_count", "budget", "strategy"} <= pre.keys()
     assert pre["token_count"] > manager.config.compact_threshold * BUDGET
     post = post_events(recorder)[0]
-    keys = {"message_count", "token_count", "summarized_messages", "segments", "provider_calls", "cache_hits",
-            "summary_tokens", "duration_ms", "fallback"}
+    keys = {
+        "message_count",
+        "token_count",
+        "summarized_messages",
+        "segments",
+        "provider_calls",
+        "cache_hits",
+        "summary_tokens",
+        "duration_ms",
+        "fallback",
+    }
     assert keys <= post.keys()
     assert post["token_count"] < pre["token_count"] and post["summarized_messages"] > 0 and post["segments"] == 1
 
@@ -295,8 +304,11 @@ async def test_oversized_newest_group_is_clipped_in_the_view_only():
     huge = "x" * 400_000
     history = [
         {"role": "user", "content": "read the log"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c", "content": huge},
     ]
     manager, _ = make()

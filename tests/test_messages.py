@@ -31,10 +31,14 @@ def test_mixed_history_is_valid_and_groups_cover_everything():
 
 def test_parallel_results_split_across_messages_join_one_group():
     messages = [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}},
-            {"id": "b", "type": "function", "function": {"name": "y", "arguments": "{}"}},
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "y", "arguments": "{}"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "b", "content": "B"},
         {"role": "tool", "tool_call_id": "a", "content": "A"},
         {"role": "user", "content": "next"},
@@ -47,10 +51,13 @@ def test_orphan_result_and_dangling_call_are_removed_from_the_view():
     messages = [
         {"role": "tool", "tool_call_id": "ghost", "content": "orphan"},
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "calling"},
-            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "calling"},
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+            ],
+        },
         {"role": "user", "content": "never mind"},
     ]
     assert view_problems(messages)
@@ -70,10 +77,13 @@ def test_sanitize_returns_untouched_groups_as_the_same_objects():
 def test_user_message_with_results_and_text_stays_with_its_call():
     messages = [
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Read", "input": {}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t", "content": "ok"},
-            {"type": "text", "text": "and also check the docs"},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": "ok"},
+                {"type": "text", "text": "and also check the docs"},
+            ],
+        },
     ]
     assert len(group_messages(messages)) == 1
     assert is_user_turn(messages[1])

