@@ -447,10 +447,9 @@ class SummarizingContextManager:
             return
         if not (limits.budget * self.config.prefetch_threshold < view <= limits.compact_at):
             return
-        growth_until_threshold = limits.compact_at - view + 1
-        room = limits.target - (self._system_tokens + self._summary_tokens + self.config.summary_output_tokens)
-        end = bisect_left(self._prefix, self._prefix[-1] + growth_until_threshold - room)
-        end = min(end, self._last_cuttable())
+        fixed = self._system_tokens + self._summary_tokens + self.config.summary_output_tokens
+        growth = limits.compact_at - view + 1
+        end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits, growth=growth)
         if end <= self._boundary:
             return
         key = (self._chain_at(self._boundary), self._chain_at(end))

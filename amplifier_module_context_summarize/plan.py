@@ -40,15 +40,17 @@ def choose_boundary(
     last_cuttable: int,
     fixed_tokens: int,
     limits: Limits,
+    growth: int = 0,
 ) -> int:
     """The new boundary: far enough that the view falls to the target, never backwards.
 
     ``fixed_tokens`` is what the view spends outside the verbatim tail (system messages, the summary
     as it will be after this compaction). The boundary stops where the tail would drop below
     ``preserve_recent`` tokens, unless the view could not otherwise fit the budget at all, and never
-    passes ``last_cuttable``.
+    passes ``last_cuttable``. ``growth`` plans for a tail that many tokens longer than today's
+    (prefetch predicts the cut the threshold compaction will make).
     """
-    total = prefix[-1]
+    total = prefix[-1] + growth
     room_target = limits.target - fixed_tokens
     room_budget = limits.budget - fixed_tokens
     to_target = bisect_left(prefix, total - room_target)
