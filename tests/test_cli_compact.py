@@ -1,0 +1,86 @@
+"""The main-job command: ``python -m amplifier_module_context_summarize compact``."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from fakes import mixed_history
+
+from amplifier_module_context_summarize.__main__ import main
+
+
+@pytest.fixture(autouse=True)
+def no_keys(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_example_runs_offline_and_says_so(capsys):
+    assert main(["compact", "--example"]) == 0
+    out, err = capsys.readouterr()
+    assert "extractive summarizer" in err
+    assert "[CONTEXT SUMMARY]" in out and "compactions: " in out
+    assert "compactions: 0" not in out
+
+
+def test_json_output_on_a_file_in_every_shape(tmp_path, capsys):
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in mixed_history(40)))
+    assert main(["compact", str(path), "--budget", "8000", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    report = result["report"]
+    assert report["messages"] == 121 and report["compactions"] >= 1
+    assert report["view_tokens"] <= 8000 < report["history_tokens"]
+    assert result["view"][1]["content"].startswith("[CONTEXT SUMMARY]")
+
+
+def test_json_array_and_amplifier_transcript_lines(tmp_path, capsys):
+    messages = mixed_history(10)
+    array = tmp_path / "session.json"
+    array.write_text(json.dumps(messages, indent=1))
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text("\n".join(json.dumps({**m, "timestamp": "2026-01-01T00:00:00Z"}) for m in messages))
+    for path in (array, transcript):
+        assert main(["compact", str(path), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["report"]["messages"] == len(messages)
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "problem"),
+    [
+        ('{"role": "user", "content": "ok"}\n{"role": "user", "content": \n', ":2:", "invalid JSON"),
+        ('{"role": "user", "content": "ok"}\n{"content": "who?"}\n', ":2:", "no 'role'"),
+        ('[\n{"role": "user", "content": "ok"},\n{"role": "alien"}\n]', ":3:", "'role' is 'alien'"),
+        ("", "", "no messages"),
+    ],
+)
+def test_bad_files_fail_with_file_and_line(tmp_path, capsys, content, where, problem):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    assert main(["compact", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}{where}") and problem in err
+    assert len(err.splitlines()) == 1
+
+
+def test_unreadable_file(tmp_path, capsys):
+    assert main(["compact", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl: cannot read the file" in capsys.readouterr().err
+
+
+def test_direct_backend_without_key_names_the_variable(capsys):
+    assert main(["compact", "--example", "--summarizer", "anthropic"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_module_entry_runs_as_a_program():
+    result = subprocess.run(
+        [sys.executable, "-m", "amplifier_module_context_summarize", "compact", "--example", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["report"]["summarizer"] == "extractive"
