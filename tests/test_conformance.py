@@ -64,3 +64,32 @@ def test_cli_validator_passes():
     result = subprocess.run([*command, "validate", "context", str(PACKAGE_DIR)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASSED" in result.stdout
+
+
+async def test_summaries_use_the_mounted_provider_named_in_config():
+    from fakes import FakeProvider, mixed_history
+    from replay import replay
+
+    coordinator = MockCoordinator()
+    first, named = FakeProvider(name="first"), FakeProvider(name="named")
+    await coordinator.mount("providers", first, name="first")
+    await coordinator.mount("providers", named, name="named")
+    by_name = await mount(coordinator, {"max_tokens": 12_000, "summarizer": {"session_provider": "named"}})
+    await replay(by_name, mixed_history(60), provider=None, budget=12_000)
+    assert named.requests and not first.requests
+
+    default = await mount(coordinator, {"max_tokens": 12_000})
+    await replay(default, mixed_history(60), provider=None, budget=12_000)
+    assert first.requests
+
+
+async def test_the_request_provider_wins_over_mounted_ones():
+    from fakes import FakeProvider, mixed_history
+    from replay import replay
+
+    coordinator = MockCoordinator()
+    mounted, passed = FakeProvider(name="mounted"), FakeProvider(name="passed")
+    await coordinator.mount("providers", mounted, name="mounted")
+    manager = await mount(coordinator, {"max_tokens": 12_000})
+    await replay(manager, mixed_history(60), provider=passed, budget=12_000)
+    assert passed.requests and not mounted.requests
