@@ -16,6 +16,8 @@ def _clip_value(value: Any, limit: int) -> Any:
         return clip_middle(value, limit)
     if isinstance(value, list):
         return [_clip_block(b, limit) for b in value]
+    if isinstance(value, dict):  # structured output, e.g. {"stdout": ..., "code": 0}
+        return {k: _clip_value(v, limit) for k, v in value.items()}
     return value
 
 
@@ -42,7 +44,9 @@ def clip_tool_outputs(
     if count(messages) <= budget:
         return messages, False
     longest = max((len(str(m.get("content") or "")) for m in messages), default=0)
-    limit = max(longest // 2, CLIP_FLOOR_CHARS)
+    # No output longer than ~8 characters per token of the whole budget can fit: start there, not at half
+    # of a 10 MB output (every halving recounts the view).
+    limit = max(min(longest // 2, budget * 8), CLIP_FLOOR_CHARS)
     clipped = messages
     while True:
         clipped = [_clip_message(m, limit) for m in messages]

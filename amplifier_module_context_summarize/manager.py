@@ -8,7 +8,7 @@ which is what makes resume and fork free.
 from __future__ import annotations
 
 import asyncio
-import copy
+import functools
 import inspect
 import logging
 import time
@@ -21,7 +21,17 @@ from .backends.base import ERROR
 from .cache import CachedSummary, MemoryCache, SummaryCache
 from .clip import clip_tool_outputs
 from .config import Config
-from .messages import Grouper, Message, _strip, canonical_json, content_hash, is_user_turn, sanitize, validate_message
+from .messages import (
+    Grouper,
+    Message,
+    _strip,
+    canonical_json,
+    content_hash,
+    copy_message,
+    is_user_turn,
+    sanitize,
+    validate_message,
+)
 from .plan import Limits, choose_boundary, needs_compaction, split_for_tiers
 from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
@@ -34,6 +44,8 @@ SUMMARY_PREAMBLE = (
     "context window. Treat it as established context; the messages after it continue from where it ends."
 )
 FINGERPRINT_VERSION = "1"
+EXTRA_SUMMARY_PASSES = 2
+"""Further segments a compaction may summarize when its first summary left the view over budget."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,7 @@ class SummarizingContextManager:
         self._failed: dict[tuple[str, str], float] = {}
         self._inflight: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._last_budget = self.config.max_tokens
+        self._limits_memo: tuple[Config, Limits] | None = None
         self.stats = {
             "compactions": 0,
             "provider_calls": 0,
@@ -98,7 +111,7 @@ class SummarizingContextManager:
 
     async def add_message(self, message: dict[str, Any]) -> None:
         validate_message(message)
-        self._append(copy.deepcopy(message))
+        self._append(copy_message(message))
 
     async def get_messages(self) -> list[dict[str, Any]]:
         return list(self._messages)
@@ -112,7 +125,7 @@ class SummarizingContextManager:
             except ValueError as exc:
                 raise ValueError(f"messages[{i}]: {exc}") from None
         async with self._lock:
-            self._reset([copy.deepcopy(m) for m in messages])
+            self._reset([copy_message(m) for m in messages])
             self._rebuild_from_cache()
 
     async def clear(self) -> None:
@@ -126,14 +139,16 @@ class SummarizingContextManager:
         self._last_budget = budget
         async with self._lock:
             limits = self._limits(budget)
-            if needs_compaction(self._view_tokens(), limits):
+            tokens = self._view_tokens()
+            if needs_compaction(tokens, limits):
                 try:
                     await self._compact(limits, provider, force=False)
                 except Exception as exc:  # a bug or fault here must never stop the agent loop
                     logger.exception("compaction failed (%s); truncating", type(exc).__name__)
                     await self._truncate_to(limits, fallback=ERROR)
+                tokens = self._view_tokens()
             view = self._build_view()
-            if self._view_tokens() > budget:
+            if tokens > budget:
                 view, _ = clip_tool_outputs(view, budget, self.counter.count_messages)
             self._maybe_prefetch(limits, provider)
             return view
@@ -174,6 +189,9 @@ class SummarizingContextManager:
         self._summary_message: Message | None = None
         self._summary_tokens = 0
         self._pin: tuple[int, Message, int] | None = None
+        self._settled: list[Message] = []  # view of closed groups [_settled_from, _settled_upto)
+        self._settled_from = self._settled_upto = 0
+        self._open_view: tuple[int, int, list[Message]] | None = None
         for message in messages:
             self._append(message)
 
@@ -242,8 +260,15 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ measuring
 
     def _limits(self, budget: int) -> Limits:
+        """Limits for ``budget``; the last one is kept, as the budget rarely changes between requests."""
         c = self.config
-        return Limits.for_budget(budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio)
+        memo = self._limits_memo
+        if memo is None or memo[0] is not c or memo[1].budget != budget:
+            memo = self._limits_memo = (
+                c,
+                Limits.for_budget(budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio),
+            )
+        return memo[1]
 
     def _pinned(self) -> tuple[Message, int] | None:
         """The latest user request, kept verbatim after the summary when its group was summarized."""
@@ -295,23 +320,43 @@ class SummarizingContextManager:
         groups = self._grouper.groups
         if not groups or self._boundary >= len(groups):
             return view
-        position = groups[self._boundary].start
-        for g in self._irregular[bisect_left(self._irregular, self._boundary) :]:
-            view.extend(self._messages[position : groups[g].start])
-            view.extend(self._replacements[g])
-            position = groups[g].end
-        last = groups[-1]
-        if position <= last.start:
-            view.extend(self._messages[position : last.start])
-            view.extend(self._view_of_open_group())
+        view += self._settled_view()
+        view += self._view_of_open_group()
         return view
+
+    def _settled_view(self) -> list[Message]:
+        """The view of the closed groups from the boundary on, kept between requests.
+
+        Closed groups never change, so this list only grows as groups close and is rebuilt when the
+        boundary moves: a request copies it once instead of re-slicing the history (callers get a copy).
+        """
+        groups = self._grouper.groups
+        closed = len(groups) - 1
+        if self._settled_from != self._boundary:
+            self._settled, self._settled_from, self._settled_upto = [], self._boundary, self._boundary
+        if self._settled_upto < closed:
+            settled, position, stop = self._settled, groups[self._settled_upto].start, groups[closed].start
+            for g in self._irregular[bisect_left(self._irregular, self._settled_upto) :]:
+                if g >= closed:
+                    break
+                settled += self._messages[position : groups[g].start]
+                settled += self._replacements[g]
+                position = groups[g].end
+            settled += self._messages[position:stop]
+            self._settled_upto = closed
+        return self._settled
 
     def _view_of_open_group(self) -> list[Message]:
         group = self._grouper.groups[-1]
+        if self._open_view is not None and self._open_view[0] == group.start and self._open_view[1] == group.end:
+            return self._open_view[2]
         messages = self._messages[group.start : group.end]
         if group.size == 1 and messages[0].get("role") == "system" and self.config.preserve_system:
-            return []
-        return sanitize(messages)
+            shown: list[Message] = []
+        else:
+            shown = sanitize(messages)
+        self._open_view = (group.start, group.end, shown)
+        return shown
 
     def _set_segments(self, segments: list[Segment], boundary: int) -> None:
         self._segments = segments
@@ -400,8 +445,7 @@ class SummarizingContextManager:
 
         A summary already in the view stays; the groups dropped now are simply not represented.
         """
-        fixed = self._system_tokens + self._summary_tokens
-        self._boundary = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        self._boundary = self._fitting_boundary(limits, self._summary_tokens)
         self._pin = None
         if report is not None:
             report.fallback = fallback
@@ -410,15 +454,37 @@ class SummarizingContextManager:
         for task in list(self._inflight.values()):  # a prefetch for this boundary may be about to land
             await asyncio.wait([task])
         allowance = self.config.summary_output_tokens
-        fixed = self._system_tokens + self._summary_tokens + allowance
-        new_boundary = self._ready_boundary(limits) or choose_boundary(
-            self._prefix, self._boundary, self._last_cuttable(), fixed, limits
-        )
+        new_boundary = self._ready_boundary(limits) or self._fitting_boundary(limits, self._summary_tokens + allowance)
         if new_boundary <= self._boundary:
             return
         segment = await self._summarize_segment(self._boundary, new_boundary, provider, report)
         self._set_segments([*self._segments, segment], new_boundary)
         await self._merge_tiers(limits, provider, report)
+        # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
+        # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
+        for _ in range(EXTRA_SUMMARY_PASSES):
+            if self._view_tokens() <= limits.budget:
+                return
+            end = self._fitting_boundary(limits, self._summary_tokens + allowance)
+            if end <= self._boundary:
+                break
+            segment = await self._summarize_segment(self._boundary, end, provider, report)
+            self._set_segments([*self._segments, segment], end)
+            await self._merge_tiers(limits, provider, report)
+        if self._view_tokens() > limits.budget:
+            self._boundary = self._fitting_boundary(Limits(limits.budget, 0, limits.budget, 0), self._summary_tokens)
+            self._pin = None
+
+    def _fitting_boundary(self, limits: Limits, summary_tokens: int) -> int:
+        """``choose_boundary`` for a view with this much summary, counting the latest request when it gets pinned."""
+        fixed = self._system_tokens + summary_tokens
+        end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        if self._last_user >= 0 and end > self._group_of(self._last_user):
+            pinned = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
+            if pinned is not None:
+                fixed += self.counter.count_message(pinned)
+                end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        return end
 
     def _ready_boundary(self, limits: Limits) -> int | None:
         """End of an already-cached segment from the boundary (a prefetch) that brings the view near the target.
@@ -442,9 +508,9 @@ class SummarizingContextManager:
 
     def _maybe_prefetch(self, limits: Limits, provider: Any | None) -> None:
         """Above the lower watermark, summarize the segment the next compaction will want, in the background."""
-        view = self._view_tokens()
         if not self.config.prefetch or self.config.compaction_strategy == "truncate" or self._inflight:
             return
+        view = self._view_tokens()
         if not (limits.budget * self.config.prefetch_threshold < view <= limits.compact_at):
             return
         fixed = self._system_tokens + self._summary_tokens + self.config.summary_output_tokens
@@ -590,14 +656,47 @@ async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
             continue
         try:
             info = method()
-            if inspect.isawaitable(info):
+            if _awaitable(info):
                 info = await info
         except Exception:
             continue
         if info is None:
             continue
-        defaults = getattr(info, "defaults", None) or {}
-        window = getattr(info, "context_window", None) or defaults.get("context_window")
-        output = getattr(info, "max_output_tokens", None) or defaults.get("max_output_tokens")
+        defaults = _info_field(info, "defaults") or {}
+        window = _info_field(info, "context_window") or defaults.get("context_window")
+        output = _info_field(info, "max_output_tokens") or defaults.get("max_output_tokens")
         found.append((window, output))
     return found
+
+
+# Both helpers below run on every request: they skip work whose answer depends only on the type.
+_NEVER_AWAITABLE: set[type] = set()
+_MISSING = object()
+
+
+def _awaitable(value: Any) -> bool:
+    """``inspect.isawaitable`` with its ABC check remembered per type (generators vary per object)."""
+    kind = type(value)
+    if kind in _NEVER_AWAITABLE:
+        return False
+    if inspect.isawaitable(value):
+        return True
+    if not inspect.isgenerator(value):
+        _NEVER_AWAITABLE.add(kind)
+    return False
+
+
+@functools.lru_cache(maxsize=256)
+def _undeclared(kind: type, name: str) -> bool:
+    """True when no instance of the pydantic model ``kind`` can have attribute ``name``."""
+    fields = getattr(kind, "model_fields", None)
+    if not isinstance(fields, dict) or name in fields:
+        return False
+    if (getattr(kind, "model_config", None) or {}).get("extra") == "allow":
+        return False
+    return inspect.getattr_static(kind, name, _MISSING) is _MISSING
+
+
+def _info_field(info: Any, name: str) -> Any:
+    """``getattr(info, name, None)``, without pydantic's miss path (two exceptions and a garbage cycle per miss)."""
+    return None if _undeclared(type(info), name) else getattr(info, name, None)

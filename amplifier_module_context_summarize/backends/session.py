@@ -31,6 +31,7 @@ _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
     (llm_errors.AuthenticationError, AUTH),
     (llm_errors.ContentFilterError, REFUSAL),
     (llm_errors.NetworkError, CONNECTION),
+    (llm_errors.StreamError, CONNECTION),  # a response cut off mid-stream: transient (retryable in the taxonomy)
     (llm_errors.LLMTimeoutError, TIMEOUT),
     (llm_errors.ProviderUnavailableError, SERVER_ERROR),
     (llm_errors.InvalidRequestError, BAD_REQUEST),

@@ -1,0 +1,91 @@
+"""Which model backends an evaluation uses: the summarizer shared by all strategies, the answerer and the judge.
+
+Every backend built here goes through the cassette when one is given, and when replaying none is
+built at all, so a replay needs neither network nor key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..backends.base import Backend
+from ..config import DEFAULT_KEY_ENV, SummarizerConfig
+from .cassette import Cassette, CassetteBackend
+
+SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive")
+DIRECT = ("anthropic", "openai")
+_OPENAI_PREFIXES = ("gpt", "o1", "o3", "o4", "chatgpt", "text-")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    """``anthropic``, ``openai`` or ``extractive`` (no model at all)."""
+    model: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.provider if self.model is None else f"{self.provider}:{self.model}"
+
+
+def choose_summarizer(
+    requested: str | None, model: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[ModelSpec, str | None]:
+    """The summarizer spec, and a note for stderr when it was picked for the user.
+
+    ``session`` (the default) means what a session would use; outside a session that is the direct
+    backend whose key is in the environment (Anthropic first), else the offline extractive summarizer.
+    """
+    env = os.environ if environ is None else environ
+    if requested in (None, "session"):
+        for provider in DIRECT:
+            if (env.get(DEFAULT_KEY_ENV[provider]) or "").strip():
+                spec = resolve(ModelSpec(provider, model))
+                return spec, f"eval: summarizing with {spec.label} ({DEFAULT_KEY_ENV[provider]} is set)"
+        keys = " / ".join(DEFAULT_KEY_ENV[p] for p in DIRECT)
+        return ModelSpec("extractive"), (
+            f"eval: no {keys} in the environment: summarizing with the offline extractive summarizer"
+        )
+    if requested == "extractive":
+        return ModelSpec("extractive"), None
+    if requested in DIRECT:
+        return resolve(ModelSpec(requested, model)), None
+    raise ValueError(f"--summarizer must be one of {', '.join(SUMMARIZER_CHOICES)}, got {requested!r}")
+
+
+def parse_model(value: str) -> ModelSpec:
+    """``provider:model``, or a bare model name whose provider is clear from its name."""
+    provider, sep, model = value.partition(":")
+    if sep and provider in DIRECT and model:
+        return ModelSpec(provider, model)
+    lowered = value.lower()
+    if lowered.startswith("claude"):
+        return ModelSpec("anthropic", value)
+    if lowered.startswith(_OPENAI_PREFIXES):
+        return ModelSpec("openai", value)
+    raise ValueError(f"cannot tell the provider of model {value!r}: write it as anthropic:MODEL or openai:MODEL")
+
+
+def resolve(spec: ModelSpec) -> ModelSpec:
+    """Fill in the provider's default model, so cassette keys name the model really used."""
+    if spec.provider not in DIRECT:
+        return spec
+    return ModelSpec(spec.provider, SummarizerConfig(provider=spec.provider, model=spec.model).effective_model)
+
+
+def build_backend(
+    spec: ModelSpec, cassette: Cassette | None = None, environ: Mapping[str, str] | None = None
+) -> Backend | None:
+    """A backend for ``spec`` (None for extractive); raises ``ValueError`` naming a missing key."""
+    if spec.provider not in DIRECT:
+        return None
+    inner: Backend | None = None
+    if cassette is None or cassette.mode == "record":
+        from ..backends.factory import make_direct_backend
+
+        inner = make_direct_backend(SummarizerConfig(provider=spec.provider, model=spec.model), environ=environ)
+    if cassette is None:
+        return inner
+    return CassetteBackend(cassette, inner, spec.provider, spec.model)

@@ -1,0 +1,279 @@
+"""Turning runs into results: aggregates, ``results.md`` (tables) and ``results.json`` (everything)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from .loader import PROBE_KINDS
+from .runner import ProbeResult, Run, Settings
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return mean(kept) if kept else None
+
+
+REQUEST_FIELDS = (
+    "full_tokens", "view_tokens", "tokens_saved", "compactions", "provider_calls", "cache_hits",
+    "summarizer_input_tokens", "summarizer_output_tokens", "invalid_views",
+)
+
+
+def aggregate(runs: list[Run]) -> dict[str, Any]:
+    """Totals and means of a set of runs (one strategy, or one strategy on one session)."""
+    every = [r for run in runs for r in run.records]
+    records = [r for r in every if not r.probe_only]  # what the agent loop itself would have sent
+    probes = [p for run in runs for p in run.probes]
+    full = sum(r.full_tokens for r in records)
+    view = sum(r.view_tokens for r in records)
+    linked = [r.extends_previous for r in records if r.extends_previous is not None]
+    result = {
+        "sessions": len(runs),
+        "requests": len(records),
+        "probe_requests": len(every) - len(records),
+        "probes": len(probes),
+        "key_score": _mean(p.key_score for p in probes),
+        "judge_score": _mean(p.judge_score for p in probes),
+        "judge_errors": sum(1 for p in probes if p.judge_error),
+        "probe_view_tokens": _mean(p.view_tokens for p in probes),
+        "full_tokens": full,
+        "view_tokens": view,
+        "tokens_saved": full - view,
+        "saved_share": (1 - view / full) if full else None,
+        "mean_view_tokens": view / len(records) if records else None,
+        "max_view_tokens": max((r.view_tokens for r in records), default=None),
+        "compactions": sum(r.compacted for r in every),
+        "provider_calls": sum(r.provider_calls for r in every),
+        "cache_hits": sum(r.cache_hits for r in every),
+        "summarizer_input_tokens": sum(r.summarizer_input_tokens for r in every),
+        "summarizer_output_tokens": sum(r.summarizer_output_tokens for r in every),
+        "prefix_stability": sum(linked) / len(linked) if linked else None,
+        "invalid_views": sum(not r.valid for r in every),
+        "mean_wall_ms": _mean(r.wall_ms for r in every),
+        "seconds": sum(run.seconds for run in runs),
+    }
+    if not every:  # reference runs make no requests: their request columns are not zero, they are absent
+        result.update(dict.fromkeys(REQUEST_FIELDS))
+    return result
+
+
+def by_kind(runs: list[Run]) -> dict[str, dict[str, float | int | None]]:
+    out = {}
+    for kind in PROBE_KINDS:
+        chosen = [p for run in runs for p in run.probes if p.kind == kind]
+        out[kind] = {
+            "probes": len(chosen),
+            "key_score": _mean(p.key_score for p in chosen),
+            "judge_score": _mean(p.judge_score for p in chosen),
+        }
+    return out
+
+
+def strategy_names(runs: list[Run]) -> list[str]:
+    return list(dict.fromkeys(run.strategy for run in runs))
+
+
+def summarize_runs(runs: list[Run]) -> dict[str, Any]:
+    names = strategy_names(runs)
+    sessions = list(dict.fromkeys(run.session for run in runs))
+    return {
+        "strategies": {s: aggregate([r for r in runs if r.strategy == s]) for s in names},
+        "by_kind": {s: by_kind([r for r in runs if r.strategy == s]) for s in names},
+        "sessions": {
+            name: {s: aggregate([r for r in runs if r.session == name and r.strategy == s]) for s in names
+                   if any(r.session == name and r.strategy == s for r in runs)}
+            for name in sessions
+        },
+        "references": [_reference_summary(run, runs) for run in runs if run.coverage is not None],
+    }
+
+
+def _reference_summary(reference: Run, runs: list[Run]) -> dict[str, Any]:
+    """The reference next to every strategy, on the probes the reference can answer (after its boundary)."""
+    asked = {p.probe for p in reference.probes}
+    scores: dict[str, Any] = {}
+    for run in runs:
+        if run.session != reference.session:
+            continue
+        chosen = [p for p in run.probes if p.probe in asked]
+        scores[run.strategy] = {
+            "probes": len(chosen),
+            "key_score": _mean(p.key_score for p in chosen),
+            "judge_score": _mean(p.judge_score for p in chosen),
+            "probe_view_tokens": _mean(p.view_tokens for p in chosen),
+        }
+    return {"session": reference.session, "source": reference.strategy, "coverage": reference.coverage,
+            "scores": scores}
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _num(value: float | int | None, style: str = "int") -> str:
+    if value is None:
+        return "—"
+    if style == "score":
+        return f"{value:.2f}"
+    if style == "judge":
+        return f"{value:.1f}"
+    if style == "pct":
+        return f"{value * 100:.1f}%"
+    return f"{round(value):,}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def strategy_table(summary: dict[str, Any]) -> str:
+    header = ["strategy", "probes", "key score", "judge (0–5)", "tokens saved", "mean view tok", "compactions",
+              "provider calls", "summ. in tok", "summ. out tok", "prefix stable", "invalid", "ms/request"]
+    rows = []
+    for name, a in summary["strategies"].items():
+        rows.append([
+            name, _num(a["probes"]), _num(a["key_score"], "score"), _num(a["judge_score"], "judge"),
+            _num(a["saved_share"], "pct"), _num(a["mean_view_tokens"]), _num(a["compactions"]),
+            _num(a["provider_calls"]), _num(a["summarizer_input_tokens"]), _num(a["summarizer_output_tokens"]),
+            _num(a["prefix_stability"], "pct"), _num(a["invalid_views"]), _num(a["mean_wall_ms"], "judge"),
+        ])
+    return _table(header, rows)
+
+
+def kind_table(summary: dict[str, Any]) -> str:
+    header = ["strategy", *PROBE_KINDS, "all"]
+    rows = []
+    for name, kinds in summary["by_kind"].items():
+        overall = summary["strategies"][name]
+        cells = [_score_cell(k["key_score"], k["judge_score"], k["probes"]) for k in kinds.values()]
+        rows.append([name, *cells, _score_cell(overall["key_score"], overall["judge_score"], overall["probes"])])
+    return _table(header, rows)
+
+
+def _score_cell(key: float | None, judge: float | None, count: int) -> str:
+    if not count:
+        return "—"
+    cell = f"{_num(key, 'score')} (n={count})"
+    return cell if judge is None else f"{cell}, judge {_num(judge, 'judge')}"
+
+
+def session_table(summary: dict[str, Any]) -> str:
+    header = ["session", "strategy", "requests", "probes", "key score", "judge", "tokens saved", "compactions",
+              "provider calls", "prefix stable", "invalid"]
+    rows = []
+    for session, strategies in summary["sessions"].items():
+        for name, a in strategies.items():
+            rows.append([
+                session, name, _num(a["requests"]), _num(a["probes"]), _num(a["key_score"], "score"),
+                _num(a["judge_score"], "judge"), _num(a["saved_share"], "pct"), _num(a["compactions"]),
+                _num(a["provider_calls"]), _num(a["prefix_stability"], "pct"), _num(a["invalid_views"]),
+            ])
+    return _table(header, rows)
+
+
+def reference_table(summary: dict[str, Any]) -> str:
+    if not summary["references"]:
+        return ""
+    sources = {ref["source"] for ref in summary["references"]}
+    strategies = [s for s in summary["strategies"] if s not in sources]
+    header = ["session", "reference", "boundary", "summary size", "files kept", "one-shot files kept",
+              "one-shot size", "reference view tok", "reference key", *(f"{s} key" for s in strategies)]
+    rows = []
+    for ref in summary["references"]:
+        cov = ref["coverage"]
+        oneshot = cov.get("oneshot") or {}
+        scores = ref["scores"]
+        files = f"{_num(cov['file_share'], 'pct')} ({len(cov['found'])}/{len(cov['files'])})"
+        shot_files = (f"{_num(oneshot.get('file_share'), 'pct')} ({len(oneshot['found'])}/{len(oneshot['files'])})"
+                      if oneshot else "—")
+        rows.append([
+            ref["session"], ref["source"], _num(cov["boundary"]), _num(cov["size_share"], "pct"), files, shot_files,
+            _num(oneshot.get("size_share"), "pct"), _num(scores.get(ref["source"], {}).get("probe_view_tokens")),
+            *(_score_cell(scores.get(s, {}).get("key_score"), scores.get(s, {}).get("judge_score"),
+                          scores.get(s, {}).get("probes", 0)) for s in [ref["source"], *strategies]),
+        ])
+    return _table(header, rows)
+
+
+def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
+    parts = [
+        "# Context compaction evaluation",
+        "",
+        _settings_line(settings),
+        "",
+        "## Strategies",
+        "",
+        strategy_table(summary),
+        "",
+        "key score: share of each probe's key facts present in the view at the probe (case-insensitive); "
+        "judge: an answering model reads only that view and a judge grades its answer 0–5. tokens saved: "
+        "1 − Σ view tokens / Σ full-history tokens over all requests. prefix stable: share of requests whose "
+        "view extends the previous one (the provider's prompt cache stays warm). Reference rows (another "
+        "tool's own summary, e.g. claude-code) score only the probes asked after that summary's boundary: "
+        "compare them in the last table.",
+        "",
+        "## Scores by probe kind",
+        "",
+        kind_table(summary),
+        "",
+        "## Per session",
+        "",
+        session_table(summary),
+    ]
+    reference = reference_table(summary)
+    if reference:
+        parts += [
+            "",
+            "## Reference summaries",
+            "",
+            reference,
+            "",
+            "summary size: the summary's characters as a share of the summarized span's. files kept: files the "
+            "span touched (relative paths, from the artifact ledger) that the summary names. one-shot: the "
+            "evaluated summarizer given the same span in one call. reference view tok: mean size of the "
+            "reference's view at its probes (its summary plus everything after the boundary: not held to the "
+            "budget). Key scores are over the probes asked after the boundary, for every strategy alike.",
+        ]
+    return "\n".join(parts) + "\n"
+
+
+def _settings_line(settings: dict[str, Any]) -> str:
+    judge = settings.get("judge") or "none (deterministic scoring only)"
+    return (
+        f"Budget {settings['budget']:,} tokens · summarizer {settings['summarizer']} · judge {judge} · "
+        f"{settings['sessions']} sessions · {settings['seconds']:.1f} s"
+    )
+
+
+def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
+    return "\n".join([_settings_line(settings), "", strategy_table(summary), "", kind_table(summary)]) + "\n"
+
+
+def write_results(out: Path, runs: list[Run], settings: Settings, extra: dict[str, Any]) -> dict[str, Any]:
+    """Write results.md and results.json into ``out``; return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_runs(runs)
+    described = {
+        "budget": settings.budget,
+        "strategies": list(settings.strategies),
+        "summarizer": settings.summarizer.label,
+        **extra,
+    }
+    (out / "results.md").write_text(markdown(summary, described), encoding="utf-8")
+    data = {"settings": described, "summary": summary, "runs": [run.as_dict() for run in runs]}
+    (out / "results.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def probe_scores(runs: list[Run]) -> dict[tuple[str, str, str], tuple[float, float | None]]:
+    """(session, strategy, probe) → (key score, judge score): what a replay must reproduce exactly."""
+    return {(run.session, run.strategy, p.probe): _pair(p) for run in runs for p in run.probes}
+
+
+def _pair(p: ProbeResult) -> tuple[float, float | None]:
+    return p.key_score, p.judge_score

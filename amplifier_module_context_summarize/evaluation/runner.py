@@ -1,0 +1,259 @@
+"""Replaying sessions through each strategy as an orchestrator would, recording every request.
+
+A request is made before every assistant message (what an agent loop does), and after every message a
+probe is asked at, so each probe is scored on the exact view the model would have seen there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..backends.base import Backend
+from ..manager import SummarizingContextManager
+from ..messages import Message, view_problems
+from ..summarize import SpanSummarizer
+from ..tokens import TokenCounter
+from .loader import Probe, Session
+from .models import ModelSpec
+from .reference import coverage, reference_view
+from .scoring import Grade, Judge, key_score, view_text
+from .strategies import make_manager
+
+Tick = Callable[[int], None]
+
+
+@dataclass
+class RequestRecord:
+    request: int
+    message_index: int
+    """Index of the last message in the history when the request was made."""
+    full_tokens: int
+    """What the whole history would cost: the request without any context management."""
+    view_tokens: int
+    view_messages: int
+    compacted: bool
+    provider_calls: int
+    cache_hits: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    extends_previous: bool | None
+    """The view is the previous agent request's view plus new messages (None for the first and probe-only ones)."""
+    valid: bool
+    wall_ms: float
+    probe_only: bool
+    """Made only because a probe is asked here (the next message is not an assistant turn)."""
+
+
+@dataclass
+class ProbeResult:
+    probe: str
+    kind: str
+    at: int
+    view_tokens: int
+    key_score: float
+    keys_found: list[str]
+    judge_score: float | None = None
+    answer: str | None = None
+    judge_reason: str | None = None
+    judge_error: str | None = None
+
+
+@dataclass
+class Run:
+    """One session replayed under one strategy (or the reference summary's views)."""
+
+    session: str
+    strategy: str
+    messages: int
+    records: list[RequestRecord] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    coverage: dict[str, Any] | None = None
+    """Reference runs: file trail and size of the summary over its span."""
+    views: dict[str, tuple[Probe, list[Message]]] = field(default_factory=dict, repr=False)
+    """Each probe and the view it was scored on, kept until judged (not written out)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("views")
+        return data
+
+
+@dataclass
+class Settings:
+    budget: int
+    strategies: tuple[str, ...]
+    summarizer: ModelSpec
+    jobs: int = 4
+
+
+class CountingView:
+    """Token counts of view messages, remembered by identity: views repeat the same message objects."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._memo: dict[int, tuple[Message, int]] = {}
+
+    def __call__(self, view: list[Message]) -> int:
+        total = 0
+        for message in view:
+            hit = self._memo.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, self.counter.count_message(message))
+                self._memo[id(message)] = hit
+            total += hit[1]
+        return total
+
+
+def extends(previous: list[Message], view: list[Message]) -> bool:
+    """True when ``view`` starts with ``previous``: the provider's prompt cache still holds."""
+    return view[: len(previous)] == previous
+
+
+def probes_by_message(probes: list[Probe]) -> dict[int, list[Probe]]:
+    points: dict[int, list[Probe]] = {}
+    for probe in probes:
+        points.setdefault(probe.at, []).append(probe)
+    return points
+
+
+def score_view(view: list[Message], probe: Probe, tokens: int) -> ProbeResult:
+    score, found = key_score(view_text(view), probe.keys)
+    return ProbeResult(probe.id, probe.kind, probe.at, tokens, score, found)
+
+
+async def replay_session(
+    session: Session, strategy: str, manager: SummarizingContextManager, budget: int, tick: Tick | None = None
+) -> Run:
+    """Feed the session to ``manager`` message by message, requesting a view where an agent would."""
+    started = time.perf_counter()
+    run = Run(session.name, strategy, len(session.messages))
+    count_view = CountingView(manager.counter)
+    points = probes_by_message(session.probes)
+    messages = session.messages
+    full = 0
+    previous: list[Message] | None = None
+    for i, message in enumerate(messages):
+        await manager.add_message(message)
+        full += manager.counter.count_message(message)
+        if tick:
+            tick(1)
+        before_assistant = i + 1 < len(messages) and messages[i + 1].get("role") == "assistant"
+        if not before_assistant and i not in points:
+            continue
+        before = dict(manager.stats)
+        clock = time.perf_counter()
+        view = await manager.get_messages_for_request(token_budget=budget)
+        wall_ms = (time.perf_counter() - clock) * 1000
+        after = manager.stats
+        tokens = count_view(view)
+        run.records.append(
+            RequestRecord(
+                request=len(run.records),
+                message_index=i,
+                full_tokens=full,
+                view_tokens=tokens,
+                view_messages=len(view),
+                compacted=after["compactions"] > before["compactions"],
+                provider_calls=after["provider_calls"] - before["provider_calls"],
+                cache_hits=after["cache_hits"] - before["cache_hits"],
+                summarizer_input_tokens=after["summarizer_input_tokens"] - before["summarizer_input_tokens"],
+                summarizer_output_tokens=after["summarizer_output_tokens"] - before["summarizer_output_tokens"],
+                extends_previous=None if previous is None or not before_assistant else extends(previous, view),
+                valid=not view_problems(view),
+                wall_ms=round(wall_ms, 3),
+                probe_only=not before_assistant,
+            )
+        )
+        if before_assistant:  # a probe-only request may cut a turn mid-way: keep it out of the chain
+            previous = view
+        for probe in points.get(i, []):
+            run.probes.append(score_view(view, probe, tokens))
+            run.views[probe.id] = (probe, view)
+    run.stats = dict(manager.stats)
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+async def reference_run(session: Session, counter: TokenCounter, summarizer: SpanSummarizer | None) -> Run:
+    """The reference summary's views at the probes after its boundary, and its coverage of the span.
+
+    With ``summarizer``, the same span is also summarized in one call by the evaluated summarizer, so
+    coverage and size can be compared on identical input (``coverage['oneshot']``).
+    """
+    reference = session.reference
+    assert reference is not None
+    started = time.perf_counter()
+    run = Run(session.name, reference.source, len(session.messages))  # the row is named after its tool
+    count_view = CountingView(counter)
+    for probe in session.probes:
+        if probe.at < reference.boundary:
+            continue
+        view = reference_view(session.messages, reference, probe.at)
+        run.probes.append(score_view(view, probe, count_view(view)))
+        run.views[probe.id] = (probe, view)
+    span = session.messages[: reference.boundary]
+    run.coverage = {"boundary": reference.boundary, "source": reference.source}
+    run.coverage.update(coverage(reference.summary, span).as_dict())
+    if summarizer is not None:
+        outcome = await summarizer.summarize(span, None)
+        run.coverage["oneshot"] = {
+            "summarizer": summarizer.name,
+            "fallback": outcome.fallback,
+            "provider_calls": outcome.provider_calls,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+            **coverage(outcome.text, span).as_dict(),
+        }
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+async def judge_runs(runs: list[Run], judge: Judge, jobs: int, tick: Tick | None = None) -> None:
+    """Grade every probe view of every run, ``jobs`` at a time; the views are dropped afterwards."""
+    gate = asyncio.Semaphore(max(jobs, 1))
+
+    async def one(run: Run, result: ProbeResult) -> None:
+        async with gate:
+            probe, view = run.views[result.probe]
+            grade: Grade = await judge.grade(view, probe)
+        result.judge_score, result.answer = grade.score, grade.answer
+        result.judge_reason, result.judge_error = grade.reason, grade.error
+        if tick:
+            tick(1)
+
+    await asyncio.gather(*(one(run, result) for run in runs for result in run.probes))
+
+
+async def evaluate(
+    sessions: list[Session],
+    settings: Settings,
+    backend: Backend | None,
+    judge: Judge | None = None,
+    tick: Tick | None = None,
+    judge_tick: Tick | None = None,
+) -> list[Run]:
+    """Every session under every strategy (``jobs`` replays at once), the references, then the judge."""
+    gate = asyncio.Semaphore(max(settings.jobs, 1))
+
+    async def one(session: Session, strategy: str) -> Run:
+        async with gate:
+            manager = make_manager(strategy, settings.budget, settings.summarizer, backend)
+            return await replay_session(session, strategy, manager, settings.budget, tick)
+
+    units = [one(s, strategy) for s in sessions for strategy in settings.strategies]
+    runs = list(await asyncio.gather(*units))
+    oneshot = make_manager("summarize", settings.budget, settings.summarizer, backend)
+    for session in sessions:
+        if session.reference is not None:
+            runs.append(await reference_run(session, oneshot.counter, oneshot.summarizer))
+    if judge is not None:
+        await judge_runs(runs, judge, settings.jobs, judge_tick)
+    for run in runs:
+        run.views.clear()
+    return runs

@@ -1,0 +1,375 @@
+"""The evaluation harness: corpus loading, scoring, strategies, record/replay and the ``eval`` command."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fakes import mixed_history
+from replay import replay
+
+from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.evaluation import cli
+from amplifier_module_context_summarize.evaluation.cassette import Cassette, CassetteBackend, CassetteMiss
+from amplifier_module_context_summarize.evaluation.loader import CorpusError, Probe, load_corpus
+from amplifier_module_context_summarize.evaluation.models import ModelSpec
+from amplifier_module_context_summarize.evaluation.progress import make_progress
+from amplifier_module_context_summarize.evaluation.prompts import load_eval_prompts
+from amplifier_module_context_summarize.evaluation.reference import coverage, reference_view, relative_files
+from amplifier_module_context_summarize.evaluation.report import probe_scores
+from amplifier_module_context_summarize.evaluation.runner import Settings, evaluate
+from amplifier_module_context_summarize.evaluation.scoring import Judge, key_score, parse_grade, view_text
+from amplifier_module_context_summarize.evaluation.strategies import make_manager
+from amplifier_module_context_summarize.manager import SUMMARY_MARKER
+from amplifier_module_context_summarize.messages import view_problems
+
+BUDGET = 3000
+LLM = ModelSpec("anthropic", "fake-model")
+
+
+class FakeBackend:
+    """Deterministic stand-in for a model: the reply depends only on the prompt."""
+
+    name = "anthropic"
+    model = "fake-model"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider=None) -> Completion:
+        self.calls += 1
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        if "grade answers" in system:
+            return Completion(json.dumps({"score": int(digest, 16) % 6, "reason": "fake"}), 50, 10)
+        if "Question:" in prompt:
+            return Completion(f"answer {digest[:6]}: {prompt[-60:]}", 100, 20)
+        return Completion(f"summary {digest[:8]}: {prompt[-300:-20]}", len(prompt) // 4, 90)
+
+
+class RaisingBackend:
+    name = "anthropic"
+    model = "fake-model"
+
+    async def complete(self, *args, **kwargs) -> Completion:
+        raise AssertionError("a replay must not call the backend")
+
+
+# ---------------------------------------------------------------- corpus
+
+
+def write_session(folder: Path, name: str, messages: list[dict], probes=None, reference=None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    if probes is not None:
+        (folder / f"{name}.probes.json").write_text(json.dumps(probes, indent=1), encoding="utf-8")
+    if reference is not None:
+        (folder / f"{name}.reference.json").write_text(json.dumps(reference, indent=1), encoding="utf-8")
+
+
+def probe(pid: str, at: int, kind: str, keys: list[str]) -> dict:
+    topic = keys[0] if keys else "it"
+    return {"id": pid, "at": at, "kind": kind, "question": f"What about {topic}?", "answer": topic, "keys": keys}
+
+
+def small_corpus(folder: Path) -> Path:
+    """Two short sessions mixing all three tool shapes; the first has a reference summary."""
+    first = mixed_history(24, size=8)
+    last = len(first) - 1
+    write_session(
+        folder,
+        "alpha",
+        first,
+        probes=[
+            probe("a1", last, "artifact", ["src/module_0.py"]),
+            probe("a2", last, "recall", ["Request 1: run the tests"]),
+            probe("a3", last - 2, "continuation", ["Tests 22 pass"]),
+            probe("a4", 60, "decision", ["module_3", "tests/test_4.py"]),
+        ],
+        reference={"source": "claude-code", "summary": "Read /repo/src/m1.py and src/module_0.py.", "boundary": 50},
+    )
+    second = mixed_history(15, size=8)
+    write_session(folder, "beta", second, probes=[probe("b1", len(second) - 1, "recall", ["module_0"])])
+    return folder
+
+
+def test_loader_reads_sessions_probes_and_references(tmp_path):
+    sessions = load_corpus(small_corpus(tmp_path))
+    assert [s.name for s in sessions] == ["alpha", "beta"]
+    alpha = sessions[0]
+    assert alpha.reference is not None and alpha.reference.boundary == 50
+    assert alpha.probes[0] == Probe("a1", len(alpha.messages) - 1, "artifact", "What about src/module_0.py?",
+                                    "src/module_0.py", ("src/module_0.py",))
+    assert [s.name for s in load_corpus(tmp_path, select=["beta"])] == ["beta"]
+    assert len(load_corpus(tmp_path, limit=1)) == 1
+
+
+def test_index_json_orders_sessions_and_must_match_files(tmp_path):
+    small_corpus(tmp_path)
+    (tmp_path / "index.json").write_text(json.dumps([{"name": "beta"}, {"name": "alpha"}]), encoding="utf-8")
+    assert [s.name for s in load_corpus(tmp_path)] == ["beta", "alpha"]
+    (tmp_path / "index.json").write_text(json.dumps([{"name": "gamma"}]), encoding="utf-8")
+    with pytest.raises(CorpusError, match="index.json:1: lists session 'gamma' but there is no gamma.jsonl"):
+        load_corpus(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "expected"),
+    [
+        ("s.jsonl", '{"role": "user", "content": "hi"}\n{"role": "user", "content": \n', "s.jsonl:2: malformed JSON"),
+        ("s.jsonl", '{"role": "user", "content": "hi"}\n\n{"content": "x"}\n', "s.jsonl:3: message has no 'role'"),
+    ],
+)
+def test_malformed_sessions_name_file_and_line(tmp_path, file, text, expected):
+    (tmp_path / file).write_text(text, encoding="utf-8")
+    with pytest.raises(CorpusError, match=expected):
+        load_corpus(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("probes", "expected"),
+    [
+        ([probe("p1", 0, "recall", ["x"]), {"id": "p2", "at": 1, "kind": "recall", "question": "q", "answer": "a"}],
+         r"s.probes.json:12: probe 1 \('p2'\): missing field 'keys'"),
+        ([probe("p1", 0, "trivia", ["x"])], r"s.probes.json:2: probe 0 \('p1'\): unknown kind 'trivia'"),
+        ([probe("p1", 9, "recall", ["x"])], r"s.probes.json:2: .*'at' must be a message index in \[0, 2\)"),
+        ([probe("p1", 0, "recall", [])], r"s.probes.json:2: .*'keys' must be a non-empty list"),
+    ],
+)
+def test_bad_probes_name_file_and_line(tmp_path, probes, expected):
+    write_session(tmp_path, "s", [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], probes)
+    with pytest.raises(CorpusError, match=expected):
+        load_corpus(tmp_path)
+
+
+def test_bad_reference_and_orphan_files_are_named(tmp_path):
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    write_session(tmp_path, "s", messages, reference={"source": "claude-code", "summary": "x", "boundary": 7})
+    with pytest.raises(CorpusError, match=r"s.reference.json:4: field 'boundary'"):
+        load_corpus(tmp_path)
+    (tmp_path / "s.reference.json").unlink()
+    (tmp_path / "ghost.probes.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(CorpusError, match="ghost.probes.json:1: no session file ghost.jsonl"):
+        load_corpus(tmp_path)
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def test_key_score_on_hand_made_views():
+    view = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": f"{SUMMARY_MARKER}\nEdited `Django/DB/models/expressions.py`."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pytest -k wrap"}'}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "FAILED test_wrapper - KeyError: 'pk'"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                                           "input": {"file_path": "/repo/where.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "class WhereNode:"}]},
+    ]
+    text = view_text(view)
+    assert key_score(text, ["django/db/models/expressions.py"]) == (1.0, ["django/db/models/expressions.py"])
+    assert key_score(text, ["pytest -k wrap", "KeyError: 'pk'", "/repo/where.py", "whereNODE"])[0] == 1.0
+    assert key_score(text, ["compiler.py", "WhereNode"]) == (0.5, ["WhereNode"])
+    assert key_score(view_text(view[:2]), ["WhereNode", "pytest"]) == (0.0, [])
+
+
+def test_parse_grade():
+    assert parse_grade('{"score": 4, "reason": "fine"}') == 4.0
+    assert parse_grade('Sure. {"score": "5"}') == 5.0
+    assert parse_grade("I give it 3 out of 5") == 3.0
+    assert parse_grade("no idea") is None
+
+
+async def test_judge_answers_from_the_view_and_grades():
+    backend = FakeBackend()
+    judge = Judge(backend, backend, load_eval_prompts())
+    grade = await judge.grade([{"role": "user", "content": "the file is a.py"}], Probe("p", 0, "recall", "Which?",
+                                                                                        "a.py", ("a.py",)))
+    assert grade.error is None and grade.answer.startswith("answer ") and 0 <= grade.score <= 5
+    assert backend.calls == 2
+
+
+def test_reference_view_and_file_coverage():
+    messages = mixed_history(6, size=2)
+    reference = load_reference_like("Worked on src/m1.py and pytest tests/test_1.py", boundary=9)
+    view = reference_view(messages, reference, at=len(messages) - 1)
+    assert view[0]["role"] == "system" and view[1]["content"].startswith("Worked on")
+    assert not view_problems(view)
+    assert relative_files(["/home/u/p/lib/a.ex", "lib/a.ex", "/home/u/p/b.ex", "/home/u/p/", "/tmp/x.log"]) == [
+        "lib/a.ex", "b.ex", "/tmp/x.log"]
+    calls = [{"type": "tool_use", "id": str(i), "name": "Read", "input": {"file_path": path}}
+             for i, path in enumerate(["/home/u/p/lib/a.ex", "c.ex"])]
+    results = [{"type": "tool_result", "tool_use_id": str(i), "content": "x"} for i in range(2)]
+    cover = coverage("see lib/a.ex", [{"role": "assistant", "content": calls}, {"role": "user", "content": results}])
+    assert (cover.files, cover.found, cover.file_share) == (["a.ex", "c.ex"], ["a.ex"], 0.5)
+    assert cover.size_share == len("see lib/a.ex") / cover.span_chars
+
+
+def load_reference_like(summary: str, boundary: int):
+    from amplifier_module_context_summarize.evaluation.loader import Reference
+
+    return Reference("claude-code", summary, boundary)
+
+
+# ---------------------------------------------------------------- strategies
+
+
+async def test_naive_resummarizes_from_scratch_and_keeps_views_valid():
+    backend = FakeBackend()
+    manager = make_manager("naive", BUDGET, LLM, backend)
+    history = mixed_history(24, size=8)
+    views = await replay(manager, history, budget=BUDGET)  # asserts every view is valid and fits
+    assert manager.stats["compactions"] >= 2 and manager.stats["cache_hits"] == 0
+    assert backend.calls >= manager.stats["compactions"]
+    summaries = [m["content"] for v in views for m in v if str(m.get("content", "")).startswith(SUMMARY_MARKER)]
+    assert len(set(summaries)) >= 2
+    assert all(len(re.findall(r"summary [0-9a-f]{8}:", s)) == 1 for s in summaries)  # one summary, not a chain
+
+
+async def test_strategies_compare_on_one_session(tmp_path):
+    sessions = load_corpus(small_corpus(tmp_path), select=["alpha"])
+    runs = await evaluate(sessions, Settings(BUDGET, ("summarize", "naive", "truncation"), ModelSpec("extractive")),
+                          None)
+    by_name = {run.strategy: run for run in runs}
+    assert set(by_name) == {"summarize", "naive", "truncation", "claude-code"}
+    for name in ("summarize", "naive", "truncation"):
+        records = by_name[name].records
+        assert all(r.valid and r.view_tokens <= BUDGET for r in records)
+        assert sum(r.compacted for r in records) >= 2
+        assert any(r.probe_only for r in records)  # a3 is asked where no agent request falls
+    early = {p.probe: p.key_score for p in by_name["summarize"].probes}
+    assert early["a1"] == 1.0  # the artifact ledger keeps the early file
+    assert {p.probe: p.key_score for p in by_name["truncation"].probes}["a1"] == 0.0
+    reference = by_name["claude-code"]
+    assert [p.probe for p in reference.probes] == ["a1", "a2", "a3", "a4"]
+    assert reference.coverage["boundary"] == 50 and "oneshot" in reference.coverage
+
+
+# ---------------------------------------------------------------- record / replay
+
+
+async def test_record_then_replay_reproduces_scores_without_calls(tmp_path):
+    sessions = load_corpus(small_corpus(tmp_path / "corpus"))
+    settings = Settings(BUDGET, ("summarize", "naive", "truncation"), LLM)
+    path = tmp_path / "tape.json"
+
+    tape = Cassette.open(path, "record")
+    fake = FakeBackend()
+    recorder = CassetteBackend(tape, fake, "anthropic", "fake-model")
+    recorded = await evaluate(sessions, settings, recorder, Judge(recorder, recorder, load_eval_prompts()))
+    tape.save()
+    assert fake.calls > 0 and recorder.calls == fake.calls
+    assert any(p.judge_score is not None for run in recorded for p in run.probes)
+
+    replayer = CassetteBackend(Cassette.open(path, "replay"), RaisingBackend(), "anthropic", "fake-model")
+    replayed = await evaluate(sessions, settings, replayer, Judge(replayer, replayer, load_eval_prompts()))
+    assert replayer.calls == 0
+    assert probe_scores(replayed) == probe_scores(recorded)
+    assert [r.stats for r in replayed] == [r.stats for r in recorded]
+
+
+async def test_replay_miss_is_an_error_naming_the_key(tmp_path):
+    path = tmp_path / "empty.json"
+    Cassette(path, "record").save()
+    backend = CassetteBackend(Cassette.open(path, "replay"), None, "anthropic", "fake-model")
+    key = Cassette.key("sys", "prompt", 10, "anthropic", "fake-model")
+    with pytest.raises(CassetteMiss, match=key):
+        await backend.complete("sys", "prompt", 10)
+    manager = make_manager("summarize", BUDGET, LLM, backend)  # the miss must not become a silent fallback
+    with pytest.raises(CassetteMiss):
+        await replay(manager, mixed_history(24, size=8), budget=BUDGET)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def no_keys(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
+    no_keys(monkeypatch)
+    out = tmp_path / "out"
+    code = cli.main(["--corpus", str(small_corpus(tmp_path / "corpus")), "--out", str(out), "--budget", str(BUDGET)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "extractive" in captured.err and "deterministic" in captured.err
+    assert "| summarize |" in captured.out and "| claude-code |" in captured.out
+    for name in ("results.md", "results.json", "view_tokens.png"):
+        assert (out / name).stat().st_size > 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["settings"]["summarizer"] == "extractive"
+    assert {r["strategy"] for r in data["runs"]} == {"summarize", "naive", "truncation", "claude-code"}
+    assert all("records" in r and "probes" in r for r in data["runs"])
+    assert "## Per session" in (out / "results.md").read_text()
+
+
+def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, capsys):
+    corpus = small_corpus(tmp_path / "corpus")
+    tape = tmp_path / "tape.json"
+    fake = FakeBackend()
+    monkeypatch.setattr("amplifier_module_context_summarize.backends.factory.make_direct_backend",
+                        lambda cfg, **kwargs: fake)
+    common = ["--corpus", str(corpus), "--budget", str(BUDGET), "--quiet"]
+    assert cli.main([*common, "--out", str(tmp_path / "a"), "--summarizer", "anthropic", "--model", "fake-model",
+                     "--judge", "claude-judge", "--record", str(tape)]) == 0
+    assert fake.calls > 0
+
+    def refuse(cfg, **kwargs):
+        raise AssertionError("replay must not build a backend")
+
+    monkeypatch.setattr("amplifier_module_context_summarize.backends.factory.make_direct_backend", refuse)
+    no_keys(monkeypatch)
+    assert cli.main([*common, "--out", str(tmp_path / "b"), "--replay", str(tape)]) == 0  # settings from the tape
+    first, second = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("a", "b"))
+    assert second["settings"]["judge"] == "anthropic:claude-judge"
+
+    def scores(data):
+        return [(r["session"], r["strategy"], p["probe"], p["key_score"], p["judge_score"])
+                for r in data["runs"] for p in r["probes"]]
+
+    assert scores(first) == scores(second)
+    assert any(s[-1] is not None for s in scores(first))
+    capsys.readouterr()
+    tape.write_text(json.dumps({"entries": {}}), encoding="utf-8")
+    assert cli.main([*common, "--out", str(tmp_path / "c"), "--replay", str(tape), "--summarizer", "anthropic",
+                     "--model", "fake-model"]) == 2
+    assert "has no entry for key" in capsys.readouterr().err
+
+
+def test_cli_reports_corpus_errors(tmp_path, capsys):
+    (tmp_path / "bad.jsonl").write_text('{"role": "user", "content": "x"}\nnot json\n', encoding="utf-8")
+    assert cli.main(["--corpus", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "bad.jsonl:2: malformed JSON" in capsys.readouterr().err
+
+
+def test_eval_through_the_package_entry_point(tmp_path, monkeypatch, capsys):
+    try:
+        from amplifier_module_context_summarize.__main__ import main
+    except ImportError as exc:  # the other subcommands are written alongside this one
+        pytest.skip(f"__main__ is not importable yet: {exc}")
+    no_keys(monkeypatch)
+    corpus = small_corpus(tmp_path / "corpus")
+    try:
+        code = main(["eval", "--corpus", str(corpus), "--out", str(tmp_path / "out"), "--budget", str(BUDGET),
+                     "--sessions", "beta", "--strategies", "summarize,truncation"])
+    except ImportError as exc:
+        pytest.skip(f"__main__ is not importable yet: {exc}")
+    assert code == 0
+    assert "| truncation |" in capsys.readouterr().out
+    assert (tmp_path / "out" / "results.json").is_file()
+
+
+def test_progress_is_silent_off_a_terminal():
+    stream = io.StringIO()
+    bar = make_progress(5, "replaying", quiet=False, stream=stream)
+    for _ in range(5):
+        bar.update()
+    bar.close()
+    assert stream.getvalue() == "" and bar.done == 5
