@@ -1,0 +1,27 @@
+"""``python -m amplifier_module_context_summarize {compact,eval,bench}``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m amplifier_module_context_summarize",
+        description="Compact, evaluate and benchmark the context-summarize module offline.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    from .bench import add_parser as add_bench
+    from .cli_compact import add_parser as add_compact
+    from .evaluation.cli import add_parser as add_eval
+
+    add_compact(commands)
+    add_eval(commands)
+    add_bench(commands)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

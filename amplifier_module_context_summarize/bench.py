@@ -1,0 +1,55 @@
+"""``bench``: measure the module's own per-request, compaction and memory costs, and a long session's cost.
+
+The work lives in ``benchmark/``; this is only the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes wants comma-separated message counts, got {value!r}") from None
+    if not sizes or any(size < 100 for size in sizes):
+        raise argparse.ArgumentTypeError("--sizes wants message counts of at least 100")
+    return sizes
+
+
+def _turns(value: str) -> int:
+    try:
+        turns = int(value)
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        raise argparse.ArgumentTypeError(f"--sim-turns wants a positive number of turns, got {value!r}")
+    return turns
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bench", help="benchmark per-request, compaction and memory costs with an instant fake summarizer"
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repetitions (seconds, indicative)")
+    parser.add_argument("--sizes", type=_sizes, help="history sizes in messages (default 1000,10000,100000)")
+    parser.add_argument("--sim-turns", type=_turns, help="turns in the session simulation (default 2000; quick 150)")
+    parser.add_argument("--no-sim", action="store_true", help="skip the session simulation")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
+    parser.add_argument("--check", action="store_true", help="exit with status 1 when a target fails")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .benchmark.report import render
+    from .benchmark.run import run_benchmark
+
+    result = asyncio.run(
+        run_benchmark(args.sizes, quick=args.quick, sim_turns=args.sim_turns, simulate_session=not args.no_sim)
+    )
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return 1 if args.check and not all(t.passed for t in result.targets) else 0

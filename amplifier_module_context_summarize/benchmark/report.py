@@ -1,0 +1,122 @@
+"""Plain-text tables of a benchmark result (the JSON form is ``BenchResult.to_json``)."""
+
+from __future__ import annotations
+
+from .costs import STATES
+from .fixtures import BUDGET
+from .run import BenchResult
+
+US, MS, MB = 1e6, 1e3, 1 / 1e6
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))
+    out = [line, "-" * len(line)]
+    for row in rows:
+        out.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    return out
+
+
+def render(result: BenchResult) -> str:
+    lines = [
+        f"context-summarize benchmark{' (quick: indicative only)' if result.quick else ''}",
+        f"  {result.environment.get('python')} on {result.environment.get('cpus')} cpus, "
+        f"tokens by {result.environment.get('token_counter')}, instant fake summarizer backend",
+        f"  compacted = {BUDGET:,}-token budget with a summary in force; open = never compacted, view = all history",
+        "",
+        "Per turn and per request (medians; turn = add_message + get_messages_for_request)",
+    ]
+    rows = []
+    for size in result.sizes:
+        for state in STATES:
+            s = result.costs[size].states[state]
+            rows.append(
+                [
+                    f"{size:,}",
+                    state,
+                    f"{s.view_messages:,}",
+                    f"{s.turn_s * US:.1f}",
+                    f"{s.first_request_s * US:.1f}",
+                    f"{s.request_s * US:.1f}",
+                    f"{s.request_budget_s * US:.1f}",
+                    f"{s.floor_s * US:.2f}",
+                    f"{s.request_over_floor:.2f}x",
+                ]
+            )
+    header = ["messages", "state", "view", "turn us", "in turn us", "request us", "no get_info us", "list() us"]
+    lines += _table([*header, "req/floor"], rows)
+    lines += [
+        "  in turn = the request right after add_message; request = get_messages_for_request(provider=...) alone,",
+        "  repeated; no get_info = the same given token_budget; list() = copying the view it returns (the floor).",
+        "  compacted req/floor: the floor copies a few hundred pointers, so the ratio is the fixed cost per call.",
+    ]
+    lines += ["", "Compaction (provider call excluded; medians over the compactions observed)"]
+    rows = []
+    for size in result.sizes:
+        c = result.costs[size].compaction
+        rows.append(
+            [
+                f"{size:,}",
+                str(c.samples),
+                f"{c.span_messages:.0f}",
+                f"{c.total_s * MS:.2f}",
+                f"{c.planning_s * MS:.2f}",
+                f"{c.prompt_s * MS:.2f}",
+            ]
+        )
+    lines += _table(["messages", "samples", "span msgs", "total ms", "planning ms", "prompt-building ms"], rows)
+    lines += ["", "Memory (tracemalloc; own = manager minus the stored copy of the messages)"]
+    rows = []
+    for size in result.sizes:
+        m = result.memory[size]
+        rows.append(
+            [
+                f"{size:,}",
+                f"{m.messages_bytes * MB:.1f}",
+                f"{m.stored_bytes * MB:.1f}",
+                f"{m.manager_bytes * MB:.1f}",
+                f"{m.own_bytes_per_message:.0f}",
+                f"{m.peak_bytes_per_10k * MB:.1f}",
+            ]
+        )
+    lines += _table(["messages", "messages MB", "stored MB", "manager MB", "own B/msg", "peak MB per 10k msgs"], rows)
+    lines += ["", "Naive baseline: recount every message on every request (same turn)"]
+    rows = []
+    for size in result.sizes:
+        c = result.costs[size]
+        steady = c.states["compacted"].turn_s
+        rows.append(
+            [
+                f"{size:,}",
+                f"{c.history_tokens:,}",
+                f"{c.naive_turn_s * MS:.1f}",
+                f"{c.naive_turn_s / steady:,.0f}x",
+                f"{c.naive_chars_turn_s * MS:.1f}",
+                f"{c.naive_chars_turn_s / steady:,.0f}x",
+            ]
+        )
+    header = ["messages", "history tokens", "tiktoken ms", "vs module", "chars/4 ms", "vs module"]
+    lines += _table(header, rows)
+    sim = result.simulation
+    if sim is not None:
+        lines += [
+            "",
+            f"Session simulation: {sim.turns:,} turns, {sim.messages:,} messages, {sim.session_tokens:,} tokens, "
+            f"budget {sim.budget:,} ({sim.seconds:.1f} s)",
+            f"  requests {sim.requests:,}; views extending the previous one {sim.extending_views:,} "
+            f"({sim.extension_share:.1%}); breaks {sim.break_causes}",
+            f"  compactions {sim.compactions} (allowed {sim.compactions_allowed:.1f}); summarizer calls "
+            f"{sim.summarize_calls} + {sim.merge_calls} tier merges",
+            f"  summarizer input {sim.summarizer_input_tokens:,} tokens ({sim.input_over_session:.2f}x the session), "
+            f"output {sim.summarizer_output_tokens:,}",
+            f"  naive re-summarize-the-prefix input {sim.naive_input_tokens:,} tokens "
+            f"({sim.naive_over_module:.1f}x the module's)",
+            f"  largest view {sim.max_view_tokens:,} tokens; views over budget {sim.views_over_budget}",
+        ]
+    lines += ["", "Targets"]
+    for t in result.targets:
+        sign = "<=" if t.at_most else ">="
+        lines.append(f"  {'PASS' if t.passed else 'FAIL'}  {t.name}: {t.value:,.2f} (target {sign} {t.limit:g})")
+    lines += ["", f"total {result.seconds:.1f} s"]
+    return "\n".join(lines)

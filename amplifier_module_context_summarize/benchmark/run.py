@@ -1,0 +1,103 @@
+"""Runs every measurement in order and gathers the figures into one JSON-ready result."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import tokens
+from .costs import Reps, SizeCosts, measure_compactions, measure_naive, measure_requests
+from .fixtures import BUDGET, Memory, build
+from .simulation import SimPlan, SimResult, simulate
+from .synth import TextSource
+from .targets import Target, evaluate
+
+FULL_SIZES = (1_000, 10_000, 100_000)
+QUICK_SIZES = (1_000, 3_000)
+QUICK_REPS = Reps(repeat=3, turns=10, requests=50, compactions=2, naive=2, naive_large=1)
+QUICK_SIM = SimPlan(turns=150)
+
+
+@dataclass
+class BenchResult:
+    quick: bool
+    sizes: list[int]
+    costs: dict[int, SizeCosts] = field(default_factory=dict)
+    memory: dict[int, Memory] = field(default_factory=dict)
+    simulation: SimResult | None = None
+    targets: list[Target] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        sizes: dict[str, Any] = {}
+        for size in self.sizes:
+            costs, memory = self.costs[size], self.memory[size]
+            entry = asdict(costs)
+            entry["memory"] = {
+                **asdict(memory),
+                "own_bytes_per_message": memory.own_bytes_per_message,
+                "peak_bytes_per_10k": memory.peak_bytes_per_10k,
+            }
+            compacted_turn = costs.states["compacted"].turn_s
+            entry["naive_over_turn"] = costs.naive_turn_s / compacted_turn
+            entry["naive_chars_over_turn"] = costs.naive_chars_turn_s / compacted_turn
+            sizes[str(size)] = entry
+        sim = None
+        if self.simulation is not None:
+            sim = {
+                **asdict(self.simulation),
+                "extension_share": self.simulation.extension_share,
+                "input_over_session": self.simulation.input_over_session,
+                "naive_over_module": self.simulation.naive_over_module,
+            }
+        return {
+            "quick": self.quick,
+            "budget": BUDGET,
+            "environment": self.environment,
+            "sizes": sizes,
+            "simulation": sim,
+            "targets": [{**asdict(t), "passed": t.passed} for t in self.targets],
+            "all_passed": all(t.passed for t in self.targets),
+            "seconds": self.seconds,
+        }
+
+
+def _environment() -> dict[str, Any]:
+    exact = tokens.text_counter() is not tokens._estimate
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "token_counter": "tiktoken cl100k_base" if exact else "character estimate",
+    }
+
+
+async def run_benchmark(
+    sizes: list[int] | None = None, quick: bool = False, sim_turns: int | None = None, simulate_session: bool = True
+) -> BenchResult:
+    started = time.perf_counter()
+    chosen = sorted(sizes or (QUICK_SIZES if quick else FULL_SIZES))
+    reps = QUICK_REPS if quick else Reps()
+    result = BenchResult(quick=quick, sizes=chosen, environment=_environment())
+    text = TextSource()
+    text.calibrate(tokens.TokenCounter().count_text)
+    fixtures = [await build(size, text) for size in chosen]
+    result.memory = {f.size: f.memory for f in fixtures}
+    result.costs = await measure_requests(fixtures, reps)
+    for fixture in fixtures:
+        costs = result.costs[fixture.size]
+        costs.compaction = await measure_compactions(fixture, reps.compactions)
+        await measure_naive(fixture, reps, costs)
+    del fixtures
+    if simulate_session:
+        plan = QUICK_SIM if quick else SimPlan()
+        if sim_turns is not None:
+            plan = SimPlan(turns=sim_turns, budget=plan.budget, sizes=plan.sizes)
+        result.simulation = await simulate(plan, text)
+    result.targets = evaluate(result.costs, result.memory, result.simulation)
+    result.seconds = time.perf_counter() - started
+    return result

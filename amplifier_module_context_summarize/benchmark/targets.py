@@ -1,0 +1,79 @@
+"""The benchmark's targets, each checked against measured figures and reported PASS or FAIL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .costs import SizeCosts
+from .fixtures import Memory
+from .simulation import SimResult
+
+REFERENCE_SIZE = 10_000
+SMALL_SIZE = 1_000
+LARGE_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    value: float
+    limit: float
+    at_most: bool
+    """True when ``value`` must not exceed ``limit``; False when it must reach it."""
+
+    @property
+    def passed(self) -> bool:
+        return self.value <= self.limit if self.at_most else self.value >= self.limit
+
+
+def _pick(sizes: list[int], wanted: int, fallback: int) -> int:
+    return wanted if wanted in sizes else fallback
+
+
+def evaluate(costs: dict[int, SizeCosts], memory: dict[int, Memory], sim: SimResult | None) -> list[Target]:
+    """Targets at 1k / 10k / 100k messages, or at the smallest / largest measured size when those were not run."""
+    targets: list[Target] = []
+    sizes = sorted(costs)
+    if sizes:
+        ref = _pick(sizes, REFERENCE_SIZE, sizes[-1])
+        small = _pick(sizes, SMALL_SIZE, sizes[0])
+        large = _pick(sizes, LARGE_SIZE, sizes[-1])
+        at_ref, at_small = costs[ref], costs[small]
+        targets += [
+            Target(
+                f"request / list-copy floor at {ref:,} msgs (view = whole history)",
+                at_ref.states["open"].request_over_floor,
+                3.0,
+                True,
+            ),
+            Target(
+                f"steady turn at {ref:,} / at {small:,} msgs (summary in force)",
+                at_ref.states["compacted"].turn_s / at_small.states["compacted"].turn_s,
+                2.0,
+                True,
+            ),
+            Target(
+                f"naive recount turn / steady turn at {ref:,} msgs",
+                at_ref.naive_turn_s / at_ref.states["compacted"].turn_s,
+                50.0,
+                False,
+            ),
+            Target(
+                f"own memory per message at {large:,} msgs (bytes)",
+                memory[large].own_bytes_per_message,
+                512.0,
+                True,
+            ),
+        ]
+    if sim is not None:
+        targets += [
+            Target("summarizer input / session tokens", sim.input_over_session, 1.5, True),
+            Target(
+                "compactions / allowed (1.2 x growth / band + 1)",
+                sim.compactions / sim.compactions_allowed,
+                1.0,
+                True,
+            ),
+            Target("share of views extending the previous one", sim.extension_share, 0.95, False),
+        ]
+    return targets

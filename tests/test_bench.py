@@ -1,0 +1,141 @@
+"""The benchmark's quick mode: its own invariants, never wall-clock thresholds (CI machines vary)."""
+
+import asyncio
+import json
+from dataclasses import replace
+
+import pytest
+from amplifier_core.testing import EventRecorder
+from replay import extends as replay_extends
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
+from amplifier_module_context_summarize.benchmark.naive import NaiveContextManager
+from amplifier_module_context_summarize.benchmark.run import run_benchmark
+from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
+from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
+from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.tokens import TokenCounter
+
+SIZES = [400, 800]
+STATE_KEYS = {"turn_s", "request_s", "request_budget_s", "floor_s", "request_over_floor", "view_messages"}
+SIM_KEYS = {"compactions", "compactions_allowed", "extension_share", "summarizer_input_tokens", "naive_input_tokens"}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return asyncio.run(run_benchmark(SIZES, quick=True, sim_turns=60))
+
+
+@pytest.fixture(scope="module")
+def text():
+    source = TextSource()
+    source.calibrate(TokenCounter().count_text)
+    return source
+
+
+def test_json_has_every_figure(result):
+    data = json.loads(json.dumps(result.to_json()))
+    assert set(data) >= {"quick", "budget", "environment", "sizes", "simulation", "targets", "all_passed", "seconds"}
+    assert set(data["sizes"]) == {str(s) for s in SIZES}
+    for entry in data["sizes"].values():
+        assert set(entry) >= {"states", "compaction", "memory", "naive_turn_s", "naive_chars_turn_s", "naive_over_turn"}
+        for state in ("compacted", "open"):
+            assert set(entry["states"][state]) >= STATE_KEYS
+        assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
+    assert set(data["simulation"]) >= SIM_KEYS
+    names = [t["name"] for t in data["targets"]]
+    assert len(names) == 7 and all(isinstance(t["passed"], bool) for t in data["targets"])
+
+
+def test_states_measure_what_they_claim(result):
+    for size in SIZES:
+        compacted, opened = result.costs[size].states["compacted"], result.costs[size].states["open"]
+        assert compacted.summary_in_view and not opened.summary_in_view
+        assert compacted.compactions_while_timing == 0 and opened.compactions_while_timing == 0
+        assert opened.view_messages > size  # the whole history, plus the turns timed
+        for state in (compacted, opened):
+            assert min(state.floor_s, state.request_s, state.request_budget_s, state.turn_s) > 0
+            assert state.request_over_floor > 0
+
+
+def test_ratios_and_memory_are_computed_from_the_figures(result):
+    data = result.to_json()
+    for size in SIZES:
+        costs, memory, entry = result.costs[size], result.memory[size], data["sizes"][str(size)]
+        assert entry["naive_over_turn"] == pytest.approx(costs.naive_turn_s / costs.states["compacted"].turn_s)
+        assert memory.own_bytes_per_message == pytest.approx((memory.manager_bytes - memory.stored_bytes) / size)
+        assert memory.peak_bytes_per_10k == pytest.approx(memory.peak_bytes / size * 10_000)
+        assert 0 < memory.stored_bytes < memory.messages_bytes
+        assert memory.peak_bytes >= memory.messages_bytes
+        assert costs.history_tokens > 0 and costs.compaction.samples > 0 and costs.compaction.span_messages > 0
+    by_name = {t.name: t for t in result.targets}
+    floor = next(t for name, t in by_name.items() if name.startswith("request / list-copy floor"))
+    assert floor.value == result.costs[SIZES[-1]].states["open"].request_over_floor
+
+
+def test_simulation_counts_match_an_independent_replay(text):
+    """Replay the same seeded session with a plain loop and an event recorder; the figures must agree."""
+    plan = SimPlan(turns=50, budget=30_000, sizes=replace(REALISTIC, large_tool=(3_000, 6_000)), seed=5)
+    sim = asyncio.run(simulate(plan, text))
+
+    async def replay():
+        recorder = EventRecorder()
+        backend = InstantBackend(text, count_text=TokenCounter().count_text)
+        manager = create_manager({"max_tokens": plan.budget}, hooks=recorder, backend=backend)
+        generator = SessionGenerator(plan.sizes, seed=plan.seed, text=text)
+        history = [generator.system()]
+        for _ in range(plan.turns):
+            history += generator.turn()
+        views = []
+        for i, message in enumerate(history):
+            await manager.add_message(message)
+            if i + 1 < len(history) and history[i + 1]["role"] == "assistant":
+                views.append(await manager.get_messages_for_request(token_budget=plan.budget))
+                assert not view_problems(views[-1])
+        return history, views, recorder.get_events("context:post_compact")
+
+    history, views, posts = asyncio.run(replay())
+    extending = sum(replay_extends(a, b) for a, b in zip(views, views[1:], strict=False))
+    counter = TokenCounter()
+    assert sim.messages == len(history)
+    assert sim.session_tokens == counter.count_messages(history)
+    assert sim.requests == len(views)
+    assert sim.compactions == len(posts) > 0
+    assert sim.extending_views == extending
+    assert sim.extension_share == pytest.approx(extending / (len(views) - 1))
+    assert sum(sim.break_causes.values()) == len(views) - 1 - extending
+    assert sim.compactions_allowed == pytest.approx(
+        1.2 * sim.session_tokens / ((sim.compact_threshold - sim.target_usage) * plan.budget) + 1
+    )
+    assert 0 < sim.summarizer_output_tokens < sim.summarizer_input_tokens
+    assert sim.naive_input_tokens >= sim.summarizer_input_tokens * 0.5  # it resends whole prefixes
+    assert sim.views_over_budget == 0 and sim.max_view_tokens <= plan.budget
+
+
+def test_helpers():
+    assert extends([1, 2], [1, 2, 3]) and not extends([1, 2], [1, 3, 4]) and not extends([1, 2, 3], [1, 2])
+    assert allowed_compactions(420_000, 100_000, 0.92, 0.5) == pytest.approx(13.0)
+    naive = NaiveContextManager(lambda m: len(m["content"]), messages=[{"role": "system", "content": "x" * 10}])
+    for i in range(10):
+        asyncio.run(naive.add_message({"role": "user", "content": f"{i}" * 10}))
+    view = asyncio.run(naive.get_messages_for_request(token_budget=100))
+    assert naive.last_total == 110 and view[0]["role"] == "system" and sum(len(m["content"]) for m in view) <= 60
+
+
+def test_synthetic_history_is_valid_and_mixed(text):
+    history = SessionGenerator(SMALL, seed=3, text=text).history(600)
+    assert len(history) == 600 and history[0]["role"] == "system"
+    assert any(m.get("tool_calls") for m in history)
+    assert any(isinstance(m.get("content"), list) and m["content"][0].get("type") == "thinking" for m in history)
+    assert any(m.get("role") == "tool" and isinstance(m.get("content"), list) for m in history)
+    assert not view_problems(history[: max(i for i, m in enumerate(history) if is_user_turn(m))])
+
+
+def test_cli_prints_json_and_rejects_bad_sizes(capsys):
+    assert main(["bench", "--quick", "--json", "--no-sim", "--sizes", "300"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data["sizes"]) == ["300"] and data["simulation"] is None
+    with pytest.raises(SystemExit):
+        main(["bench", "--sizes", "ten"])
