@@ -66,3 +66,15 @@ def _clip_message(message: Message, limit: int) -> Message:
 
 def _is_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == RESULT_BLOCK_TYPE
+
+
+def clip_text(message: Message, limit: int) -> Message:
+    """The message with its text clipped head and tail to ``limit`` characters (a copy only when it changes)."""
+    content = message.get("content")
+    if isinstance(content, str) and len(content) > limit:
+        return {**message, "content": clip_middle(content, limit)}
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "text" and len(str(b.get("text", ""))) > limit for b in content
+    ):
+        return {**message, "content": [_clip_block(b, limit) if isinstance(b, dict) else b for b in content]}
+    return message

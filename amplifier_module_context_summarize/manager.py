@@ -19,7 +19,7 @@ from typing import Any
 from . import events
 from .backends.base import ERROR
 from .cache import CachedSummary, MemoryCache, SummaryCache
-from .clip import clip_tool_outputs
+from .clip import clip_text, clip_tool_outputs
 from .config import Config
 from .messages import (
     Grouper,
@@ -44,6 +44,7 @@ SUMMARY_PREAMBLE = (
     "context window. Treat it as established context; the messages after it continue from where it ends."
 )
 FINGERPRINT_VERSION = "1"
+PIN_MAX_CHARS_PER_TOKEN = 3
 EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
 
@@ -177,7 +178,6 @@ class SummarizingContextManager:
         self._tokens: list[int] = []
         self._grouper = Grouper()
         self._prefix: list[int] = [0]
-        self._starts: list[int] = []
         self._system: list[int] = []
         self._system_tokens = 0
         self._irregular: list[int] = []
@@ -188,7 +188,7 @@ class SummarizingContextManager:
         self._segments: list[Segment] = []
         self._summary_message: Message | None = None
         self._summary_tokens = 0
-        self._pin: tuple[int, Message, int] | None = None
+        self._pin: tuple[Message, int] | None = None
         self._settled: list[Message] = []  # view of closed groups [_settled_from, _settled_upto)
         self._settled_from = self._settled_upto = 0
         self._open_view: tuple[int, int, list[Message]] | None = None
@@ -209,13 +209,12 @@ class SummarizingContextManager:
             if len(groups) >= 2:
                 self._settle(len(groups) - 2)
             self._prefix.append(self._prefix[-1] + (0 if is_system else tokens))
-            self._starts.append(index)
         if is_system:
             self._system.append(index)
             self._system_tokens += tokens
         if is_user_turn(message):
             self._last_user = index
-            self._pin = None
+            self._pin = None  # the new request is in the verbatim tail
 
     def _settle(self, group_index: int) -> None:
         """A group just closed: note whether the view must show it differently from storage."""
@@ -270,26 +269,27 @@ class SummarizingContextManager:
             )
         return memo[1]
 
-    def _pinned(self) -> tuple[Message, int] | None:
-        """The latest user request, kept verbatim after the summary when its group was summarized."""
-        if self._last_user < 0 or self._boundary == 0:
-            return None
-        group_of_user = self._group_of(self._last_user)
-        if group_of_user >= self._boundary:
-            return None
-        if self._pin is None or self._pin[0] != self._last_user:
-            message = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
-            if message is None:
-                return None
-            self._pin = (self._last_user, message, self.counter.count_message(message))
-        return self._pin[1], self._pin[2]
+    def _pin_for(self, boundary: int) -> tuple[Message, int] | None:
+        """The latest user request, stripped of tool results, when groups before ``boundary`` hold it.
 
-    def _group_of(self, message_index: int) -> int:
-        return bisect_left(self._starts, message_index + 1) - 1
+        It is kept right after the summary (a huge one clipped head and tail to about a summary's size),
+        so the request being worked on is never only paraphrased. It depends on the history and the
+        boundary alone, so a resumed session pins the same message.
+        """
+        groups = self._grouper.groups
+        if boundary <= 0 or not 0 <= self._last_user < groups[boundary - 1].end:
+            return None
+        message = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
+        if message is None:
+            return None
+        message = clip_text(message, PIN_MAX_CHARS_PER_TOKEN * self.config.summary_output_tokens)
+        return message, self.counter.count_message(message)
+
+    def _repin(self) -> None:
+        self._pin = self._pin_for(self._boundary)
 
     def _fixed_tokens(self) -> int:
-        pinned = self._pinned()
-        return self._system_tokens + self._summary_tokens + (pinned[1] if pinned else 0)
+        return self._system_tokens + self._summary_tokens + (self._pin[1] if self._pin else 0)
 
     def _view_tokens(self) -> int:
         return self._fixed_tokens() + self._prefix[-1] - self._prefix[self._boundary]
@@ -314,9 +314,8 @@ class SummarizingContextManager:
         view = [self._messages[i] for i in self._system]
         if self._summary_message is not None:
             view.append(self._summary_message)
-        pinned = self._pinned()
-        if pinned:
-            view.append(pinned[0])
+        if self._pin:
+            view.append(self._pin[0])
         groups = self._grouper.groups
         if not groups or self._boundary >= len(groups):
             return view
@@ -361,7 +360,7 @@ class SummarizingContextManager:
     def _set_segments(self, segments: list[Segment], boundary: int) -> None:
         self._segments = segments
         self._boundary = boundary
-        self._pin = None
+        self._repin()
         if not segments:
             self._summary_message, self._summary_tokens = None, 0
             return
@@ -446,7 +445,7 @@ class SummarizingContextManager:
         A summary already in the view stays; the groups dropped now are simply not represented.
         """
         self._boundary = self._fitting_boundary(limits, self._summary_tokens)
-        self._pin = None
+        self._repin()
         if report is not None:
             report.fallback = fallback
 
@@ -473,17 +472,15 @@ class SummarizingContextManager:
             await self._merge_tiers(limits, provider, report)
         if self._view_tokens() > limits.budget:
             self._boundary = self._fitting_boundary(Limits(limits.budget, 0, limits.budget, 0), self._summary_tokens)
-            self._pin = None
+            self._repin()
 
     def _fitting_boundary(self, limits: Limits, summary_tokens: int) -> int:
-        """``choose_boundary`` for a view with this much summary, counting the latest request when it gets pinned."""
+        """``choose_boundary`` for a view with this much summary, counting the request that will be pinned."""
         fixed = self._system_tokens + summary_tokens
         end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
-        if self._last_user >= 0 and end > self._group_of(self._last_user):
-            pinned = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
-            if pinned is not None:
-                fixed += self.counter.count_message(pinned)
-                end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
+        pinned = self._pin_for(end)
+        if pinned is not None:
+            end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed + pinned[1], limits)
         return end
 
     def _ready_boundary(self, limits: Limits) -> int | None:
