@@ -82,9 +82,7 @@ _COMMIT = re.compile(
 
 # Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
 _FAILURE_HINTS = ("Traceback", "rror:", "ERROR:", "FAILED", "fatal:")
-_FAILURE = re.compile(
-    r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
-)
+_FAILURE = re.compile(r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:")
 _EXIT_CODE = re.compile(
     r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=]?\s*(-?\d+)"
 )
@@ -110,9 +108,7 @@ class Ledger:
 
     def merge(self, other: Ledger) -> Ledger:
         """The ledger of two consecutive spans (summaries are built segment by segment)."""
-        return Ledger(
-            **{f.name: _dedup([*getattr(self, f.name), *getattr(other, f.name)]) for f in fields(self)}
-        )
+        return Ledger(**{f.name: _dedup([*getattr(self, f.name), *getattr(other, f.name)]) for f in fields(self)})
 
     def render(self, max_items_per_kind: int = 25, max_chars: int = 4000) -> str:
         """Compact Markdown; over a cap, the oldest items go first because the latest state matters most."""
@@ -180,9 +176,7 @@ def authored_text(message: Message) -> str:
     if isinstance(content, str):
         return content.strip()
     return "\n".join(
-        block_text(b)
-        for b in content or []
-        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        block_text(b) for b in content or [] if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
     ).strip()
 
 

@@ -24,12 +24,12 @@ from .config import Config
 from .messages import (
     Grouper,
     Message,
-    _strip,
     canonical_json,
     content_hash,
     copy_message,
     is_user_turn,
     sanitize,
+    strip_tool_blocks,
     validate_message,
 )
 from .plan import Limits, choose_boundary, needs_compaction, split_for_tiers
@@ -279,7 +279,7 @@ class SummarizingContextManager:
         groups = self._grouper.groups
         if boundary <= 0 or not 0 <= self._last_user < groups[boundary - 1].end:
             return None
-        message = _strip(self._messages[self._last_user], keep_calls=set(), keep_results=set())
+        message = strip_tool_blocks(self._messages[self._last_user], keep_calls=set(), keep_results=set())
         if message is None:
             return None
         message = clip_text(message, PIN_MAX_CHARS_PER_TOKEN * self.config.summary_output_tokens)

@@ -181,13 +181,13 @@ def sanitize(messages: list[Message]) -> list[Message]:
         return messages
     out: list[Message] = []
     for m in messages:
-        cleaned = _strip(m, keep_calls=answered, keep_results=answered)
+        cleaned = strip_tool_blocks(m, keep_calls=answered, keep_results=answered)
         if cleaned is not None:
             out.append(cleaned)
     return out
 
 
-def _strip(message: Message, keep_calls: set[str], keep_results: set[str]) -> Message | None:
+def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[str]) -> Message | None:
     own_calls = set(call_ids(message))
     own_results = set(result_ids(message))
     if own_calls <= keep_calls and own_results <= keep_results:

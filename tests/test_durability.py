@@ -47,9 +47,7 @@ PROCESS_SCRIPT = textwrap.dedent(
 
 
 def run_process(script: Path, mode: str) -> dict:
-    result = subprocess.run(
-        [sys.executable, str(script), mode], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
+    result = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -180,8 +178,7 @@ async def test_clear_during_prefetch_leaves_nothing_behind():
 
 async def test_prefetch_failure_is_reported_and_never_raises():
     recorder = EventRecorder()
-    manager = create_manager({"max_tokens": BUDGET, "prefetch": True, "summarizer": {"max_retries": 0}},
-                             hooks=recorder)
+    manager = create_manager({"max_tokens": BUDGET, "prefetch": True, "summarizer": {"max_retries": 0}}, hooks=recorder)
     provider = FakeProvider(fail_with=RuntimeError("boom"))
     history = mixed_history(80)
     for i, message in enumerate(history):

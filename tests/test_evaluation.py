@@ -101,8 +101,14 @@ def test_loader_reads_sessions_probes_and_references(tmp_path):
     assert [s.name for s in sessions] == ["alpha", "beta"]
     alpha = sessions[0]
     assert alpha.reference is not None and alpha.reference.boundary == 50
-    assert alpha.probes[0] == Probe("a1", len(alpha.messages) - 1, "artifact", "What about src/module_0.py?",
-                                    "src/module_0.py", ("src/module_0.py",))
+    assert alpha.probes[0] == Probe(
+        "a1",
+        len(alpha.messages) - 1,
+        "artifact",
+        "What about src/module_0.py?",
+        "src/module_0.py",
+        ("src/module_0.py",),
+    )
     assert [s.name for s in load_corpus(tmp_path, select=["beta"])] == ["beta"]
     assert len(load_corpus(tmp_path, limit=1)) == 1
 
@@ -132,8 +138,10 @@ def test_malformed_sessions_name_file_and_line(tmp_path, file, text, expected):
 @pytest.mark.parametrize(
     ("probes", "expected"),
     [
-        ([probe("p1", 0, "recall", ["x"]), {"id": "p2", "at": 1, "kind": "recall", "question": "q", "answer": "a"}],
-         r"s.probes.json:12: probe 1 \('p2'\): missing field 'keys'"),
+        (
+            [probe("p1", 0, "recall", ["x"]), {"id": "p2", "at": 1, "kind": "recall", "question": "q", "answer": "a"}],
+            r"s.probes.json:12: probe 1 \('p2'\): missing field 'keys'",
+        ),
         ([probe("p1", 0, "trivia", ["x"])], r"s.probes.json:2: probe 0 \('p1'\): unknown kind 'trivia'"),
         ([probe("p1", 9, "recall", ["x"])], r"s.probes.json:2: .*'at' must be a message index in \[0, 2\)"),
         ([probe("p1", 0, "recall", [])], r"s.probes.json:2: .*'keys' must be a non-empty list"),
@@ -163,12 +171,22 @@ def test_key_score_on_hand_made_views():
     view = [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": f"{SUMMARY_MARKER}\nEdited `Django/DB/models/expressions.py`."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pytest -k wrap"}'}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "pytest -k wrap"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "FAILED test_wrapper - KeyError: 'pk'"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
-                                           "input": {"file_path": "/repo/where.py"}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/repo/where.py"}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "class WhereNode:"}]},
     ]
     text = view_text(view)
@@ -188,8 +206,9 @@ def test_parse_grade():
 async def test_judge_answers_from_the_view_and_grades():
     backend = FakeBackend()
     judge = Judge(backend, backend, load_eval_prompts())
-    grade = await judge.grade([{"role": "user", "content": "the file is a.py"}], Probe("p", 0, "recall", "Which?",
-                                                                                        "a.py", ("a.py",)))
+    grade = await judge.grade(
+        [{"role": "user", "content": "the file is a.py"}], Probe("p", 0, "recall", "Which?", "a.py", ("a.py",))
+    )
     assert grade.error is None and grade.answer.startswith("answer ") and 0 <= grade.score <= 5
     assert backend.calls == 2
 
@@ -201,9 +220,14 @@ def test_reference_view_and_file_coverage():
     assert view[0]["role"] == "system" and view[1]["content"].startswith("Worked on")
     assert not view_problems(view)
     assert relative_files(["/home/u/p/lib/a.ex", "lib/a.ex", "/home/u/p/b.ex", "/home/u/p/", "/tmp/x.log"]) == [
-        "lib/a.ex", "b.ex", "/tmp/x.log"]
-    calls = [{"type": "tool_use", "id": str(i), "name": "Read", "input": {"file_path": path}}
-             for i, path in enumerate(["/home/u/p/lib/a.ex", "c.ex"])]
+        "lib/a.ex",
+        "b.ex",
+        "/tmp/x.log",
+    ]
+    calls = [
+        {"type": "tool_use", "id": str(i), "name": "Read", "input": {"file_path": path}}
+        for i, path in enumerate(["/home/u/p/lib/a.ex", "c.ex"])
+    ]
     results = [{"type": "tool_result", "tool_use_id": str(i), "content": "x"} for i in range(2)]
     cover = coverage("see lib/a.ex", [{"role": "assistant", "content": calls}, {"role": "user", "content": results}])
     assert (cover.files, cover.found, cover.file_share) == (["a.ex", "c.ex"], ["a.ex"], 0.5)
@@ -233,8 +257,9 @@ async def test_naive_resummarizes_from_scratch_and_keeps_views_valid():
 
 async def test_strategies_compare_on_one_session(tmp_path):
     sessions = load_corpus(small_corpus(tmp_path), select=["alpha"])
-    runs = await evaluate(sessions, Settings(BUDGET, ("summarize", "naive", "truncation"), ModelSpec("extractive")),
-                          None)
+    runs = await evaluate(
+        sessions, Settings(BUDGET, ("summarize", "naive", "truncation"), ModelSpec("extractive")), None
+    )
     by_name = {run.strategy: run for run in runs}
     assert set(by_name) == {"summarize", "naive", "truncation", "claude-code"}
     for name in ("summarize", "naive", "truncation"):
@@ -314,11 +339,28 @@ def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, c
     corpus = small_corpus(tmp_path / "corpus")
     tape = tmp_path / "tape.json"
     fake = FakeBackend()
-    monkeypatch.setattr("amplifier_module_context_summarize.backends.factory.make_direct_backend",
-                        lambda cfg, **kwargs: fake)
+    monkeypatch.setattr(
+        "amplifier_module_context_summarize.backends.factory.make_direct_backend", lambda cfg, **kwargs: fake
+    )
     common = ["--corpus", str(corpus), "--budget", str(BUDGET), "--quiet"]
-    assert cli.main([*common, "--out", str(tmp_path / "a"), "--summarizer", "anthropic", "--model", "fake-model",
-                     "--judge", "claude-judge", "--record", str(tape)]) == 0
+    assert (
+        cli.main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "a"),
+                "--summarizer",
+                "anthropic",
+                "--model",
+                "fake-model",
+                "--judge",
+                "claude-judge",
+                "--record",
+                str(tape),
+            ]
+        )
+        == 0
+    )
     assert fake.calls > 0
 
     def refuse(cfg, **kwargs):
@@ -331,15 +373,32 @@ def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, c
     assert second["settings"]["judge"] == "anthropic:claude-judge"
 
     def scores(data):
-        return [(r["session"], r["strategy"], p["probe"], p["key_score"], p["judge_score"])
-                for r in data["runs"] for p in r["probes"]]
+        return [
+            (r["session"], r["strategy"], p["probe"], p["key_score"], p["judge_score"])
+            for r in data["runs"]
+            for p in r["probes"]
+        ]
 
     assert scores(first) == scores(second)
     assert any(s[-1] is not None for s in scores(first))
     capsys.readouterr()
     tape.write_text(json.dumps({"entries": {}}), encoding="utf-8")
-    assert cli.main([*common, "--out", str(tmp_path / "c"), "--replay", str(tape), "--summarizer", "anthropic",
-                     "--model", "fake-model"]) == 2
+    assert (
+        cli.main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "c"),
+                "--replay",
+                str(tape),
+                "--summarizer",
+                "anthropic",
+                "--model",
+                "fake-model",
+            ]
+        )
+        == 2
+    )
     assert "has no entry for key" in capsys.readouterr().err
 
 
@@ -357,8 +416,21 @@ def test_eval_through_the_package_entry_point(tmp_path, monkeypatch, capsys):
     no_keys(monkeypatch)
     corpus = small_corpus(tmp_path / "corpus")
     try:
-        code = main(["eval", "--corpus", str(corpus), "--out", str(tmp_path / "out"), "--budget", str(BUDGET),
-                     "--sessions", "beta", "--strategies", "summarize,truncation"])
+        code = main(
+            [
+                "eval",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "out"),
+                "--budget",
+                str(BUDGET),
+                "--sessions",
+                "beta",
+                "--strategies",
+                "summarize,truncation",
+            ]
+        )
     except ImportError as exc:
         pytest.skip(f"__main__ is not importable yet: {exc}")
     assert code == 0

@@ -63,9 +63,7 @@ def session(shape: str, turn: int = 0) -> list[dict[str, Any]]:
         call(a, f"r{turn}", "read_file", {"path": "src/app/models.py"}),
         result(a, f"r{turn}", "import foo\n"),
         call(b, f"p{turn}", "bash", {"command": "pytest -x tests/test_models.py"}),
-        result(
-            b, f"p{turn}", f'Traceback (most recent call last):\n  File "t.py", line 1\n{ERROR}\nExit code: 1'
-        ),
+        result(b, f"p{turn}", f'Traceback (most recent call last):\n  File "t.py", line 1\n{ERROR}\nExit code: 1'),
         {
             "role": "assistant",
             "content": [{"type": "text", "text": "The module foo is missing. I will switch to bar."}],
@@ -218,9 +216,7 @@ def test_span_without_content_gives_a_short_line(messages: list[dict[str, Any]])
 
 
 def test_previous_summary_is_not_repeated_and_quoted_requests_are_skipped() -> None:
-    previous = (
-        "### User requests\n- Turn 0: fix the import in src/app/models.py, see https://docs.example.com/x"
-    )
+    previous = "### User requests\n- Turn 0: fix the import in src/app/models.py, see https://docs.example.com/x"
 
     text = summarize(session("openai"), previous=previous)
 
@@ -271,8 +267,7 @@ _block = st.fixed_dictionaries(
 _call = st.fixed_dictionaries(
     {"id": st.sampled_from(["a", "b"])},
     optional={
-        "function": _json
-        | st.fixed_dictionaries({"name": st.text(max_size=10), "arguments": st.text(max_size=60)})
+        "function": _json | st.fixed_dictionaries({"name": st.text(max_size=10), "arguments": st.text(max_size=60)})
     },
 )
 _message = st.fixed_dictionaries(
@@ -287,9 +282,7 @@ _message = st.fixed_dictionaries(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_message, max_size=8), st.integers(min_value=0, max_value=300))
-def test_any_message_soup_gives_a_summary_within_budget(
-    messages: list[dict[str, Any]], max_tokens: int
-) -> None:
+def test_any_message_soup_gives_a_summary_within_budget(messages: list[dict[str, Any]], max_tokens: int) -> None:
     text = summarize(messages, max_tokens=max_tokens)
 
     assert rough(text) <= max_tokens

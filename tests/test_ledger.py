@@ -62,9 +62,7 @@ def session(shape: str) -> list[dict[str, Any]]:
         result(b, "c2", TRACEBACK),
         call(c, "c3", "bash", {"command": "cat /etc/hosts"}),
         result(c, "c3", "127.0.0.1 localhost"),
-        call(
-            a, "c4", "edit_file", {"file_path": "src/app/models.py", "old": "import foo", "new": "import bar"}
-        ),
+        call(a, "c4", "edit_file", {"file_path": "src/app/models.py", "old": "import foo", "new": "import bar"}),
         result(a, "c4", "ok"),
         call(b, "c5", "bash", {"command": "git commit -am 'Fix import (ABC-123)'"}),
         result(b, "c5", "[main 1a2b3c4] Fix import (ABC-123)\n 1 file changed, 1 insertion(+)"),
@@ -244,9 +242,7 @@ def test_patch_and_diff_headers_name_the_files() -> None:
 
 def test_command_argument_of_a_non_shell_tool_is_not_a_command() -> None:
     messages = [
-        call(
-            "anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"}
-        )
+        call("anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"})
     ]
 
     ledger = build_ledger(messages)
@@ -338,9 +334,7 @@ def test_render_stays_under_max_chars_dropping_oldest_first() -> None:
     st.integers(min_value=0, max_value=40),
     st.integers(min_value=0, max_value=3000),
 )
-def test_render_never_exceeds_max_chars(
-    files: list[str], errors: list[str], per_kind: int, max_chars: int
-) -> None:
+def test_render_never_exceeds_max_chars(files: list[str], errors: list[str], per_kind: int, max_chars: int) -> None:
     text = Ledger(files=files, errors=errors).render(max_items_per_kind=per_kind, max_chars=max_chars)
 
     assert len(text) <= max_chars

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.messages import (
-    _strip,
     group_messages,
     is_user_turn,
     sanitize,
+    strip_tool_blocks,
     view_problems,
 )
 
@@ -306,7 +306,7 @@ def minimal_view_tokens(manager: Any, history: list[dict[str, Any]], summary: di
         total += count(sanitize(members))
     user = latest_user(history)
     if 0 <= user < newest.start:
-        pinned = _strip(history[user], keep_calls=set(), keep_results=set())
+        pinned = strip_tool_blocks(history[user], keep_calls=set(), keep_results=set())
         total += count([pinned]) if pinned is not None else 0
     return total
 

