@@ -5,7 +5,6 @@ See ``amplifier_module_context_summarize/evaluation/corpus/README.md`` for the f
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections import Counter
@@ -16,6 +15,7 @@ import pytest
 
 import amplifier_module_context_summarize
 from amplifier_module_context_summarize.messages import message_text, validate_message
+from amplifier_module_context_summarize.tokens import text_counter
 
 _PACKAGE_DIR = Path(
     amplifier_module_context_summarize.__file__ or next(iter(amplifier_module_context_summarize.__path__))
@@ -140,16 +140,15 @@ def test_claude_code_sessions_have_a_reference_summary(name):
 
 
 def _converter():
-    spec = importlib.util.spec_from_file_location("_corpus_convert_raw", EVAL_DIR / "convert_raw.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from amplifier_module_context_summarize.evaluation import convert_raw
+
+    return convert_raw
 
 
 def test_converter_checker_accepts_the_bundled_probes():
     """Includes the early-probe rule: most probes ask about facts far behind the verbatim tail."""
     convert_raw = _converter()
-    _unit, count_tokens = convert_raw._token_counter()
+    count_tokens = text_counter("cl100k_base")
     for name in _names():
         messages = _load(name)
         counts = [count_tokens(message_text(m)) for m in messages]
