@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from . import events
@@ -40,7 +41,7 @@ def _cache(config: Config) -> SummaryCache:
     if config.storage_path:
         from .sqlite_cache import SqliteCache
 
-        return SqliteCache(config.storage_path, max_entries=config.cache_max_entries)
+        return SqliteCache(Path(config.storage_path).expanduser(), max_entries=config.cache_max_entries)
     return MemoryCache(config.cache_max_entries)
 
 

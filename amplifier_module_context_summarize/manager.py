@@ -8,8 +8,6 @@ which is what makes resume and fork free.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import time
 from bisect import bisect_left
@@ -18,6 +16,7 @@ from typing import Any
 
 from . import events
 from .backends.base import ERROR
+from .budget import request_budget
 from .cache import CachedSummary, MemoryCache, SummaryCache
 from .clip import clip_text, clip_tool_outputs
 from .config import Config
@@ -136,7 +135,7 @@ class SummarizingContextManager:
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any | None = None
     ) -> list[dict[str, Any]]:
-        budget = await self._budget(token_budget, provider)
+        budget = await request_budget(token_budget, provider, self.config.safety_margin, self.config.max_tokens)
         self._last_budget = budget
         async with self._lock:
             limits = self._limits(budget)
@@ -297,16 +296,6 @@ class SummarizingContextManager:
     def _last_cuttable(self) -> int:
         """Groups before this index may be summarized; the newest group always stays verbatim."""
         return max(len(self._grouper.groups) - 1, 0)
-
-    async def _budget(self, token_budget: int | None, provider: Any | None) -> int:
-        if token_budget is not None:
-            if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0:
-                raise ValueError(f"token_budget must be a positive integer, got {token_budget!r}")
-            return token_budget
-        for window, output in await _provider_limits(provider):
-            if window and output and window - output - self.config.safety_margin > 0:
-                return int(window - output - self.config.safety_margin)
-        return self.config.max_tokens
 
     # ------------------------------------------------------------------ view
 
@@ -640,60 +629,3 @@ class SummarizingContextManager:
             await self.hooks.emit(event, data)
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", event, type(exc).__name__)
-
-
-async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
-    """(context_window, max_output_tokens) pairs a provider reports, most specific first."""
-    if provider is None:
-        return []
-    found = []
-    for getter in ("get_model_info", "get_info"):
-        method = getattr(provider, getter, None)
-        if not callable(method):
-            continue
-        try:
-            info = method()
-            if _awaitable(info):
-                info = await info
-        except Exception:
-            continue
-        if info is None:
-            continue
-        defaults = _info_field(info, "defaults") or {}
-        window = _info_field(info, "context_window") or defaults.get("context_window")
-        output = _info_field(info, "max_output_tokens") or defaults.get("max_output_tokens")
-        found.append((window, output))
-    return found
-
-
-# Both helpers below run on every request: they skip work whose answer depends only on the type.
-_NEVER_AWAITABLE: set[type] = set()
-_MISSING = object()
-
-
-def _awaitable(value: Any) -> bool:
-    """``inspect.isawaitable`` with its ABC check remembered per type (generators vary per object)."""
-    kind = type(value)
-    if kind in _NEVER_AWAITABLE:
-        return False
-    if inspect.isawaitable(value):
-        return True
-    if not inspect.isgenerator(value):
-        _NEVER_AWAITABLE.add(kind)
-    return False
-
-
-@functools.lru_cache(maxsize=256)
-def _undeclared(kind: type, name: str) -> bool:
-    """True when no instance of the pydantic model ``kind`` can have attribute ``name``."""
-    fields = getattr(kind, "model_fields", None)
-    if not isinstance(fields, dict) or name in fields:
-        return False
-    if (getattr(kind, "model_config", None) or {}).get("extra") == "allow":
-        return False
-    return inspect.getattr_static(kind, name, _MISSING) is _MISSING
-
-
-def _info_field(info: Any, name: str) -> Any:
-    """``getattr(info, name, None)``, without pydantic's miss path (two exceptions and a garbage cycle per miss)."""
-    return None if _undeclared(type(info), name) else getattr(info, name, None)

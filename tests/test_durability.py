@@ -190,3 +190,10 @@ async def test_prefetch_failure_is_reported_and_never_raises():
     failures = recorder.get_events("context:summary_failed")
     assert failures and failures[0][1]["fallback"] == "error"
     assert "boom" not in repr(recorder.events)
+
+
+async def test_storage_path_expands_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    manager = create_manager({"max_tokens": BUDGET, "storage_path": "~/amplifier/summaries.sqlite"})
+    await replay(manager, mixed_history(60), FakeProvider(), budget=BUDGET)
+    assert (tmp_path / "amplifier" / "summaries.sqlite").is_file()
