@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -152,20 +153,13 @@ class SqliteCache:
             if conn is None:
                 return
             try:
-                conn.execute("BEGIN IMMEDIATE")  # take the write lock now: no busy upgrade mid-transaction
-                try:
+                with _write_transaction(conn):
                     now = time.time()
                     conn.execute(
                         _UPSERT,
                         (entry.start, entry.end, entry.tokens, entry.groups, entry.tier, now, now, size, entry.text),
                     )
                     self._evict(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 self._fault("put", exc)
 
@@ -322,11 +316,18 @@ def _prepare(conn: sqlite3.Connection) -> None:
                 raise
             time.sleep(0.05)
     conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: survives process crashes, needs no fsync per put
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _write_transaction(conn):
         if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
             for statement in _SCHEMA:
                 conn.execute(statement)
+
+
+@contextlib.contextmanager
+def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """Take the write lock up front (no busy upgrade mid-transaction); roll back on any failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
