@@ -174,7 +174,6 @@ class SummarizingContextManager:
     def _reset(self, messages: list[Message]) -> None:
         self._cancel_background()
         self._messages: list[Message] = []
-        self._tokens: list[int] = []
         self._grouper = Grouper()
         self._prefix: list[int] = [0]
         self._system: list[int] = []
@@ -199,7 +198,6 @@ class SummarizingContextManager:
         self._messages.append(message)
         is_system = message.get("role") == "system" and self.config.preserve_system
         tokens = self.counter.count_message(message)
-        self._tokens.append(tokens)
         groups = self._grouper.groups
         joined = self._grouper.push(message, index)
         if joined:
