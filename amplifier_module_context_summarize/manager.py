@@ -395,7 +395,11 @@ class SummarizingContextManager:
         if self.config.compaction_strategy == "truncate":
             await self._truncate_to(target_limits, fallback=None, report=report)
         else:
-            await self._summarize_to(target_limits, provider, report)
+            try:
+                await self._summarize_to(target_limits, provider, report)
+            except Exception as exc:  # a bug, not a provider fault (those are handled below this)
+                logger.exception("summarizing failed (%s); dropping whole groups instead", type(exc).__name__)
+                await self._truncate_to(limits, fallback=ERROR, report=report)
         if self._view_tokens() > limits.budget:
             report.clipped = True
         report.tokens_after = self._view_tokens()

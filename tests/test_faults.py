@@ -289,7 +289,7 @@ async def test_hook_that_raises_does_not_break_the_request():
 
 
 async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
-    manager, _ = make()
+    manager, recorder = make()
 
     async def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug, not a provider fault")
@@ -298,3 +298,5 @@ async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
     views = await replay(manager, HISTORY, FakeProvider(), budget=BUDGET)
     assert views
     assert await manager.get_messages() == HISTORY
+    assert [e["fallback"] for e in post_events(recorder)][:1] == ["error"]
+    assert all(manager.counter.count_messages(v) <= BUDGET for v in views)
