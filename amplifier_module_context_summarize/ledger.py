@@ -233,7 +233,7 @@ def _add_call(ledger: Ledger, name: str, args: Any) -> None:
             for key in _COMMAND_KEYS:
                 command = _command_text(args.get(key))
                 if command:
-                    ledger.commands.append(" ".join(command.split()))
+                    ledger.commands.append(_command_summary(command))
                     ledger.files += _command_paths(command)
     for text in _strings(args):
         ledger.files += [p for p in _PATCH_PATH.findall(text) if p not in _NOT_FILES]
@@ -249,6 +249,14 @@ def _is_shell(name: str) -> bool:
 def _is_path_value(value: str) -> bool:
     value = value.strip()
     return bool(value) and value not in _NOT_FILES and "\n" not in value and len(value) <= 300
+
+
+def _command_summary(command: str) -> str:
+    """The command on one line; a heredoc's body is file content, so only its opening line is kept."""
+    first, _, rest = command.partition("\n")
+    if "<<" in first and rest:
+        return " ".join(first.split()) + " …"
+    return " ".join(command.split())
 
 
 def _command_text(value: Any) -> str:

@@ -361,3 +361,24 @@ def test_merge_of_segment_ledgers_equals_ledger_of_whole_span() -> None:
 
 def test_build_is_deterministic() -> None:
     assert build_ledger(session("mixed")).render() == build_ledger(session("mixed")).render()
+
+
+def test_heredoc_commands_keep_only_their_opening_line():
+    script = "cat > reproduce.py << 'EOF'\nimport os\nprint(os.getcwd())\nEOF"
+    messages = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "h",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": script})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "h", "content": ""},
+    ]
+    ledger = build_ledger(messages)
+    assert ledger.commands == ["cat > reproduce.py << 'EOF' …"]
+    assert "reproduce.py" in ledger.files
