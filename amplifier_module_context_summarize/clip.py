@@ -41,7 +41,8 @@ def clip_tool_outputs(
 
     Returns the (possibly new) list and whether anything was clipped. Calls and user text are kept whole.
     """
-    if count(messages) <= budget:
+    before = count(messages)
+    if before <= budget:
         return messages, False
     longest = max((len(str(m.get("content") or "")) for m in messages), default=0)
     # No output longer than ~8 characters per token of the whole budget can fit: start there, not at half
@@ -50,8 +51,9 @@ def clip_tool_outputs(
     clipped = messages
     while True:
         clipped = [_clip_message(m, limit) for m in messages]
-        if count(clipped) <= budget or limit <= CLIP_FLOOR_CHARS:
-            return clipped, True
+        after = count(clipped)
+        if after <= budget or limit <= CLIP_FLOOR_CHARS:
+            return (clipped, True) if after < before else (messages, False)  # markers can outweigh a small clip
         limit = max(limit // 2, CLIP_FLOOR_CHARS)
 
 

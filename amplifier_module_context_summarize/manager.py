@@ -8,6 +8,7 @@ which is what makes resume and fork free.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from bisect import bisect_left
@@ -27,6 +28,7 @@ from .messages import (
     content_hash,
     copy_message,
     is_user_turn,
+    message_text,
     sanitize,
     strip_tool_blocks,
     validate_message,
@@ -279,8 +281,14 @@ class SummarizingContextManager:
         message = strip_tool_blocks(self._messages[self._last_user], keep_calls=set(), keep_results=set())
         if message is None:
             return None
-        message = clip_text(message, PIN_MAX_CHARS_PER_TOKEN * self.config.summary_output_tokens)
-        return message, self.counter.count_message(message)
+        limit = PIN_MAX_CHARS_PER_TOKEN * self.config.summary_output_tokens
+        clipped = clip_text(message, limit)
+        tokens = self.counter.count_message(clipped)
+        if clipped is not message and len(message_text(message)) <= 2 * limit:  # only just over: worth clipping?
+            whole = self.counter.count_message(message)
+            if tokens >= whole:
+                return message, whole  # the clip marker would cost more than the text it takes out
+        return clipped, tokens
 
     def _repin(self) -> None:
         self._pin = self._pin_for(self._boundary)
@@ -358,24 +366,34 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ compaction
 
     def _rebuild_from_cache(self) -> None:
-        """Walk the chain from the fingerprint along cached segments: resume and fork for free."""
+        """Walk the chain from the fingerprint along cached segments: resume and fork for free.
+
+        A shared cache can hold several cuts of one prefix (a fork with another budget, a prefetch), so a
+        greedy walk could stop early on another session's segment: the walk that reaches furthest wins,
+        then the one with fewest segments (tier merges), then the one with longer segments first.
+        """
         if self.config.compaction_strategy == "truncate":
             return
-        position, segments = 0, []
         limit = self._last_cuttable()
-        while position < limit:
-            here = self._chain_at(position)
-            best: CachedSummary | None = None
-            for entry in self.cache.starting_at(here):
+        paths: dict[int, list[Segment]] = {0: []}
+        pending = [0]
+        while pending:
+            position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
+            path = paths[position]
+            for entry in self.cache.starting_at(self._chain_at(position)):
                 end = position + entry.groups
-                if end <= limit and (best is None or entry.groups > best.groups) and self._chain_at(end) == entry.end:
-                    best = entry
-            if best is None:
-                break
-            segments.append(Segment(position, position + best.groups, best.text, best.tokens, best.tier))
-            position += best.groups
-        if segments:
-            self._set_segments(segments, position)
+                if not position < end <= limit or self._chain_at(end) != entry.end:
+                    continue
+                candidate = [*path, Segment(position, end, entry.text, entry.tokens, entry.tier)]
+                known = paths.get(end)
+                if known is None:
+                    heapq.heappush(pending, end)
+                elif (len(candidate), [-s.end for s in candidate]) >= (len(known), [-s.end for s in known]):
+                    continue
+                paths[end] = candidate
+        position = max(paths)
+        if position:
+            self._set_segments(paths[position], position)
 
     async def _compact(self, limits: Limits, provider: Any | None, force: bool) -> None:
         started = time.perf_counter()
@@ -445,8 +463,8 @@ class SummarizingContextManager:
             await asyncio.wait([task])
         allowance = self.config.summary_output_tokens
         new_boundary = self._ready_boundary(limits) or self._fitting_boundary(limits, self._summary_tokens + allowance)
-        if new_boundary <= self._boundary:
-            return
+        if new_boundary <= self._boundary or self._prefix[new_boundary] == self._prefix[self._boundary]:
+            return  # nothing to cut, or only system messages (kept anyway): a summary of them could only add
         segment = await self._summarize_segment(self._boundary, new_boundary, provider, report)
         self._set_segments([*self._segments, segment], new_boundary)
         await self._merge_tiers(limits, provider, report)
@@ -456,7 +474,7 @@ class SummarizingContextManager:
             if self._view_tokens() <= limits.budget:
                 return
             end = self._fitting_boundary(limits, self._summary_tokens + allowance)
-            if end <= self._boundary:
+            if end <= self._boundary or self._prefix[end] == self._prefix[self._boundary]:
                 break
             segment = await self._summarize_segment(self._boundary, end, provider, report)
             self._set_segments([*self._segments, segment], end)
@@ -563,7 +581,14 @@ class SummarizingContextManager:
         return self._record(key, start, end, outcome, tier=0, report=report)
 
     def _record(
-        self, key: tuple[str, str], start: int, end: int, outcome: Outcome, tier: int, report: CompactionReport
+        self,
+        key: tuple[str, str],
+        start: int,
+        end: int,
+        outcome: Outcome,
+        tier: int,
+        report: CompactionReport,
+        keep: bool = True,
     ) -> Segment:
         report.provider_calls += outcome.provider_calls
         self.stats["provider_calls"] += outcome.provider_calls
@@ -571,7 +596,7 @@ class SummarizingContextManager:
         self.stats["summarizer_output_tokens"] += outcome.output_tokens
         report.fallback = report.fallback or outcome.fallback
         tokens = self.counter.count_text(outcome.text)
-        if outcome.cacheable:
+        if outcome.cacheable and keep:
             self._failed.pop(key, None)
             self.cache.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
         elif outcome.fallback != "cooldown":
@@ -607,7 +632,11 @@ class SummarizingContextManager:
                 report.cache_hits += 1
                 merged = Segment(start, end, cached.text, cached.tokens, cached.tier)
             else:
-                merged = self._record(key, start, end, await self._merge(parts, start, end, provider), tier, report)
+                outcome = await self._merge(parts, start, end, provider)
+                # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking
+                # the cache would take it); the cooldown keeps an LLM merge from being asked again at once.
+                smaller = self.counter.count_text(outcome.text) < sum(p.tokens for p in parts)
+                merged = self._record(key, start, end, outcome, tier, report, keep=smaller)
             if merged.tokens >= sum(p.tokens for p in parts):
                 return
             self._set_segments([merged, *self._segments[count:]], self._boundary)

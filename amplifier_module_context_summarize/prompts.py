@@ -62,7 +62,8 @@ def clip_middle(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     half = max(limit // 2, 1)
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped ...]\n{text[-half:]}"
+    clipped = f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped ...]\n{text[-half:]}"
+    return clipped if len(clipped) < len(text) else text  # just over the limit, the marker would add more
 
 
 def _block_line(block: object) -> str:
