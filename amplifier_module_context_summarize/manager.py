@@ -46,6 +46,10 @@ SUMMARY_PREAMBLE = (
 )
 FINGERPRINT_VERSION = "1"
 PIN_MAX_CHARS_PER_TOKEN = 3
+TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out to fit the context window."
+TRUNCATION_MARKER_TOKENS = 32
+"""Room kept for the marker, which also makes sure the first message after the system ones is a user's
+(Anthropic rejects a conversation that opens with an assistant message)."""
 EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
 
@@ -453,8 +457,13 @@ class SummarizingContextManager:
 
         A summary already in the view stays; the groups dropped now are simply not represented.
         """
-        self._boundary = self._fitting_boundary(limits, self._summary_tokens)
+        marker_room = self._summary_tokens if self._segments else TRUNCATION_MARKER_TOKENS
+        self._boundary = self._fitting_boundary(limits, marker_room)
         self._repin()
+        if not self._segments and self._boundary > 0:
+            dropped = self._messages_before(self._boundary)
+            self._summary_message = {"role": "user", "content": TRUNCATION_MARKER.format(count=dropped)}
+            self._summary_tokens = self.counter.count_message(self._summary_message)
         if report is not None:
             report.fallback = fallback
 

@@ -207,6 +207,9 @@ async def test_truncate_strategy_drops_whole_groups_without_provider():
     views = await replay(manager, history, provider, budget=BUDGET)
     assert not provider.requests
     assert not any(str(m.get("content", "")).startswith(SUMMARY_MARKER) for m in views[-1])
+    marker = views[-1][1]
+    assert marker["role"] == "user" and marker["content"].startswith("[CONTEXT TRUNCATED] ")
+    assert all(v[1]["role"] == "user" for v in views), "Anthropic rejects a conversation opening with the assistant"
     assert post_events(recorder) and all(e["provider_calls"] == 0 for e in post_events(recorder))
 
 

@@ -283,7 +283,8 @@ def derived_from(v: dict[str, Any], h: dict[str, Any]) -> bool:
 
 def is_summary(message: dict[str, Any]) -> bool:
     content = message.get("content")
-    return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+    markers = (SUMMARY_MARKER, "[CONTEXT TRUNCATED]")
+    return message.get("role") == "user" and isinstance(content, str) and content.startswith(markers)
 
 
 def latest_user(history: list[dict[str, Any]]) -> int:
