@@ -33,7 +33,7 @@ class PromptSet:
     @property
     def version(self) -> str:
         """Changes whenever any template changes, so cached summaries from old prompts are not served."""
-        return content_hash(*(self.templates[n] for n in TEMPLATE_NAMES))[:16]
+        return content_hash(*self.templates.values())[:16]
 
     def system(self, kind: str) -> str:
         return self.templates[f"{kind}_system"].strip()
@@ -42,10 +42,10 @@ class PromptSet:
         return Template(self.templates[f"{kind}_user"]).safe_substitute(values).strip()
 
 
-def load_prompts(prompt_dir: str | Path | None = None) -> PromptSet:
+def load_prompts(prompt_dir: str | Path | None = None, names: tuple[str, ...] = TEMPLATE_NAMES) -> PromptSet:
     folder = Path(prompt_dir) if prompt_dir else default_prompt_dir()
     templates = {}
-    for name in TEMPLATE_NAMES:
+    for name in names:
         path = folder / f"{name}.md"
         if not path.is_file():
             raise ValueError(f"config key 'prompt_dir': {folder} has no {name}.md")
