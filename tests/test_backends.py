@@ -1,9 +1,8 @@
 """Direct Anthropic / OpenAI backends, driven through the real SDKs against respx-mocked HTTP.
 
-The SDKs send through ``httpx2``, which ``respx.mock`` does not patch, and respx only builds
-``httpx`` (0.x) responses. So each test injects an ``httpx2.AsyncClient`` whose ``MockTransport``
-asks a ``respx.MockRouter`` to match and record the request, then copies the respx response
-into an ``httpx2.Response``.
+Each test injects a client of the library the installed SDK sends with (``httpx`` for anthropic < 1
+and openai < 3, ``httpx2`` after) whose transport asks a ``respx.MockRouter`` to match, record and
+answer the request: see ``sdk_http.py``. The same tests run against both SDK generations.
 """
 
 from __future__ import annotations
@@ -14,10 +13,12 @@ import time
 import traceback
 from typing import Any
 
+import anthropic
 import httpx
-import httpx2
+import openai
 import pytest
 import respx
+from sdk_http import http_library, mock_http_client
 
 from amplifier_module_context_summarize.backends.anthropic_backend import AnthropicBackend
 from amplifier_module_context_summarize.backends.base import (
@@ -61,18 +62,6 @@ def _clean_sdk_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "OPENAI_PROJECT_ID",
     ):
         monkeypatch.delenv(name, raising=False)
-
-
-def httpx2_client(router: respx.MockRouter) -> httpx2.AsyncClient:
-    """An httpx2 client whose transport is the respx router (respx matches httpx2 requests fine)."""
-
-    async def handler(request: httpx2.Request) -> httpx2.Response:
-        response = await router.async_handler(request)  # an httpx 0.x Response
-        return httpx2.Response(
-            response.status_code, headers=list(response.headers.multi_items()), content=response.content
-        )
-
-    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
 
 
 def anthropic_ok(*texts: str, input_tokens: int = 42, output_tokens: int = 7, stop: str = "end_turn") -> httpx.Response:
@@ -122,14 +111,15 @@ def openai_error(status: int, message: str, code: str | None = None, **headers: 
 
 
 def make_anthropic(router: respx.MockRouter, **kwargs: Any) -> AnthropicBackend:
-    return AnthropicBackend("claude-haiku-4-5", ANTHROPIC_KEY, http_client=httpx2_client(router), **kwargs)
+    client = mock_http_client(router, anthropic)
+    return AnthropicBackend("claude-haiku-4-5", ANTHROPIC_KEY, http_client=client, **kwargs)
 
 
 def make_openai(router: respx.MockRouter, api_key: str | None = OPENAI_KEY, **kwargs: Any) -> OpenAIBackend:
-    return OpenAIBackend("gpt-4o-mini", api_key, http_client=httpx2_client(router), **kwargs)
+    return OpenAIBackend("gpt-4o-mini", api_key, http_client=mock_http_client(router, openai), **kwargs)
 
 
-def anthropic_key_sent(request: httpx2.Request) -> str | None:
+def anthropic_key_sent(request: Any) -> str | None:
     """anthropic 2.x sends the key as ``Authorization: Bearer``; older releases used ``x-api-key``."""
     if "x-api-key" in request.headers:
         return request.headers["x-api-key"]
@@ -242,9 +232,9 @@ async def test_anthropic_input_too_long_not_retried(message: str) -> None:
 
 async def test_anthropic_hung_request_cut_off_by_timeout() -> None:
     router = respx.MockRouter()
-    started_requests: list[httpx2.Request] = []
+    started_requests: list[Any] = []
 
-    async def hang(request: httpx2.Request) -> httpx.Response:
+    async def hang(request: Any) -> httpx.Response:
         started_requests.append(request)  # respx records a call only once it has a response
         await asyncio.sleep(30)
         return anthropic_ok("too late")
@@ -366,6 +356,19 @@ async def test_openai_vllm_style_error_body_too_long() -> None:
     assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == INPUT_TOO_LONG
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+async def test_plain_text_too_long_body(kind: str) -> None:
+    """A proxy or compatible server may answer in plain text; openai 3.x keeps such a body out of the message."""
+    router = respx.MockRouter()
+    url = "http://llm.local:8080/v1/messages" if kind == "anthropic" else "http://llm.local:8080/v1/chat/completions"
+    router.post(url).mock(return_value=httpx.Response(400, text="maximum context length is 4096 tokens"))
+    if kind == "anthropic":
+        backend = make_anthropic(router, base_url="http://llm.local:8080")
+    else:
+        backend = make_openai(router, api_key=None, base_url="http://llm.local:8080/v1")
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == INPUT_TOO_LONG
+
+
 async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
     router = respx.MockRouter()
     route = router.post(OPENAI_URL).mock(
@@ -381,7 +384,7 @@ async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
 async def test_openai_hung_request_cut_off_by_timeout() -> None:
     router = respx.MockRouter()
 
-    async def hang(request: httpx2.Request) -> httpx.Response:
+    async def hang(request: Any) -> httpx.Response:
         await asyncio.sleep(30)
         return openai_ok()
 
@@ -434,16 +437,12 @@ async def test_status_mapping(
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
-@pytest.mark.parametrize(
-    ("exc", "category"),
-    [
-        (httpx2.ConnectError("refused"), CONNECTION),
-        (httpx2.ReadTimeout("slow"), TIMEOUT),
-    ],
-)
-async def test_transport_failures(kind: str, exc: Exception, category: str) -> None:
+@pytest.mark.parametrize(("exc", "category"), [("ConnectError", CONNECTION), ("ReadTimeout", TIMEOUT)])
+async def test_transport_failures(kind: str, exc: str, category: str) -> None:
+    """The transport raises its own library's error, as a real connection failure would."""
+    error_class = getattr(http_library(anthropic if kind == "anthropic" else openai), exc)
     router = respx.MockRouter()
-    route = router.post(ANTHROPIC_URL if kind == "anthropic" else OPENAI_URL).mock(side_effect=exc)
+    route = router.post(ANTHROPIC_URL if kind == "anthropic" else OPENAI_URL).mock(side_effect=error_class("failed"))
     backend = make_anthropic(router) if kind == "anthropic" else make_openai(router)
     assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == category
     assert route.call_count == 1  # the SDK itself never retries
@@ -457,6 +456,28 @@ async def test_anthropic_http_date_retry_after() -> None:
     error = await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 64))
     assert error.category == RATE_LIMITED
     assert error.retry_after == 0.0  # a date in the past means "now"
+
+
+# --- Client ownership --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+async def test_aclose_closes_the_backends_own_client_but_not_an_injected_one(kind: str) -> None:
+    """Without an injected client each backend builds (and owns) the SDK's default one: on openai
+    1.40-1.55.2 with httpx 0.28 the SDK could not build it itself."""
+    backend_class, sdk, key = (
+        (AnthropicBackend, anthropic, ANTHROPIC_KEY) if kind == "anthropic" else (OpenAIBackend, openai, OPENAI_KEY)
+    )
+    own = backend_class("some-model", key, timeout_s=7)
+    assert not own._client.is_closed()
+    await own.aclose()
+    assert own._client.is_closed()
+
+    injected = mock_http_client(respx.MockRouter(), sdk)
+    borrowing = backend_class("some-model", key, http_client=injected)
+    await borrowing.aclose()
+    assert not injected.is_closed, "an injected client belongs to the caller"
+    await injected.aclose()
 
 
 # --- Factory -----------------------------------------------------------------------------------
@@ -492,7 +513,7 @@ async def test_factory_builds_anthropic_with_env_key_and_defaults() -> None:
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("ok"))
     backend = make_direct_backend(
         SummarizerConfig(provider="anthropic", timeout_s=9),
-        http_client=httpx2_client(router),
+        http_client=mock_http_client(router, anthropic),
         environ={"ANTHROPIC_API_KEY": ANTHROPIC_KEY},
     )
     assert isinstance(backend, AnthropicBackend)
@@ -507,7 +528,7 @@ async def test_factory_builds_keyless_openai_compatible_backend() -> None:
     route = router.post("http://127.0.0.1:1234/v1/chat/completions").mock(return_value=openai_ok("lm studio"))
     backend = make_direct_backend(
         SummarizerConfig(provider="openai", model="qwen2.5-7b", base_url="http://127.0.0.1:1234/v1"),
-        http_client=httpx2_client(router),
+        http_client=mock_http_client(router, openai),
         environ={},
     )
     assert isinstance(backend, OpenAIBackend)

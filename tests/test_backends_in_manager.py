@@ -2,12 +2,15 @@
 
 import json
 
+import anthropic
 import httpx
+import openai
 import respx
 from amplifier_core.testing import EventRecorder
 from fakes import mixed_history
 from replay import replay
-from test_backends import anthropic_error, anthropic_ok, httpx2_client, openai_ok
+from sdk_http import mock_http_client
+from test_backends import anthropic_error, anthropic_ok, openai_ok
 
 from amplifier_module_context_summarize import create_manager
 
@@ -22,7 +25,7 @@ def build(provider: str, router: respx.MockRouter, monkeypatch, **summarizer):
     manager = create_manager(
         {"max_tokens": BUDGET, "summarizer": {"provider": provider, **FAST, **summarizer}},
         hooks=recorder,
-        http_client=httpx2_client(router),
+        http_client=mock_http_client(router, anthropic if provider == "anthropic" else openai),
     )
     settings = manager.summarizer.settings
     manager.summarizer.settings = type(settings)(**{**settings.__dict__, "wait_base": 0.001, "wait_max": 0.01})

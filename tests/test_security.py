@@ -17,14 +17,16 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+import anthropic
 import httpx
-import httpx2
+import openai
 import pytest
 import respx
 from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder, MockCoordinator
 from fakes import FakeProvider, mixed_history
 from replay import replay
+from sdk_http import mock_http_client
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.prompts import FENCE_CLOSE, FENCE_OPEN, load_prompts
@@ -164,16 +166,6 @@ async def test_mounted_manager_and_its_log_line_do_not_show_keys(caplog, monkeyp
 # --------------------------------------------------------------------- direct SDK backends, mocked HTTP
 
 
-def httpx2_client(router: respx.MockRouter) -> httpx2.AsyncClient:
-    async def handler(request: httpx2.Request) -> httpx2.Response:
-        response = await router.async_handler(request)
-        return httpx2.Response(
-            response.status_code, headers=list(response.headers.multi_items()), content=response.content
-        )
-
-    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
-
-
 def anthropic_ok(text: str) -> httpx.Response:
     return httpx.Response(
         200,
@@ -230,7 +222,7 @@ async def test_sdk_backend_error_bodies_and_keys_leak_nowhere(provider, caplog, 
         create_manager(
             {"max_tokens": BUDGET, "storage_path": str(db), "summarizer": {"provider": provider, "max_retries": 1}},
             hooks=recorder,
-            http_client=httpx2_client(router),
+            http_client=mock_http_client(router, anthropic if provider == "anthropic" else openai),
         )
     )
     await replay(manager, HISTORY, None, budget=BUDGET)

@@ -17,6 +17,7 @@ def _to_backend_error(exc: Exception) -> BackendError:
     if isinstance(exc, anthropic.APIConnectionError):
         return BackendError(CONNECTION)
     if isinstance(exc, anthropic.APIStatusError):
+        # ``api_message`` exists from anthropic 2.0; ``message`` carries the whole body in every release
         detail = f"{getattr(exc, 'api_message', None) or ''} {exc.message}"
         return error_for_status(exc.status_code, exc.response.headers, too_long=mentions_input_too_long(detail))
     return BackendError(ERROR)
@@ -67,7 +68,7 @@ class AnthropicBackend:
             )
         except anthropic.AnthropicError as exc:
             raise _to_backend_error(exc) from None
-        if response.stop_reason == "refusal":
+        if response.stop_reason == "refusal":  # not in early 0.x type hints; the SDK keeps the value
             raise BackendError(REFUSAL)
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
         usage = response.usage

@@ -25,9 +25,22 @@ def _to_backend_error(exc: Exception) -> BackendError:
         code = getattr(exc, "code", None)
         if exc.status_code == 429 and code == "insufficient_quota":
             return BackendError(ERROR)  # billing, not load: waiting will not help
-        too_long = code in _TOO_LONG_CODES or mentions_input_too_long(exc.message)
+        # openai 3.x leaves a non-JSON body out of ``message`` (older releases put it in): read both
+        text_body = exc.body if isinstance(exc.body, str) else ""
+        too_long = code in _TOO_LONG_CODES or mentions_input_too_long(f"{exc.message} {text_body}")
         return error_for_status(exc.status_code, exc.response.headers, too_long=too_long)
     return BackendError(ERROR)
+
+
+def _default_http_client(timeout_s: float) -> Any:
+    """The SDK's own default client, built here instead of inside ``AsyncOpenAI``.
+
+    openai 1.40-1.55.2 builds its default client with ``proxies=``, which httpx >= 0.28 rejects
+    (``TypeError`` at construction); ``DefaultAsyncHttpxClient`` has the same defaults (pool limits,
+    redirects) without that argument, in every supported release, whether httpx- or httpx2-based.
+    The backend owns it, and ``aclose`` closes it.
+    """
+    return openai.DefaultAsyncHttpxClient(timeout=timeout_s)
 
 
 class OpenAIBackend:
@@ -62,7 +75,7 @@ class OpenAIBackend:
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=http_client,
+            http_client=http_client if http_client is not None else _default_http_client(timeout_s),
         )
 
     def __repr__(self) -> str:
