@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, block_text, is_user_turn
+from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls
 
 ITEM_MAX_CHARS = 200
 ERROR_MAX_CHARS = 200
@@ -147,7 +147,7 @@ def _dedup(items: Iterable[str]) -> list[str]:
 
 
 def build_ledger(messages: list[Message]) -> Ledger:
-    """Extract the artifacts of a span in any of the three tool-call shapes (or a mix)."""
+    """Extract the artifacts of a span in any of the tool-call shapes (or a mix)."""
     ledger = Ledger()
     tool_names: dict[str, str] = {}
     for message in messages:
@@ -184,18 +184,8 @@ def _calls(message: Message) -> Iterator[tuple[str, str, Any]]:
     """(id, tool name, parsed arguments) of each call, whichever shape carries it."""
     if message.get("role") != "assistant":
         return
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, dict):
-            continue
-        fn = call["function"] if isinstance(call.get("function"), dict) else {}
-        name = fn.get("name") or call.get("name") or call.get("tool") or ""
-        raw = fn["arguments"] if "arguments" in fn else call.get("arguments", call.get("input"))
-        yield str(call.get("id", "")), str(name), _parse_args(raw)
-    content = message.get("content")
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES:
-            raw = block["input"] if "input" in block else block.get("arguments")
-            yield str(block.get("id", "")), str(block.get("name", "")), _parse_args(raw)
+    for call_id, name, raw in message_calls(message):
+        yield call_id, name, _parse_args(raw)
 
 
 def _parse_args(raw: Any) -> Any:

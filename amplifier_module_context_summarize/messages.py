@@ -1,11 +1,18 @@
 """Message shapes, atomic groups and what makes a view valid.
 
-Three tool-call shapes occur, often mixed in one history:
+Four tool-call shapes occur, often mixed in one history:
 
-* OpenAI: ``assistant.tool_calls[*].id`` answered by ``{"role": "tool", "tool_call_id": ...}``.
+* OpenAI: ``assistant.tool_calls[*] = {"id", "function": {"name", "arguments": "<json>"}}`` answered by
+  ``{"role": "tool", "tool_call_id": ...}``.
+* Amplifier orchestrators (loop-basic, loop-streaming): ``assistant.tool_calls[*] = {"id", "tool",
+  "arguments"}`` (a dict or a JSON string), answered the OpenAI way.
 * Anthropic blocks: ``{"type": "tool_use", "id"}`` in assistant content, answered by
   ``{"type": "tool_result", "tool_use_id"}`` blocks in the next user message(s).
 * Amplifier blocks: ``{"type": "tool_call", "id"}`` answered by ``{"type": "tool_result", "tool_call_id"}``.
+
+loop-streaming stores each call twice, as a ``tool_call`` content block and as a ``tool_calls`` entry with
+the same id, plus the first thinking block again under ``thinking_block``; providers send each once, so
+``message_calls`` and ``extra_thinking`` report them once. ``tool_call_parts`` reads any one call.
 
 A *group* is the unit compaction cuts on: a standalone message, or an assistant turn that calls
 tools together with the messages that carry its results. Everything about validity lives here so that
@@ -69,13 +76,69 @@ def _result_blocks(content: Any) -> list[dict[str, Any]]:
     return [b for b in _blocks(content) if b.get("type") == RESULT_BLOCK_TYPE]
 
 
+def tool_call_parts(call: Any) -> tuple[str, str, Any]:
+    """``(id, tool name, arguments)`` of one call in any shape, so no caller re-parses the shapes.
+
+    Reads an OpenAI ``tool_calls`` entry, an Amplifier one (``tool`` + ``arguments``) and a
+    ``tool_use``/``tool_call`` content block (``name`` + ``input``). Arguments come back as stored (a dict, a
+    JSON string, or None when absent): counting and hashing must see what the provider is sent.
+    """
+    if not isinstance(call, dict):
+        return "", "", None
+    fn = call["function"] if isinstance(call.get("function"), dict) else {}
+    name = fn.get("name") or call.get("name") or call.get("tool") or ""
+    if "arguments" in fn:
+        args = fn["arguments"]
+    else:
+        args = call["input"] if call.get("input") is not None else call.get("arguments")
+    return str(call.get("id") or ""), str(name), args
+
+
+def listed_calls(message: Message) -> list[tuple[str, str, Any]]:
+    """``tool_call_parts`` of each entry of the message's ``tool_calls`` list."""
+    return [tool_call_parts(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+
+
+def unique_content(message: Message) -> Any:
+    """``content`` without call blocks that repeat a ``tool_calls`` entry (loop-streaming stores both)."""
+    content = message.get("content")
+    if not isinstance(content, list) or not message.get("tool_calls"):
+        return content
+    listed = {call_id for call_id, _, _ in listed_calls(message) if call_id}
+    return [
+        b for b in content if not (isinstance(b, dict) and b.get("type") in CALL_BLOCK_TYPES and b.get("id") in listed)
+    ]
+
+
+def message_calls(message: Message) -> list[tuple[str, str, Any]]:
+    """``(id, name, arguments)`` of every call a message carries, each once, ``tool_calls`` entries first."""
+    blocks = [b for b in _blocks(unique_content(message)) if b.get("type") in CALL_BLOCK_TYPES]
+    return listed_calls(message) + [tool_call_parts(b) for b in blocks]
+
+
+def extra_thinking(message: Message) -> dict[str, Any] | None:
+    """The ``thinking_block`` loop-streaming adds, unless it only repeats a block of ``content``.
+
+    The Anthropic provider sends it (with its signature) in place of the content's thinking, so it costs
+    tokens; counted on top of an identical content block it would cost them twice.
+    """
+    block = message.get("thinking_block")
+    if not isinstance(block, dict) or not block:
+        return None
+    content = message.get("content")
+    return None if isinstance(content, list) and block in content else block
+
+
+def arguments_text(args: Any) -> str:
+    """Arguments as shown in transcripts: a JSON string as sent, a dict as canonical JSON."""
+    return "" if args is None else _as_text(args)
+
+
 def call_ids(message: Message) -> list[str]:
-    """Ids of the tool calls a message makes, in all three shapes."""
+    """Ids of the tool calls a message makes, in every shape, each once."""
     if message.get("role") != "assistant":
         return []
-    ids = [c["id"] for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id")]
-    ids += [b["id"] for b in _blocks(message.get("content")) if b.get("type") in CALL_BLOCK_TYPES and b.get("id")]
-    return ids
+    return list(dict.fromkeys(call_id for call_id, _, _ in message_calls(message) if call_id))
 
 
 def result_ids(message: Message) -> list[str]:
@@ -315,17 +378,18 @@ def content_hash(*parts: str) -> str:
 def message_text(message: Message) -> str:
     """Readable text of a message (all blocks, calls and results) for transcripts and counting."""
     parts: list[str] = []
-    content = message.get("content")
+    content = unique_content(message)
     if isinstance(content, str):
         parts.append(content)
     else:
         for block in content or []:
             parts.append(block_text(block))
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        parts.append(f"{fn.get('name', '')}({_as_text(fn.get('arguments', ''))})")
+    parts += [f"{name}({arguments_text(args)})" for _, name, args in listed_calls(message)]
     if message.get("reasoning_content"):
         parts.append(str(message["reasoning_content"]))
+    thinking = extra_thinking(message)
+    if thinking:
+        parts.append(block_text(thinking))
     return "\n".join(p for p in parts if p)
 
 
@@ -340,7 +404,8 @@ def block_text(block: Any) -> str:
     if kind == "thinking":
         return str(block.get("thinking", ""))
     if kind in CALL_BLOCK_TYPES:
-        return f"{block.get('name', '')}({_as_text(block.get('input', {}))})"
+        _, name, args = tool_call_parts(block)
+        return f"{name}({arguments_text(args)})"
     if kind == RESULT_BLOCK_TYPE:
         body = block.get("content", block.get("output", ""))
         if isinstance(body, list):

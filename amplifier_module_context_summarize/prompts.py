@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, block_text, content_hash
+from .messages import (
+    CALL_BLOCK_TYPES,
+    RESULT_BLOCK_TYPE,
+    Message,
+    arguments_text,
+    block_text,
+    content_hash,
+    extra_thinking,
+    listed_calls,
+    unique_content,
+)
 
 FENCE_OPEN = "<<<TRANSCRIPT"
 FENCE_CLOSE = "TRANSCRIPT>>>"
@@ -86,13 +96,14 @@ def render_transcript(messages: list[Message], max_chars_per_message: int = 12_0
         role = str(message.get("role", "?")).upper()
         if message.get("role") == "tool":
             role = f"TOOL RESULT {message.get('tool_call_id', '')}".strip()
-        content = message.get("content")
+        content = unique_content(message)  # a call stored both as a block and in tool_calls is shown once
         parts = [content] if isinstance(content, str) else [_block_line(b) for b in content or []]
-        for call in message.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            parts.append(f"[tool call {call.get('id', '')}] {fn.get('name', '')}({fn.get('arguments', '')})")
+        parts += [f"[tool call {i}] {name}({arguments_text(args)})" for i, name, args in listed_calls(message)]
         if message.get("reasoning_content"):
             parts.append(f"(reasoning) {message['reasoning_content']}")
+        thinking = extra_thinking(message)
+        if thinking:
+            parts.append(f"(reasoning) {block_text(thinking)}")
         body = "\n".join(p for p in parts if p)
         entries.append(f"{role}: {clip_middle(body, max_chars_per_message)}")
     return fence_safe("\n\n".join(entries))

@@ -7,12 +7,22 @@ otherwise fall back to a calibrated character estimate (warning once).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, canonical_json
+from .messages import (
+    CALL_BLOCK_TYPES,
+    RESULT_BLOCK_TYPE,
+    Message,
+    canonical_json,
+    extra_thinking,
+    listed_calls,
+    tool_call_parts,
+    unique_content,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -86,19 +96,33 @@ class TokenCounter:
         self.count_text = text_counter(encoding)
 
     def count_message(self, message: Message) -> int:
-        return MESSAGE_OVERHEAD + self._count_value(message.get("content")) + self._count_extras(message)
+        """Content, calls and hidden reasoning; a call or thinking block stored twice counts once."""
+        return MESSAGE_OVERHEAD + self._count_value(unique_content(message)) + self._count_extras(message)
 
     def count_messages(self, messages: list[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
 
     def _count_extras(self, message: Message) -> int:
-        total = 0
-        for call in message.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            total += self.count_text(str(fn.get("name", ""))) + self._count_value(fn.get("arguments", ""))
+        total = sum(self.count_text(name) + self._count_arguments(args) for _, name, args in listed_calls(message))
         if message.get("reasoning_content"):
             total += self.count_text(str(message["reasoning_content"]))
+        thinking = extra_thinking(message)
+        if thinking:
+            total += self._count_block(thinking)
         return total
+
+    def _count_arguments(self, args: Any) -> int:
+        """A ``tool_calls`` entry's arguments as the JSON text providers send (``json.dumps``, spaced).
+
+        Amplifier's orchestrators store a dict where OpenAI stores that text; compact canonical JSON would
+        count the same call ~15% cheaper than its OpenAI twin.
+        """
+        if isinstance(args, dict | list):
+            try:
+                return self.count_text(json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr))
+            except (TypeError, ValueError):  # keys JSON cannot sort or hold, or a cycle
+                pass
+        return self._count_value(args)
 
     def _count_value(self, value: Any) -> int:
         if value is None:
@@ -120,7 +144,8 @@ class TokenCounter:
         if kind == "thinking":
             return self.count_text(str(block.get("thinking", ""))) + len(str(block.get("signature") or "")) // 8
         if kind in CALL_BLOCK_TYPES:
-            return self.count_text(str(block.get("name", ""))) + self._count_value(block.get("input"))
+            _, name, args = tool_call_parts(block)
+            return self.count_text(name) + self._count_value(args)
         if kind == RESULT_BLOCK_TYPE:
             return 4 + self._count_value(block.get("content", block.get("output")))
         return self.count_text(canonical_json(block))

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.extractive import EMPTY_SPAN, extractive_summary
 
-SHAPES = ("openai", "anthropic", "amplifier", "mixed")
+SHAPES = ("openai", "anthropic", "amplifier", "mixed", "orchestrator", "orchestrator_json", "streaming")
+"""``orchestrator*``: Amplifier's ``{"id", "tool", "arguments"}`` calls (a dict or a JSON string); ``streaming``:
+loop-streaming's content blocks with the same call in ``tool_calls`` and a ``thinking_block``."""
 LATEST_REQUEST = "Great, now open a pull request for it and link ABC-123."
 LAST_CONCLUSION = "Opened PR #42. The import now uses bar and all tests pass."
 ERROR = "ModuleNotFoundError: No module named 'foo'"
@@ -32,6 +34,18 @@ def cl100k(text: str) -> int:
 
 
 def call(shape: str, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if shape in ("orchestrator", "orchestrator_json", "streaming"):
+        arguments = json.dumps(args) if shape == "orchestrator_json" else args
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": call_id, "tool": name, "arguments": arguments}],
+        }
+        if shape == "streaming":
+            thinking = {"type": "thinking", "thinking": f"Next: {name}.", "signature": "c2ln"}
+            block = {"type": "tool_call", "id": call_id, "name": name, "input": args}
+            message.update(content=[thinking, block], thinking_block=dict(thinking))
+        return message
     if shape == "openai":
         fn = {"name": name, "arguments": json.dumps(args)}
         return {
@@ -46,6 +60,8 @@ def call(shape: str, call_id: str, name: str, args: dict[str, Any]) -> dict[str,
 def result(shape: str, call_id: str, output: str, is_error: bool = False) -> dict[str, Any]:
     if shape == "openai":
         return {"role": "tool", "tool_call_id": call_id, "content": output}
+    if shape in ("orchestrator", "orchestrator_json", "streaming"):
+        return {"role": "tool", "tool_call_id": call_id, "name": "tool", "content": output}
     if shape == "anthropic":
         block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
         return {"role": "user", "content": [block]}

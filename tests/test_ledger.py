@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from amplifier_module_context_summarize.ledger import Ledger, build_ledger
 
 SHAPES = ("openai", "anthropic", "amplifier")
+# Amplifier's orchestrators: ``{"id", "tool", "arguments"}`` with a dict or a JSON string, and loop-streaming's
+# double record (content blocks incl. a ``tool_call`` block, the same call in ``tool_calls``, a ``thinking_block``).
+ORCHESTRATOR_SHAPES = ("orchestrator", "orchestrator_json", "streaming")
 TRACEBACK = (
     "============================= test session starts ==============================\n"
     "Traceback (most recent call last):\n"
@@ -22,7 +25,31 @@ TRACEBACK = (
 )
 
 
+def orchestrator_call(shape: str, call_id: str, name: str, args: dict[str, Any], text: str = "") -> dict[str, Any]:
+    """An assistant tool call as loop-basic (``orchestrator``, ``orchestrator_json``) or loop-streaming stores it."""
+    arguments = json.dumps(args) if shape == "orchestrator_json" else args
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [{"id": call_id, "tool": name, "arguments": arguments}],
+    }
+    if shape == "streaming":
+        thinking = {
+            "type": "thinking",
+            "thinking": f"Next: {name}.",
+            "signature": "c2ln",
+            "visibility": None,
+            "content": None,
+        }
+        blocks = [{"type": "text", "text": text, "visibility": None}] if text else []
+        block = {"type": "tool_call", "id": call_id, "name": name, "input": args, "visibility": None}
+        message.update(content=[*blocks, thinking, block], thinking_block=dict(thinking), metadata={"turn": 1})
+    return message
+
+
 def call(shape: str, call_id: str, name: str, args: dict[str, Any], text: str = "") -> dict[str, Any]:
+    if shape in ORCHESTRATOR_SHAPES:
+        return orchestrator_call(shape, call_id, name, args, text)
     if shape == "openai":
         fn = {"name": name, "arguments": json.dumps(args)}
         return {
@@ -39,7 +66,7 @@ def call(shape: str, call_id: str, name: str, args: dict[str, Any], text: str = 
 
 
 def result(shape: str, call_id: str, output: Any, is_error: bool = False) -> dict[str, Any]:
-    if shape == "openai":
+    if shape == "openai" or shape in ORCHESTRATOR_SHAPES:
         return {"role": "tool", "tool_call_id": call_id, "content": output}
     if shape == "anthropic":
         block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
@@ -74,7 +101,7 @@ def session(shape: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("shape", [*SHAPES, "mixed"])
+@pytest.mark.parametrize("shape", [*SHAPES, *ORCHESTRATOR_SHAPES, "mixed"])
 def test_finds_each_planted_item_in_its_kind(shape: str) -> None:
     ledger = build_ledger(session(shape))
 
@@ -89,7 +116,7 @@ def test_finds_each_planted_item_in_its_kind(shape: str) -> None:
     assert ledger.errors == ["ModuleNotFoundError: No module named 'foo'"]
 
 
-@pytest.mark.parametrize("shape", [*SHAPES, "mixed"])
+@pytest.mark.parametrize("shape", [*SHAPES, *ORCHESTRATOR_SHAPES, "mixed"])
 def test_repeats_are_kept_once_in_first_seen_order(shape: str) -> None:
     ledger = build_ledger(session(shape) + session(shape))
 
@@ -199,6 +226,22 @@ def test_invalid_openai_arguments_are_tolerated_and_salvaged() -> None:
 
     assert ledger.commands == ["cat /etc/hosts"]
     assert ledger.files == ["/etc/hosts"]
+
+
+def test_truncated_orchestrator_json_arguments_are_salvaged() -> None:
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "tool": "bash", "arguments": '{"command": "cat /etc/hosts'},
+            {"id": "c2", "tool": "read_file", "arguments": '{"path": "src/app.py"}'},
+        ],
+    }
+
+    ledger = build_ledger([message])
+
+    assert ledger.commands == ["cat /etc/hosts"]
+    assert ledger.files == ["/etc/hosts", "src/app.py"]
 
 
 def test_argv_command_lists_and_shell_operators() -> None:

@@ -1,4 +1,4 @@
-"""Groups and view validity in the three tool shapes, mixed, with the awkward cases."""
+"""Groups and view validity in the tool shapes, mixed, with the awkward cases."""
 
 import pytest
 from fakes import amplifier_turn, anthropic_turn, mixed_history, openai_turn
@@ -99,6 +99,7 @@ def test_user_message_with_results_and_text_stays_with_its_call():
         ({"role": "user", "content": 42}, "'content' must be"),
         ({"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}, "without an 'id'"),
         ({"role": "assistant", "tool_calls": [{"function": {}}]}, "'tool_calls[0]' has no 'id'"),
+        ({"role": "assistant", "tool_calls": [{"tool": "bash", "arguments": {}}]}, "'tool_calls[0]' has no 'id'"),
         ({"role": "tool", "content": "x"}, "no 'tool_call_id'"),
     ],
 )
@@ -111,3 +112,19 @@ def test_bad_messages_name_the_field(message, fragment):
 def test_view_problems_reports_result_without_call_and_call_without_result():
     assert view_problems([{"role": "tool", "tool_call_id": "x", "content": ""}])
     assert view_problems([{"role": "assistant", "tool_calls": [{"id": "x"}]}, {"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize("arguments", [{"path": "a.py"}, '{"path": "a.py"}', None])
+def test_orchestrator_tool_calls_are_valid_and_grouped(arguments):
+    """loop-basic's ``{"id", "tool", "arguments"}`` calls, answered by ``role: tool`` messages carrying a ``name``."""
+    messages = [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "tool": "read_file", "arguments": arguments}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "print(1)"},
+        {"role": "assistant", "content": "It prints 1."},
+    ]
+    for message in messages:
+        validate_message(message)
+    assert [(g.start, g.end) for g in group_messages(messages)] == [(0, 1), (1, 3), (3, 4)]
+    assert not view_problems(messages)
+    assert view_problems(messages[:2] + messages[3:]) and view_problems(messages[2:])
