@@ -6,7 +6,7 @@ Mount it from a mount plan as ``context-summarize``; see README.md for the confi
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from .manager import SUMMARY_MARKER, SummarizingContextManager
 from .prompts import load_prompts
 from .summarize import SpanSummarizer, SummarizerSettings
 from .tokens import TokenCounter
+from .wire import ToolSchemaMeter
 
 __amplifier_module_type__ = "context"
 __all__ = ["SUMMARY_MARKER", "Config", "SummarizingContextManager", "create_manager", "mount", "parse_config"]
@@ -53,6 +54,7 @@ def create_manager(
     cache: SummaryCache | None = None,
     backend: Backend | None = None,
     http_client: Any | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> SummarizingContextManager:
     """Build a manager outside a session (CLI, evaluation, tests); ``mount`` uses the same path."""
     cfg = config if isinstance(config, Config) else parse_config(config)
@@ -67,14 +69,22 @@ def create_manager(
     summarizer = SpanSummarizer(chosen, load_prompts(cfg.prompt_dir), counter.count_text, settings)
     if hooks is None and coordinator is not None:
         hooks = getattr(coordinator, "hooks", None)
+    tools = ToolSchemaMeter(lambda: coordinator.get("tools"), counter.count_text) if coordinator is not None else None
     return SummarizingContextManager(
-        cfg, summarizer=summarizer, hooks=hooks, cache=cache if cache is not None else _cache(cfg), counter=counter
+        cfg,
+        summarizer=summarizer,
+        hooks=hooks,
+        cache=cache if cache is not None else _cache(cfg),
+        counter=counter,
+        tools=tools,
+        clock=clock,
     )
 
 
 async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> SummarizingContextManager:
     """Validate the config, mount the manager at ``context`` and advertise its events."""
     manager = create_manager(config or {}, coordinator=coordinator)
+    manager.listen_to_usage(getattr(coordinator, "hooks", None))
     await coordinator.mount("context", manager)
     register = getattr(coordinator, "register_contributor", None)
     if callable(register):

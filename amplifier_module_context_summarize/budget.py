@@ -1,4 +1,6 @@
-"""The token budget of one request: explicit, else what the provider reports, else the configured maximum."""
+"""The token budget of one request: an explicit ``token_budget`` argument, else what the provider reports
+capped by a configured ``max_tokens`` (a user who sets it means it), else ``max_tokens`` or the default.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +9,22 @@ import inspect
 from typing import Any
 
 
-async def request_budget(token_budget: int | None, provider: Any | None, safety_margin: int, fallback: int) -> int:
+async def request_budget(
+    token_budget: int | None, provider: Any | None, safety_margin: int, cap: int | None, fallback: int
+) -> int:
     if token_budget is not None:
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0:
             raise ValueError(f"token_budget must be a positive integer, got {token_budget!r}")
         return token_budget
+    budget = await _provider_budget(provider, safety_margin) or fallback
+    return min(budget, cap) if cap else budget
+
+
+async def _provider_budget(provider: Any | None, safety_margin: int) -> int | None:
     for window, output in await _provider_limits(provider):
         if window and output and window - output - safety_margin > 0:
             return int(window - output - safety_margin)
-    return fallback
+    return None
 
 
 async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:

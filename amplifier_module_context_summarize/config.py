@@ -9,6 +9,7 @@ from typing import Any
 STRATEGIES = ("summarize", "truncate", "extractive")
 SUMMARIZER_PROVIDERS = ("session", "anthropic", "openai", "extractive")
 DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
+DEFAULT_BUDGET = 200_000
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
@@ -25,7 +26,13 @@ class SummarizerConfig:
     session_provider: str | None = None
     """Name of the mounted provider to use when none is passed with the request."""
     timeout_s: float = 120.0
-    max_retries: int = 3
+    """Longest single summarizer call."""
+    max_retries: int | None = None
+    """Module retries per call; unset: 3 for the direct backends, 0 through the session provider (it retries itself)."""
+    circuit_failures: int = 3
+    """Failed summaries in a row that open the circuit (extractive summaries only, no LLM calls); 0 disables it."""
+    circuit_open_s: float = 120.0
+    """How long an open circuit stays open before one call probes the summarizer again."""
     max_output_tokens: int | None = None
     """Defaults to the top-level ``summary_max_tokens``."""
     max_input_tokens: int = 100_000
@@ -43,7 +50,8 @@ class SummarizerConfig:
 @dataclass(frozen=True)
 class Config:
     compaction_strategy: str = "summarize"
-    max_tokens: int = 200_000
+    max_tokens: int | None = None
+    """Caps the request budget when set; unset, the provider's window rules (``DEFAULT_BUDGET`` without one)."""
     compact_threshold: float = 0.92
     target_usage: float = 0.5
     preserve_recent_ratio: float = 0.25
@@ -59,6 +67,16 @@ class Config:
     prefetch_threshold: float = 0.8
     failure_cooldown_s: float = 300.0
     token_encoding: str = "cl100k_base"
+    compaction_deadline_s: float = 30.0
+    """Longest a request waits for summarizing; past it the extractive rung answers."""
+    calibrate_from_usage: bool = True
+    """Learn how the provider's token counts differ from ours from the usage it reports (mounted sessions)."""
+    initial_calibration: float = 1.1
+    """Factor applied to our counts before any usage report is seen (mounted sessions)."""
+
+    @property
+    def budget_fallback(self) -> int:
+        return self.max_tokens or DEFAULT_BUDGET
 
     @property
     def summary_output_tokens(self) -> int:
@@ -90,12 +108,16 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "cache_max_entries": (int, 1, None, True),
     "prefetch_threshold": (float, 0, 1, False),
     "failure_cooldown_s": (float, 0, None, True),
+    "compaction_deadline_s": (float, 0, None, False),
+    "initial_calibration": (float, 0.5, 2, True),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),
     "max_retries": (int, 0, 20, True),
     "max_output_tokens": (int, 16, None, True),
     "max_input_tokens": (int, 256, None, True),
+    "circuit_failures": (int, 0, 1000, True),
+    "circuit_open_s": (float, 0, None, True),
 }
 
 
@@ -156,7 +178,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             if value not in STRATEGIES:
                 raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
             options[key] = value
-        elif key in ("preserve_system", "prefetch"):
+        elif key in ("preserve_system", "prefetch", "calibrate_from_usage"):
             if not isinstance(value, bool):
                 raise _fail(key, "must be true or false", value)
             options[key] = value

@@ -12,11 +12,13 @@ import heapq
 import logging
 import time
 from bisect import bisect_left
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import events
-from .backends.base import ERROR
+from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
+from .breaker import CircuitBreaker
 from .budget import request_budget
 from .cache import CachedSummary, MemoryCache, SummaryCache
 from .clip import clip_text, clip_tool_outputs
@@ -36,6 +38,7 @@ from .messages import (
 from .plan import Limits, choose_boundary, needs_compaction, split_for_tiers
 from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
+from .wire import ToolSchemaMeter, UsageCalibration, without_response_chain
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +55,9 @@ TRUNCATION_MARKER_TOKENS = 32
 (Anthropic rejects a conversation that opens with an assistant message)."""
 EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
+MIN_PLAN_SHARE = 4
+"""Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
+SystemPromptFactory = Callable[[], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class CompactionReport:
     cache_hits: int = 0
     fallback: str | None = None
     clipped: bool = False
+    deadline: float | None = None
 
 
 class SummarizingContextManager:
@@ -86,17 +93,31 @@ class SummarizingContextManager:
         hooks: Any | None = None,
         cache: SummaryCache | None = None,
         counter: TokenCounter | None = None,
+        tools: ToolSchemaMeter | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.config = config or Config()
         self.summarizer = summarizer
         self.hooks = hooks
         self.cache: SummaryCache = cache if cache is not None else MemoryCache(self.config.cache_max_entries)
         self.counter = counter or TokenCounter(self.config.token_encoding)
+        self.tools = tools
+        self.clock = clock or time.monotonic
+        """Times cooldowns and the circuit breaker (tests pass a fake one); deadlines use real time."""
+        self.calibration = UsageCalibration(initial=1.0, enabled=False)
+        """Off until ``listen_to_usage`` wires it to the provider's reports (``mount`` does)."""
+        s = self.config.summarizer
+        self.breaker = CircuitBreaker(s.circuit_failures, s.circuit_open_s, self.clock)
+        self._system_prompt_factory: SystemPromptFactory | None = None
+        """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
+        self._dynamic_system: tuple[str, Message, int] | None = None
         self.fingerprint = self._fingerprint()
         self._lock = asyncio.Lock()
         self._failed: dict[tuple[str, str], float] = {}
         self._inflight: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self._last_budget = self.config.max_tokens
+        self._last_budget = self.config.budget_fallback
+        self._wire_budget = self._last_budget
+        self._tool_tokens = 0
         self._limits_memo: tuple[Config, Limits] | None = None
         self.stats = {
             "compactions": 0,
@@ -141,9 +162,13 @@ class SummarizingContextManager:
     async def get_messages_for_request(
         self, token_budget: int | None = None, provider: Any | None = None
     ) -> list[dict[str, Any]]:
-        budget = await request_budget(token_budget, provider, self.config.safety_margin, self.config.max_tokens)
-        self._last_budget = budget
+        c = self.config
+        wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
+        system_prompt = await self._render_system_prompt()
         async with self._lock:
+            self._sync_fingerprint(provider)
+            self._use_system_prompt(system_prompt)
+            budget = self._plan_budget(wire_budget)
             limits = self._limits(budget)
             tokens = self._view_tokens()
             if needs_compaction(tokens, limits):
@@ -155,9 +180,79 @@ class SummarizingContextManager:
                 tokens = self._view_tokens()
             view = self._build_view()
             if tokens > budget:
-                view, _ = clip_tool_outputs(view, budget, self.counter.count_messages)
+                view, tokens = clip_tool_outputs(view, budget, self.counter.count_messages)
+            self.calibration.expect(tokens + self._tool_tokens)
             self._maybe_prefetch(limits, provider)
             return view
+
+    # ------------------------------------------------------- the wire and the ecosystem
+
+    def listen_to_usage(self, hooks: Any) -> None:
+        """Calibrate our counts against the usage the provider reports in ``llm:response`` events."""
+        if not self.config.calibrate_from_usage or not callable(getattr(hooks, "register", None)):
+            return
+        self.calibration.initial = self.config.initial_calibration
+        self.calibration.enabled = True
+
+        async def on_response(_event: str, data: Any) -> Any:
+            self.calibration.observe(data)
+            return _continue()
+
+        hooks.register(events.LLM_RESPONSE, on_response, priority=50, name="context-summarize-calibration")
+
+    async def set_system_prompt_factory(self, factory: SystemPromptFactory | None) -> None:
+        """amplifier-foundation's hook: the system prompt is rendered afresh for every request.
+
+        The rendered prompt leads the view; system messages stored in history are then left out, except
+        those hooks injected (``metadata.source == "hook"``), as context-simple does.
+        """
+        self._system_prompt_factory = factory
+        if factory is None:
+            async with self._lock:
+                self._use_system_prompt(None)
+
+    def _plan_budget(self, wire_budget: int) -> int:
+        """Room for the messages, in our tokens: the provider's budget less tool schemas, over the calibration."""
+        self._wire_budget = wire_budget
+        self._tool_tokens = self.tools.tokens() if self.tools is not None else 0
+        room = int(wire_budget / self.calibration.factor) - self._tool_tokens
+        budget = max(room, wire_budget // MIN_PLAN_SHARE, 1)
+        self._last_budget = budget
+        return budget
+
+    async def _render_system_prompt(self) -> str | None:
+        factory = self._system_prompt_factory
+        if factory is None:
+            return None
+        try:
+            text = await factory()
+        except Exception as exc:  # a failing factory keeps the last prompt it rendered
+            logger.warning("system prompt factory failed (%s); keeping the previous prompt", type(exc).__name__)
+            return self._dynamic_system[0] if self._dynamic_system else None
+        return text if isinstance(text, str) else None
+
+    def _use_system_prompt(self, text: str | None) -> None:
+        current = self._dynamic_system
+        if current is not None and current[0] == text:
+            return
+        if text is None:
+            self._dynamic_system = None
+        else:
+            message: Message = {"role": "system", "content": text}
+            self._dynamic_system = (text, message, self.counter.count_message(message))
+
+    def _sync_fingerprint(self, provider: Any | None) -> None:
+        """Key summaries by the model that writes them: the session provider's default when none is configured."""
+        learn = getattr(self.summarizer.backend, "learn_default_model", None)
+        if learn is None:
+            return
+        learn(provider)
+        fingerprint = self._fingerprint()
+        if fingerprint != self.fingerprint:
+            self.fingerprint = fingerprint
+            self._chain = [fingerprint]
+            if not self._segments:
+                self._rebuild_from_cache()
 
     # ------------------------------------------------------- guide API (older callers)
 
@@ -184,6 +279,7 @@ class SummarizingContextManager:
         self._prefix: list[int] = [0]
         self._system: list[int] = []
         self._system_tokens = 0
+        self._hook_system_tokens = 0
         self._irregular: list[int] = []
         self._replacements: dict[int, list[Message]] = {}
         self._chain: list[str] = [self.fingerprint]
@@ -215,6 +311,8 @@ class SummarizingContextManager:
         if is_system:
             self._system.append(index)
             self._system_tokens += tokens
+            if _from_hook(message):
+                self._hook_system_tokens += tokens
         if is_user_turn(message):
             self._last_user = index
             self._pin = None  # the new request is in the verbatim tail
@@ -226,7 +324,7 @@ class SummarizingContextManager:
         if group.size == 1 and messages[0].get("role") == "system" and self.config.preserve_system:
             replacement: list[Message] | None = []
         else:
-            cleaned = sanitize(messages)
+            cleaned = _as_sent(messages)
             replacement = None if cleaned is messages else cleaned
         if replacement is not None:
             self._replacements[group_index] = replacement
@@ -297,8 +395,13 @@ class SummarizingContextManager:
     def _repin(self) -> None:
         self._pin = self._pin_for(self._boundary)
 
+    def _system_view_tokens(self) -> int:
+        if self._dynamic_system is None:
+            return self._system_tokens
+        return self._dynamic_system[2] + self._hook_system_tokens
+
     def _fixed_tokens(self) -> int:
-        return self._system_tokens + self._summary_tokens + (self._pin[1] if self._pin else 0)
+        return self._system_view_tokens() + self._summary_tokens + (self._pin[1] if self._pin else 0)
 
     def _view_tokens(self) -> int:
         return self._fixed_tokens() + self._prefix[-1] - self._prefix[self._boundary]
@@ -309,8 +412,13 @@ class SummarizingContextManager:
 
     # ------------------------------------------------------------------ view
 
+    def _system_view(self) -> list[Message]:
+        if self._dynamic_system is None:
+            return [self._messages[i] for i in self._system]
+        return [self._dynamic_system[1], *(self._messages[i] for i in self._system if _from_hook(self._messages[i]))]
+
     def _build_view(self) -> list[Message]:
-        view = [self._messages[i] for i in self._system]
+        view = self._system_view()
         if self._summary_message is not None:
             view.append(self._summary_message)
         if self._pin:
@@ -352,7 +460,7 @@ class SummarizingContextManager:
         if group.size == 1 and messages[0].get("role") == "system" and self.config.preserve_system:
             shown: list[Message] = []
         else:
-            shown = sanitize(messages)
+            shown = _as_sent(messages)
         self._open_view = (group.start, group.end, shown)
         return shown
 
@@ -401,7 +509,10 @@ class SummarizingContextManager:
 
     async def _compact(self, limits: Limits, provider: Any | None, force: bool) -> None:
         started = time.perf_counter()
-        report = CompactionReport(tokens_before=self._view_tokens())
+        messages_before = len(self._build_view())
+        report = CompactionReport(
+            tokens_before=self._view_tokens(), deadline=time.monotonic() + self.config.compaction_deadline_s
+        )
         await self._emit(
             events.PRE_COMPACT,
             {
@@ -426,22 +537,45 @@ class SummarizingContextManager:
             report.clipped = True
         report.tokens_after = self._view_tokens()
         self.stats["compactions"] += 1
+        messages_after = len(self._build_view())
+        summarized = self._messages_before(self._boundary)
         await self._emit(
             events.POST_COMPACT,
             {
-                "message_count": len(self._build_view()),
+                "message_count": messages_after,
                 "token_count": report.tokens_after,
                 "tokens_before": report.tokens_before,
                 "budget": limits.budget,
+                "wire_budget": self._wire_budget,
+                "tool_tokens": self._tool_tokens,
+                "calibration": round(self.calibration.factor, 4),
                 "strategy": self.config.compaction_strategy,
-                "summarized_messages": self._messages_before(self._boundary),
+                "summarized_messages": summarized,
                 "segments": len(self._segments),
                 "provider_calls": report.provider_calls,
                 "cache_hits": report.cache_hits,
                 "summary_tokens": self._summary_tokens,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
                 "fallback": report.fallback,
+                "circuit": self.breaker.state,
                 "clipped": report.clipped,
+            },
+        )
+        await self._emit(
+            events.COMPACTION,
+            {
+                "before_tokens": report.tokens_before,
+                "after_tokens": report.tokens_after,
+                "before_messages": messages_before,
+                "after_messages": messages_after,
+                "messages_removed": max(messages_before - messages_after, 0),
+                "messages_summarized": summarized if self._segments else 0,
+                "messages_truncated": 0 if self._segments else summarized,
+                "budget": limits.budget,
+                "target_tokens": limits.target,
+                "strategy": self.config.compaction_strategy,
+                "strategy_level": report.fallback or self.config.compaction_strategy,
+                "module": "context-summarize",
             },
         )
 
@@ -494,7 +628,7 @@ class SummarizingContextManager:
 
     def _fitting_boundary(self, limits: Limits, summary_tokens: int) -> int:
         """``choose_boundary`` for a view with this much summary, counting the request that will be pinned."""
-        fixed = self._system_tokens + summary_tokens
+        fixed = self._system_view_tokens() + summary_tokens
         end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits)
         pinned = self._pin_for(end)
         if pinned is not None:
@@ -516,7 +650,7 @@ class SummarizingContextManager:
             if end > self._last_cuttable() or self._chain_at(end) != entry.end:
                 continue
             tail = total - self._prefix[end]
-            view = self._system_tokens + self._summary_tokens + entry.tokens + tail
+            view = self._system_view_tokens() + self._summary_tokens + entry.tokens + tail
             if tail >= limits.preserve_recent and view <= acceptable and (best is None or end > best):
                 best = end
         return best
@@ -528,7 +662,7 @@ class SummarizingContextManager:
         view = self._view_tokens()
         if not (limits.budget * self.config.prefetch_threshold < view <= limits.compact_at):
             return
-        fixed = self._system_tokens + self._summary_tokens + self.config.summary_output_tokens
+        fixed = self._system_view_tokens() + self._summary_tokens + self.config.summary_output_tokens
         growth = limits.compact_at - view + 1
         end = choose_boundary(self._prefix, self._boundary, self._last_cuttable(), fixed, limits, growth=growth)
         if end <= self._boundary:
@@ -547,12 +681,14 @@ class SummarizingContextManager:
     async def _prefetch(
         self, key: tuple[str, str], groups: int, span: list[Message], previous: str | None, provider: Any | None
     ) -> None:
-        if self._cooling_down(key):
+        if self._cooling_down(key) or not self.breaker.allows_call():
             return
         try:
-            outcome = await self.summarizer.summarize(span, previous, provider)
+            with self.calibration.quiet():
+                outcome = await self.summarizer.summarize(span, previous, provider)
+            self._note_health(outcome)
         except Exception as exc:  # background work reports; it never raises into the loop
-            self._failed[key] = time.monotonic()
+            self._failed[key] = self.clock()
             await self._emit(
                 events.SUMMARY_FAILED, {"reason": "prefetch", "fallback": type(exc).__name__, "provider_calls": 0}
             )
@@ -563,7 +699,7 @@ class SummarizingContextManager:
         if outcome.cacheable:
             self.cache.put(CachedSummary(key[0], key[1], outcome.text, self.counter.count_text(outcome.text), groups))
         else:
-            self._failed[key] = time.monotonic()
+            self._failed[key] = self.clock()
             await self._emit(
                 events.SUMMARY_FAILED,
                 {"reason": "prefetch", "fallback": outcome.fallback, "provider_calls": outcome.provider_calls},
@@ -584,10 +720,21 @@ class SummarizingContextManager:
         span = self._span_messages(start, end)
         previous = "\n\n".join(s.text for s in self._segments) or None
         if self._cooling_down(key):
-            outcome = self.summarizer.extractive(span, previous, fallback="cooldown")
+            outcome = self.summarizer.extractive(span, previous, fallback=COOLDOWN)
+        elif self.summarizer.backend is not None and not self.breaker.allows_call():
+            outcome = self.summarizer.extractive(span, previous, fallback=CIRCUIT_OPEN)
         else:
-            outcome = await self.summarizer.summarize(span, previous, provider)
+            with self.calibration.quiet():
+                outcome = await self.summarizer.summarize(span, previous, provider, deadline=report.deadline)
+            self._note_health(outcome)
         return self._record(key, start, end, outcome, tier=0, report=report)
+
+    def _note_health(self, outcome: Outcome) -> None:
+        """Feed the circuit breaker: a summary from the LLM closes it, a provider fault counts toward opening it."""
+        if outcome.fallback is None:
+            self.breaker.record_success()
+        elif outcome.provider_calls or outcome.fallback in (DEADLINE,):
+            self.breaker.record_failure()
 
     def _record(
         self,
@@ -608,13 +755,13 @@ class SummarizingContextManager:
         if outcome.cacheable and keep:
             self._failed.pop(key, None)
             self.cache.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
-        elif outcome.fallback != "cooldown":
-            self._failed[key] = time.monotonic()
+        elif outcome.fallback not in (COOLDOWN, CIRCUIT_OPEN):
+            self._failed[key] = self.clock()
         return Segment(start, end, outcome.text, tokens, tier)
 
     def _cooling_down(self, key: tuple[str, str]) -> bool:
         failed_at = self._failed.get(key)
-        return failed_at is not None and time.monotonic() - failed_at < self.config.failure_cooldown_s
+        return failed_at is not None and self.clock() - failed_at < self.config.failure_cooldown_s
 
     def _span_messages(self, start: int, end: int) -> list[Message]:
         groups = self._grouper.groups
@@ -641,7 +788,7 @@ class SummarizingContextManager:
                 report.cache_hits += 1
                 merged = Segment(start, end, cached.text, cached.tokens, cached.tier)
             else:
-                outcome = await self._merge(parts, start, end, provider)
+                outcome = await self._merge(parts, start, end, provider, report.deadline)
                 # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking
                 # the cache would take it); the cooldown keeps an LLM merge from being asked again at once.
                 smaller = self.counter.count_text(outcome.text) < sum(p.tokens for p in parts)
@@ -650,17 +797,25 @@ class SummarizingContextManager:
                 return
             self._set_segments([merged, *self._segments[count:]], self._boundary)
 
-    async def _merge(self, parts: list[Segment], start: int, end: int, provider: Any | None) -> Outcome:
+    async def _merge(
+        self, parts: list[Segment], start: int, end: int, provider: Any | None, deadline: float | None
+    ) -> Outcome:
         """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
         span = self._span_messages(start, end)
         if self.summarizer.backend is None:
             return self.summarizer.extractive(span, None, fallback=None)
         if self._cooling_down((self._chain_at(start), self._chain_at(end))):
-            return self.summarizer.extractive(span, None, fallback="cooldown")
+            return self.summarizer.extractive(span, None, fallback=COOLDOWN)
+        if not self.breaker.allows_call():
+            return self.summarizer.extractive(span, None, fallback=CIRCUIT_OPEN)
         try:
-            return await self.summarizer.merge([p.text for p in parts], provider)
+            with self.calibration.quiet():
+                outcome = await self.summarizer.merge([p.text for p in parts], provider, deadline=deadline)
         except Exception as exc:
+            self.breaker.record_failure()
             return self.summarizer.extractive(span, None, fallback=getattr(exc, "category", ERROR))
+        self.breaker.record_success()
+        return outcome
 
     async def _emit(self, event: str, data: dict[str, Any]) -> None:
         if self.hooks is None:
@@ -669,3 +824,24 @@ class SummarizingContextManager:
             await self.hooks.emit(event, data)
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", event, type(exc).__name__)
+
+
+def _as_sent(messages: list[Message]) -> list[Message]:
+    """A group as the view shows it (``messages`` itself when unchanged): sanitized, and with no OpenAI
+    response-chain id, which would make the server add its stored, uncompacted history to the request."""
+    cleaned = sanitize(messages)
+    unchained = [without_response_chain(m) for m in cleaned]
+    if any(a is not b for a, b in zip(unchained, cleaned, strict=True)):
+        return unchained
+    return cleaned
+
+
+def _from_hook(message: Message) -> bool:
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("source") == "hook"
+
+
+def _continue() -> Any:
+    from amplifier_core.models import HookResult
+
+    return HookResult(action="continue")

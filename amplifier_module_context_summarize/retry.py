@@ -22,6 +22,7 @@ from tenacity.wait import wait_exponential, wait_random
 from .backends.base import (
     AUTH,
     BAD_REQUEST,
+    DEADLINE,
     ERROR,
     INPUT_TOO_LONG,
     RATE_LIMITED,
@@ -100,7 +101,9 @@ def error_for_status(status: int, headers: Mapping[str, str] | None = None, *, t
     return BackendError(ERROR)
 
 
-def _wait_strategy(wait_base: float, wait_max: float) -> Callable[[RetryCallState], float]:
+def _wait_strategy(
+    wait_base: float, wait_max: float, deadline: float | None = None
+) -> Callable[[RetryCallState], float]:
     # Built from strategies that exist unchanged in tenacity 8 and 9 (wait_exponential_jitter's
     # ``initial`` became ``multiplier`` in 9.x).
     backoff = wait_exponential(multiplier=wait_base, max=wait_max) + wait_random(0, wait_base)
@@ -111,6 +114,8 @@ def _wait_strategy(wait_base: float, wait_max: float) -> Callable[[RetryCallStat
         retry_after = getattr(error, "retry_after", None)
         if retry_after is not None:
             delay = max(delay, min(retry_after, wait_max))
+        if deadline is not None:
+            delay = max(0.0, min(delay, deadline - time.monotonic()))
         return delay
 
     return wait
@@ -128,14 +133,25 @@ def _log_retry(state: RetryCallState) -> None:
 
 
 async def _attempt(
-    backend: Backend, system: str, prompt: str, max_output_tokens: int, provider: Any | None, timeout_s: float
+    backend: Backend,
+    system: str,
+    prompt: str,
+    max_output_tokens: int,
+    provider: Any | None,
+    timeout_s: float,
+    deadline: float | None,
 ) -> Completion:
+    remaining = math.inf if deadline is None else deadline - time.monotonic()
+    if remaining <= 0:
+        raise BackendError(DEADLINE)
     try:
-        return await asyncio.wait_for(backend.complete(system, prompt, max_output_tokens, provider), timeout_s)
+        return await asyncio.wait_for(
+            backend.complete(system, prompt, max_output_tokens, provider), min(timeout_s, remaining)
+        )
     except BackendError:
         raise
     except TimeoutError:
-        raise BackendError(TIMEOUT) from None
+        raise BackendError(DEADLINE if remaining < timeout_s else TIMEOUT) from None
     except Exception as exc:  # anything unclassified is a plain ERROR
         # Class name only: provider messages can echo request data or keys.
         logger.debug("summarizer backend %s raised %s", getattr(backend, "name", "?"), type(exc).__name__)
@@ -154,15 +170,17 @@ async def complete_with_retries(
     wait_base: float = 1.0,
     wait_max: float = 30.0,
     on_attempt: Callable[[int], None] | None = None,
+    deadline: float | None = None,
 ) -> Completion:
     """Ask ``backend`` once, retrying transient faults up to ``max_retries`` more times.
 
-    Every attempt is cut off after ``timeout_s``. Raises the last ``BackendError`` when out of attempts,
-    or the first non-retryable one at once. ``on_attempt`` is called with 1, 2, ... before each attempt.
+    Every attempt is cut off after ``timeout_s``, and nothing runs or waits past ``deadline`` (a
+    ``time.monotonic()`` value). Raises the last ``BackendError`` when out of attempts or time, or the
+    first non-retryable one at once. ``on_attempt`` is called with 1, 2, ... before each attempt.
     """
     retrying = AsyncRetrying(
         stop=stop_after_attempt(max(0, max_retries) + 1),
-        wait=_wait_strategy(wait_base, wait_max),
+        wait=_wait_strategy(wait_base, wait_max, deadline),
         retry=retry_if_exception(lambda exc: isinstance(exc, BackendError) and exc.retryable),
         before_sleep=_log_retry,
         reraise=True,
@@ -172,7 +190,7 @@ async def complete_with_retries(
         with attempt:
             if on_attempt is not None:
                 on_attempt(attempt.retry_state.attempt_number)
-            completion = await _attempt(backend, system, prompt, max_output_tokens, provider, timeout_s)
+            completion = await _attempt(backend, system, prompt, max_output_tokens, provider, timeout_s, deadline)
     if completion is None:  # unreachable: tenacity either succeeds or re-raises
         raise BackendError(ERROR)
     return completion

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .backends.base import EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
+from .backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
 from .extractive import extractive_summary
 from .ledger import build_ledger
 from .messages import Message
@@ -39,10 +40,12 @@ class Outcome:
     output_tokens: int = 0
     fallback: str | None = None
     """None when the configured summarizer produced the text; else the failure category that forced a lower rung."""
+    foreign_model: str | None = None
+    """Set when the response says another model answered than the one the cache key names."""
 
     @property
     def cacheable(self) -> bool:
-        return self.fallback is None
+        return self.fallback is None and self.foreign_model is None
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,13 @@ class SummarizerSettings:
     max_output_tokens: int
     max_input_tokens: int
     timeout_s: float
-    max_retries: int
+    max_retries: int | None
+    """None: 0 for a backend that retries itself, else ``DEFAULT_RETRIES``."""
     wait_base: float = 1.0
     wait_max: float = 30.0
+
+
+DEFAULT_RETRIES = 3
 
 
 class SpanSummarizer:
@@ -91,14 +98,25 @@ class SpanSummarizer:
             return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
         return Outcome(text=text, fallback=fallback)
 
+    @property
+    def max_retries(self) -> int:
+        if self.settings.max_retries is not None:
+            return self.settings.max_retries
+        return 0 if getattr(self.backend, "retries_itself", False) else DEFAULT_RETRIES
+
     async def summarize(
-        self, messages: list[Message], previous_summary: str | None, provider: Any | None = None
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None = None,
+        deadline: float | None = None,
     ) -> Outcome:
+        """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary."""
         if self.backend is None:
             return self.extractive(messages, previous_summary, fallback=None)
         outcome = Outcome(text="")
         try:
-            parts = await self._summarize_fragments(messages, previous_summary, provider, outcome, depth=0)
+            parts = await self._summarize_fragments(messages, previous_summary, provider, outcome, 0, deadline)
         except BackendError as exc:
             logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
             fallback = self.extractive(messages, previous_summary, fallback=exc.category)
@@ -109,14 +127,14 @@ class SpanSummarizer:
         outcome.text = "\n\n".join([*parts, ledger] if ledger else parts)
         return outcome
 
-    async def merge(self, summaries: list[str], provider: Any | None = None) -> Outcome:
+    async def merge(self, summaries: list[str], provider: Any | None = None, deadline: float | None = None) -> Outcome:
         """One higher-tier summary standing for several consecutive ones."""
         if self.backend is None:
             raise BackendError(ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
         prompt = self.prompts.user("merge", transcript=transcript, max_words=str(self._max_words()))
         outcome = Outcome(text="")
-        outcome.text = await self._ask("merge", prompt, self.count_text(transcript), provider, outcome)
+        outcome.text = await self._ask("merge", prompt, self.count_text(transcript), provider, outcome, deadline)
         return outcome
 
     async def _summarize_fragments(
@@ -126,12 +144,13 @@ class SpanSummarizer:
         provider: Any | None,
         outcome: Outcome,
         depth: int,
+        deadline: float | None,
     ) -> list[str]:
         """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
         transcript = render_transcript(messages)
         source_tokens = self.count_text(transcript)
         if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
-            return await self._split(messages, previous_summary, provider, outcome, depth)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline)
         if source_tokens > self.settings.max_input_tokens:
             transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
         prompt = self.prompts.user(
@@ -142,11 +161,11 @@ class SpanSummarizer:
             transcript=transcript,
         )
         try:
-            return [await self._ask("summarize", prompt, source_tokens, provider, outcome)]
+            return [await self._ask("summarize", prompt, source_tokens, provider, outcome, deadline)]
         except BackendError as exc:
             if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
-            return await self._split(messages, previous_summary, provider, outcome, depth)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline)
 
     async def _split(
         self,
@@ -155,32 +174,48 @@ class SpanSummarizer:
         provider: Any | None,
         outcome: Outcome,
         depth: int,
+        deadline: float | None,
     ) -> list[str]:
         middle = len(messages) // 2
-        first = await self._summarize_fragments(messages[:middle], previous_summary, provider, outcome, depth + 1)
+        first = await self._summarize_fragments(
+            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline
+        )
         context = "\n\n".join(p for p in [previous_summary, *first] if p)
-        second = await self._summarize_fragments(messages[middle:], context, provider, outcome, depth + 1)
+        second = await self._summarize_fragments(messages[middle:], context, provider, outcome, depth + 1, deadline)
         return first + second
 
-    async def _ask(self, kind: str, prompt: str, source_tokens: int, provider: Any | None, outcome: Outcome) -> str:
+    async def _ask(
+        self,
+        kind: str,
+        prompt: str,
+        source_tokens: int,
+        provider: Any | None,
+        outcome: Outcome,
+        deadline: float | None,
+    ) -> str:
         """Ask the backend; a rejected answer (empty, refusal, not smaller) gets one more try."""
         assert self.backend is not None
         rejection = ERROR
         for _ in range(2):
+            if deadline is not None and deadline - time.monotonic() <= 0:
+                raise BackendError(DEADLINE)
             completion = await complete_with_retries(
                 self.backend,
                 self.prompts.system(kind),
                 prompt,
                 self.settings.max_output_tokens,
                 provider,
-                max_retries=self.settings.max_retries,
+                max_retries=self.max_retries,
                 timeout_s=self.settings.timeout_s,
                 wait_base=self.settings.wait_base,
                 wait_max=self.settings.wait_max,
                 on_attempt=lambda _n: _count_call(outcome),
+                deadline=deadline,
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
+            if completion.model and self.model and not same_model(completion.model, self.model):
+                outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, source_tokens)
             if rejection is None:
                 return completion.text.strip()
@@ -197,6 +232,11 @@ class SpanSummarizer:
 
     def _max_words(self) -> int:
         return max(int(self.settings.max_output_tokens * 0.6), 30)
+
+
+def same_model(answered: str, requested: str) -> bool:
+    """A dated snapshot answering for its alias (``claude-haiku-4-5-20251001`` for ``claude-haiku-4-5``) is the same."""
+    return answered.startswith(requested) or requested.startswith(answered)
 
 
 def _count_call(outcome: Outcome) -> None:

@@ -374,6 +374,9 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "prefetch_threshold": [0, 0.95, 1.5],
     "failure_cooldown_s": [-1, "1", None],
     "token_encoding": ["", 3],
+    "compaction_deadline_s": [0, -1, "30"],
+    "calibrate_from_usage": ["yes", 1],
+    "initial_calibration": [0.2, 3, "1.1"],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],
@@ -385,6 +388,8 @@ BAD_SUMMARIZER: dict[str, list[Any]] = {
     "max_retries": [-1, 50, 1.5],
     "max_output_tokens": [4, "100"],
     "max_input_tokens": [10, 1e9 + 0.5],
+    "circuit_failures": [-1, 1.5, "3"],
+    "circuit_open_s": [-1, "60"],
 }
 
 

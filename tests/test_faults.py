@@ -195,8 +195,17 @@ async def test_failing_provider_never_sees_the_same_span_twice_during_a_session(
     assert len(set(prompts)) == len(prompts)
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def test_failed_span_is_not_retried_on_every_request_until_the_cooldown_ends():
-    manager, recorder = make({"summarizer": {"max_retries": 0}, "failure_cooldown_s": 0.5})
+    clock = FakeClock()
+    manager, recorder = make({"summarizer": {"max_retries": 0}, "failure_cooldown_s": 30}, clock=clock)
     provider = FakeProvider(fail_with=RuntimeError("down"))
     await manager.set_messages(HISTORY)
     assert_good(await manager.get_messages_for_request(BUDGET, provider), manager)
@@ -209,7 +218,7 @@ async def test_failed_span_is_not_retried_on_every_request_until_the_cooldown_en
     assert len(provider.requests) == calls, "an unchanged span that failed was retried at once"
     assert {e["fallback"] for e in post_events(recorder)[1:]} == {"cooldown"}
 
-    await asyncio.sleep(0.55)
+    clock.now += 31
     await manager.set_messages(HISTORY)
     assert_good(await manager.get_messages_for_request(BUDGET, provider), manager)
     assert len(provider.requests) > calls, "after the cooldown the span is tried again"

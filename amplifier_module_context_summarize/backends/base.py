@@ -22,6 +22,11 @@ EMPTY = "empty"
 REFUSAL = "refusal"
 NOT_SMALLER = "not_smaller"
 ERROR = "error"
+DEADLINE = "deadline"
+"""The compaction's deadline passed before the summarizer answered."""
+CIRCUIT_OPEN = "circuit_open"
+"""Recent summaries kept failing, so the LLM is not asked for a while."""
+COOLDOWN = "cooldown"
 
 RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
 
@@ -44,6 +49,8 @@ class Completion:
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
+    model: str | None = None
+    """The model the response says answered, when it says."""
 
 
 class Backend(Protocol):
@@ -51,6 +58,8 @@ class Backend(Protocol):
 
     name: str
     model: str | None
+    # Optional: ``retries_itself = True`` when the backend retries on its own (the session provider), so
+    # the module adds no retries on top unless ``summarizer.max_retries`` is set.
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None

@@ -59,15 +59,43 @@ def response_text(response: Any) -> str:
     return "".join(parts).strip()
 
 
+BACKGROUND_METADATA = {"stream": False, "source": "context-summarize"}
+"""How the real orchestrators mark their own background calls: the providers then skip ``llm:stream_*``."""
+BACKGROUND_KWARGS = {"extended_thinking": False, "enable_response_chaining": False, "store": False}
+"""No thinking, and no OpenAI response chain: a summary is one self-contained call."""
+
+
 class SessionBackend:
-    """Calls ``provider.complete(ChatRequest)`` on the provider of the request, else a mounted one."""
+    """Calls ``provider.complete(ChatRequest, **kwargs)`` on the provider of the request, else a mounted one.
+
+    The real providers take the model from ``kwargs["model"]`` (``ChatRequest.model`` is ignored), retry
+    on their own, and stream unless the request's metadata says ``stream: False``.
+    """
 
     name = "session"
+    retries_itself = True
 
     def __init__(self, coordinator: Any | None, provider_name: str | None = None, model: str | None = None) -> None:
         self._coordinator = coordinator
         self.provider_name = provider_name
-        self.model = model
+        self.configured_model = model
+        self.default_model: str | None = None
+        """The session provider's own default, learned from it when no model is configured."""
+
+    @property
+    def model(self) -> str | None:
+        """The model that answers: the configured one (passed as ``kwargs["model"]``), else the provider's default."""
+        return self.configured_model or self.default_model
+
+    def learn_default_model(self, provider: Any | None) -> None:
+        if self.configured_model or provider is None:
+            return
+        try:
+            found = getattr(provider, "default_model", None)
+        except Exception:
+            found = None
+        if isinstance(found, str) and found:
+            self.default_model = found
 
     def __repr__(self) -> str:
         return f"SessionBackend(provider_name={self.provider_name!r}, model={self.model!r})"
@@ -89,13 +117,18 @@ class SessionBackend:
         provider = provider if provider is not None and hasattr(provider, "complete") else self.mounted_provider()
         if provider is None:
             raise BackendError(NO_PROVIDER)
+        model = self.configured_model
         request = ChatRequest(
             messages=[Message(role="system", content=system), Message(role="user", content=prompt)],
             max_output_tokens=max_output_tokens,
-            model=self.model,
+            model=model,
+            metadata=dict(BACKGROUND_METADATA),
         )
+        kwargs: dict[str, Any] = dict(BACKGROUND_KWARGS)
+        if model:
+            kwargs["model"] = model
         try:
-            response = await provider.complete(request)
+            response = await provider.complete(request, **kwargs)
         except BackendError:
             raise
         except Exception as exc:
@@ -105,4 +138,14 @@ class SessionBackend:
             text=response_text(response),
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            model=answering_model(response),
         )
+
+
+def answering_model(response: Any) -> str | None:
+    """The model a response says answered (``model``, or ``metadata["model"]``); the real providers say none."""
+    found = getattr(response, "model", None)
+    if not isinstance(found, str):
+        metadata = getattr(response, "metadata", None)
+        found = metadata.get("model") if isinstance(metadata, dict) else None
+    return found if isinstance(found, str) and found else None

@@ -77,7 +77,8 @@ class Fixture:
 
 def new_manager(text: TextSource) -> tuple[SummarizingContextManager, InstantBackend]:
     backend = InstantBackend(text)
-    return create_manager({"max_tokens": BUDGET, "safety_margin": SAFETY_MARGIN}, backend=backend), backend
+    # No ``max_tokens``: it would cap the budget; each state's provider reports the window that sets it.
+    return create_manager({"safety_margin": SAFETY_MARGIN}, backend=backend), backend
 
 
 async def grow(manager: SummarizingContextManager, provider: LimitsProvider, messages: list[Message]) -> None:
