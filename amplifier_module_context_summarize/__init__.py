@@ -14,7 +14,9 @@ from . import events
 from .backends.base import Backend
 from .backends.session import SessionBackend
 from .cache import MemoryCache, SummaryCache
+from .compaction import Strategy
 from .config import Config, parse_config
+from .invariants import check_view
 from .manager import SUMMARY_MARKER, SummarizingContextManager
 from .prompts import load_prompts
 from .summarize import SpanSummarizer, SummarizerSettings
@@ -22,7 +24,16 @@ from .tokens import TokenCounter
 from .wire import ToolSchemaMeter
 
 __amplifier_module_type__ = "context"
-__all__ = ["SUMMARY_MARKER", "Config", "SummarizingContextManager", "create_manager", "mount", "parse_config"]
+__all__ = [
+    "SUMMARY_MARKER",
+    "Config",
+    "Strategy",
+    "SummarizingContextManager",
+    "check_view",
+    "create_manager",
+    "mount",
+    "parse_config",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +66,7 @@ def create_manager(
     backend: Backend | None = None,
     http_client: Any | None = None,
     clock: Callable[[], float] | None = None,
+    strategy: Strategy | None = None,
 ) -> SummarizingContextManager:
     """Build a manager outside a session (CLI, evaluation, tests); ``mount`` uses the same path."""
     cfg = config if isinstance(config, Config) else parse_config(config)
@@ -78,6 +90,7 @@ def create_manager(
         counter=counter,
         tools=tools,
         clock=clock,
+        strategy=strategy,
     )
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def choose_summarizer(requested: str | None, environ: dict[str, str] | os._Environ[str]) -> tuple[str, str | None]:
+def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
     """The summarizer to use, and a note for stderr when we had to fall back to the offline one."""
     if requested:
         return requested, None

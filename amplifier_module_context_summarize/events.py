@@ -1,15 +1,131 @@
-"""Event names this module emits or listens to, and the contributor that advertises them."""
+"""The events this module emits, as typed payloads, and the stats that are folded from them.
+
+Every payload is a frozen dataclass whose fields are exactly the keys hooks receive (the README's event
+tables are tested against them). The manager's ``stats`` are computed from the same payloads, so the
+figures a hook sees and the figures the stats report cannot drift apart.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
 from amplifier_core.events import CONTEXT_COMPACTION, CONTEXT_POST_COMPACT, CONTEXT_PRE_COMPACT, LLM_RESPONSE
 
-PRE_COMPACT = CONTEXT_PRE_COMPACT
-POST_COMPACT = CONTEXT_POST_COMPACT
-COMPACTION = CONTEXT_COMPACTION
-"""The kernel's own compaction event (context-simple emits it; hook modules subscribe to it)."""
 SUMMARY_FAILED = "context:summary_failed"
-"""A background (prefetch) summary failed; the payload carries only a short category."""
+SUMMARY_PREFETCHED = "context:summary_prefetched"
 
-EMITTED = [PRE_COMPACT, POST_COMPACT, COMPACTION, SUMMARY_FAILED]
-__all__ = ["COMPACTION", "EMITTED", "LLM_RESPONSE", "POST_COMPACT", "PRE_COMPACT", "SUMMARY_FAILED"]
+
+class Payload:
+    event: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class PreCompact(Payload):
+    event: ClassVar[str] = CONTEXT_PRE_COMPACT
+    message_count: int
+    token_count: int
+    budget: int
+    strategy: str
+    threshold: int
+    forced: bool
+
+
+@dataclass(frozen=True)
+class PostCompact(Payload):
+    event: ClassVar[str] = CONTEXT_POST_COMPACT
+    message_count: int
+    token_count: int
+    tokens_before: int
+    budget: int
+    wire_budget: int
+    tool_tokens: int
+    calibration: float
+    strategy: str
+    summarized_messages: int
+    segments: int
+    provider_calls: int
+    cache_hits: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summary_tokens: int
+    duration_ms: float
+    fallback: str | None
+    circuit: str
+    clipped: bool
+
+
+@dataclass(frozen=True)
+class Compaction(Payload):
+    """The kernel's ``context:compaction``, with context-simple's key names where they mean the same."""
+
+    event: ClassVar[str] = CONTEXT_COMPACTION
+    before_tokens: int
+    after_tokens: int
+    before_messages: int
+    after_messages: int
+    messages_removed: int
+    messages_summarized: int
+    messages_truncated: int
+    budget: int
+    target_tokens: int
+    strategy: str
+    strategy_level: str
+    module: str = "context-summarize"
+
+
+@dataclass(frozen=True)
+class SummaryFailed(Payload):
+    """A background (prefetch) summary failed; only a short category is reported."""
+
+    event: ClassVar[str] = SUMMARY_FAILED
+    reason: str
+    fallback: str | None
+    provider_calls: int
+
+
+@dataclass(frozen=True)
+class SummaryPrefetched(Payload):
+    """A background summary was stored for the next compaction."""
+
+    event: ClassVar[str] = SUMMARY_PREFETCHED
+    provider_calls: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+
+
+PAYLOADS: tuple[type[Payload], ...] = (PreCompact, PostCompact, Compaction, SummaryFailed, SummaryPrefetched)
+EMITTED = [p.event for p in PAYLOADS]
+PRE_COMPACT, POST_COMPACT, COMPACTION = CONTEXT_PRE_COMPACT, CONTEXT_POST_COMPACT, CONTEXT_COMPACTION
+__all__ = ["EMITTED", "LLM_RESPONSE", "PAYLOADS", "Stats", *(p.__name__ for p in PAYLOADS)]
+
+
+@dataclass
+class Stats:
+    """Running totals folded from the payloads the manager emits."""
+
+    compactions: int = 0
+    provider_calls: int = 0
+    cache_hits: int = 0
+    summarizer_input_tokens: int = 0
+    summarizer_output_tokens: int = 0
+
+    def observe(self, payload: Payload) -> None:
+        if isinstance(payload, PostCompact):
+            self.compactions += 1
+            self.cache_hits += payload.cache_hits
+        if isinstance(payload, PostCompact | SummaryPrefetched | SummaryFailed):
+            self.provider_calls += payload.provider_calls
+        if isinstance(payload, PostCompact | SummaryPrefetched):
+            self.summarizer_input_tokens += payload.summarizer_input_tokens
+            self.summarizer_output_tokens += payload.summarizer_output_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)

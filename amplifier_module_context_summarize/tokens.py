@@ -67,6 +67,11 @@ def _estimate(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
 
+def counts_exactly(encoding: str = "cl100k_base") -> bool:
+    """False when tokens are only estimated from characters (the encoding could not be loaded)."""
+    return text_counter(encoding) is not _estimate
+
+
 def text_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
     """A function counting tokens of a string; loaded once per encoding name per process."""
     with _lock:

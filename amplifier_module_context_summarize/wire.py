@@ -8,10 +8,11 @@ provider reports for the requests built from our views.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 DEFAULT_FACTOR = 1.1
@@ -50,9 +51,14 @@ class UsageCalibration:
         """A view of ``estimated_tokens`` (tool schemas included) is about to be sent."""
         self._expected = estimated_tokens if estimated_tokens > 0 else None
 
-    def quiet(self) -> _Quiet:
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
         """Usage reported while our own summarizer call is in flight is not the agent's request."""
-        return _Quiet(self)
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
 
     def observe(self, payload: Any) -> float | None:
         """Read an ``llm:response`` payload; return the ratio it taught, if any."""
@@ -67,17 +73,6 @@ class UsageCalibration:
             return None
         self._ratios.append(ratio)
         return ratio
-
-
-class _Quiet:
-    def __init__(self, calibration: UsageCalibration) -> None:
-        self._calibration = calibration
-
-    def __enter__(self) -> None:
-        self._calibration._quiet += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        self._calibration._quiet -= 1
 
 
 def reported_input_tokens(payload: Any) -> int | None:

@@ -76,7 +76,7 @@ async def test_prefetch_and_concurrent_requests_share_one_summarization_per_segm
             for view in views:
                 check(view, manager)
     for _ in range(50):  # let a prefetch still running finish
-        if not manager._inflight:
+        if not manager.prefetcher.busy:
             break
         await asyncio.sleep(0.02)
     assert len(set(prompts(provider))) == len(provider.requests)

@@ -69,17 +69,17 @@ async def test_fork_reuses_the_parents_summaries():
     parent = create_manager({"max_tokens": BUDGET}, cache=cache)
     parent_provider = FakeProvider()
     await replay(parent, parent_history, parent_provider, budget=BUDGET)
-    assert len(parent._segments) >= 2
+    assert len(parent.state.segments) >= 2
 
-    shared = parent._grouper.groups[parent._segments[1].end].start
+    shared = parent.history.groups[parent.state.segments[1].end].start
     child_history = parent_history[:shared] + [
         {"role": "user", "content": "Sub-agent: now audit the logging configuration."},
         {"role": "assistant", "content": "Auditing logging."},
     ]
     child = create_manager({"max_tokens": BUDGET}, cache=cache)
     await child.set_messages(child_history)
-    assert child._boundary >= parent._segments[1].end
-    assert [s.text for s in child._segments][:2] == [s.text for s in parent._segments][:2]
+    assert child.state.boundary >= parent.state.segments[1].end
+    assert [s.text for s in child.state.segments][:2] == [s.text for s in parent.state.segments][:2]
     child_provider = FakeProvider()
     view = await child.get_messages_for_request(BUDGET, child_provider)
     assert view[-1]["content"] == "Auditing logging."
@@ -91,19 +91,19 @@ async def test_edit_in_the_middle_reuses_only_what_precedes_it():
     history = mixed_history(90)
     first = create_manager({"max_tokens": BUDGET}, cache=cache)
     await replay(first, history, FakeProvider(), budget=BUDGET)
-    segments = first._segments
+    segments = first.state.segments
     assert len(segments) >= 3
     edit_group = segments[1].start + 1
-    edit_index = first._grouper.groups[edit_group].start
+    edit_index = first.history.groups[edit_group].start
     edited = list(history)
     edited[edit_index] = {"role": edited[edit_index]["role"], "content": "EDITED: rewritten message"}
     if "tool_call_id" in history[edit_index]:
         edited[edit_index]["tool_call_id"] = history[edit_index]["tool_call_id"]
     second = create_manager({"max_tokens": BUDGET}, cache=cache)
     await second.set_messages(edited)
-    assert second._boundary <= edit_group
-    assert second._boundary >= segments[0].end
-    assert all(s.end <= edit_group for s in second._segments)
+    assert second.state.boundary <= edit_group
+    assert second.state.boundary >= segments[0].end
+    assert all(s.end <= edit_group for s in second.state.segments)
 
 
 async def test_storage_path_uses_the_sqlite_cache(tmp_path):
@@ -165,13 +165,13 @@ async def test_clear_during_prefetch_leaves_nothing_behind():
         await manager.add_message(message)
         if i + 1 < len(history) and history[i + 1]["role"] == "assistant":
             await manager.get_messages_for_request(BUDGET, provider)
-            if manager._inflight:
+            if manager.prefetcher.busy:
                 break
-    assert manager._inflight, "a prefetch should be running"
+    assert manager.prefetcher.busy, "a prefetch should be running"
     entries = len(manager.cache)
     await manager.clear()
     await asyncio.sleep(0.7)
-    assert not manager._inflight
+    assert not manager.prefetcher.busy
     assert len(manager.cache) == entries
     assert await manager.get_messages() == []
 

@@ -242,7 +242,7 @@ async def test_cancelling_a_request_mid_summary_leaves_state_and_cache_consisten
     provider = FakeProvider(delay=30)
     for message in HISTORY:
         await manager.add_message(message)
-    boundary, segments = manager._boundary, list(manager._segments)
+    state = manager.state
 
     task = asyncio.create_task(manager.get_messages_for_request(BUDGET, provider))
     while not provider.requests:
@@ -252,9 +252,9 @@ async def test_cancelling_a_request_mid_summary_leaves_state_and_cache_consisten
         await task
 
     assert not manager._lock.locked()
-    assert (manager._boundary, manager._segments) == (boundary, segments)
+    assert manager.state == state
     assert len(cache) == 0, "nothing half-done was cached"
-    assert not manager._failed, "a cancellation is not a provider failure"
+    assert manager.segments.cooling_spans == 0, "a cancellation is not a provider failure"
     assert await manager.get_messages() == HISTORY
 
     healthy = FakeProvider()
@@ -303,9 +303,22 @@ async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
     async def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug, not a provider fault")
 
-    monkeypatch.setattr(manager, "_summarize_to", broken)
+    monkeypatch.setattr(manager.segments, "summary", broken)
     views = await replay(manager, HISTORY, FakeProvider(), budget=BUDGET)
     assert views
     assert await manager.get_messages() == HISTORY
     assert [e["fallback"] for e in post_events(recorder)][:1] == ["error"]
     assert all(manager.counter.count_messages(v) <= BUDGET for v in views)
+
+
+async def test_a_strategy_that_raises_still_leaves_a_fitting_view(monkeypatch):
+    class Broken:
+        name = "broken"
+
+        async def compact(self, job):
+            raise ZeroDivisionError("a bug in a third-party strategy")
+
+    manager, recorder = make(strategy=Broken())
+    views = await replay(manager, HISTORY, FakeProvider(), budget=BUDGET)
+    assert views and all(manager.counter.count_messages(v) <= BUDGET for v in views)
+    assert {e["fallback"] for e in post_events(recorder)} == {"error"}

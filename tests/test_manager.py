@@ -103,7 +103,7 @@ async def test_changed_early_message_never_serves_a_stale_summary():
     edited[1] = {**edited[1], "content": "A different first request about billing."}
     second, _ = make(cache=cache)
     await second.set_messages(edited)
-    assert second._boundary == 0, "no cached segment may cover the edited message"
+    assert second.state.boundary == 0, "no cached segment may cover the edited message"
 
 
 async def test_new_segment_is_summarized_with_the_previous_summary_as_context():

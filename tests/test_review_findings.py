@@ -19,7 +19,7 @@ async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_d
     child = create_manager({"max_tokens": 16_000}, cache=cache)
     fork = [*history[:150], {"role": "user", "content": "child task " * 50}]
     await replay(child, fork, FakeProvider(), budget=16_000)
-    assert child._segments[0].end != parent._segments[0].end  # the fork really cut the prefix differently
+    assert child.state.segments[0].end != parent.state.segments[0].end  # the fork really cut the prefix differently
 
     resumed = create_manager({"max_tokens": 12_000}, cache=cache)
     await resumed.set_messages(history)

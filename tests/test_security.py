@@ -135,7 +135,7 @@ async def test_provider_error_with_a_key_leaks_nowhere(kind, caplog, tmp_path):
         manager.summarizer,
         manager.stats,
         manager.config,
-        manager._failed,
+        manager.segments,
     )
     summaries = [entry.text for entry in manager.cache.starting_at(manager.fingerprint)]
     assert_clean(summaries, sqlite_bytes(db))

@@ -67,7 +67,7 @@ class BenchResult:
 
 
 def _environment() -> dict[str, Any]:
-    exact = tokens.text_counter() is not tokens._estimate
+    exact = tokens.counts_exactly()
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -128,14 +128,14 @@ class SessionGenerator:
     def _output(self) -> str:
         return self.text.text(self._tool_tokens(), self.rng)
 
-    def _openai(self, ids: list[str]) -> list[Message]:
+    def openai_round(self, ids: list[str]) -> list[Message]:
         functions = [{"name": "bash", "arguments": json.dumps({"command": self._command()})} for _ in ids]
         calls = [{"id": c, "type": "function", "function": f} for c, f in zip(ids, functions, strict=True)]
         out: list[Message] = [{"role": "assistant", "content": None, "tool_calls": calls}]
         out += [{"role": "tool", "tool_call_id": c, "content": self._output()} for c in ids]
         return out
 
-    def _anthropic(self, ids: list[str]) -> list[Message]:
+    def anthropic_round(self, ids: list[str]) -> list[Message]:
         signature = f"sig{self.rng.getrandbits(64):x}=="
         thinking = {"type": "thinking", "thinking": self._say((20, 80)), "signature": signature}
         uses = [{"type": "tool_use", "id": c, "name": "Bash", "input": {"command": self._command()}} for c in ids]
@@ -147,7 +147,7 @@ class SessionGenerator:
             out += [{"role": "user", "content": [block]} for block in results]
         return out
 
-    def _amplifier(self, ids: list[str]) -> list[Message]:
+    def amplifier_round(self, ids: list[str]) -> list[Message]:
         calls = [
             {"type": "tool_call", "id": c, "name": "read_file", "input": {"path": f"src/m{self.rng.randrange(500)}.py"}}
             for c in ids
@@ -160,7 +160,7 @@ class SessionGenerator:
 
 
 _ROUND: dict[str, Callable[[SessionGenerator, list[str]], list[Message]]] = {
-    "openai": SessionGenerator._openai,
-    "anthropic": SessionGenerator._anthropic,
-    "amplifier": SessionGenerator._amplifier,
+    "openai": SessionGenerator.openai_round,
+    "anthropic": SessionGenerator.anthropic_round,
+    "amplifier": SessionGenerator.amplifier_round,
 }

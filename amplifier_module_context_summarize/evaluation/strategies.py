@@ -9,7 +9,7 @@ from ..backends.base import Backend
 from ..cache import MemoryCache
 from ..manager import SummarizingContextManager
 from .models import ModelSpec
-from .naive import NaiveManager, NullCache
+from .naive import NaiveStrategy
 
 STRATEGIES = ("summarize", "naive", "truncation")
 """``summarize``: this module. ``naive``: whole prefix re-summarized at each compaction, no cache.
@@ -35,6 +35,6 @@ def make_manager(
     """A fresh manager with an empty private cache, as at the start of a real session."""
     config = manager_config(strategy, budget, summarizer)
     manager = create_manager(config, backend=backend, cache=MemoryCache())
-    if strategy != "naive":
-        return manager
-    return NaiveManager(manager.config, summarizer=manager.summarizer, cache=NullCache(), counter=manager.counter)
+    if strategy == "naive":
+        manager.strategy = NaiveStrategy(manager.summarizer)
+    return manager

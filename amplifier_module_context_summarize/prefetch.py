@@ -1,0 +1,67 @@
+"""Prefetch: above a lower watermark, summarize in the background the segment the next compaction will want.
+
+Single flight: one background summary at a time. The threshold compaction then finds it stored and
+turns into a cache hit (``segments.SegmentSource.ready_end``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .history import History
+from .plan import Limits, choose_boundary
+from .segments import SegmentSource
+from .state import CompactionState
+
+
+class Prefetcher:
+    def __init__(self, segments: SegmentSource, watermark: float, report: Callable[[Any], Awaitable[None]]) -> None:
+        self.segments = segments
+        self.watermark = watermark
+        self.report = report
+        """Awaited with each background outcome (the manager turns it into an event)."""
+        self._inflight: dict[tuple[str, str], asyncio.Task[None]] = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._inflight)
+
+    def maybe_start(
+        self,
+        history: History,
+        state: CompactionState,
+        limits: Limits,
+        view_tokens: int,
+        fixed_tokens: int,
+        provider: Any | None,
+    ) -> None:
+        """``fixed_tokens``: system, summary and the allowance of the summary to come."""
+        if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
+            return
+        growth = limits.compact_at - view_tokens + 1
+        end = choose_boundary(history.prefix, state.boundary, history.last_cuttable, fixed_tokens, limits, growth)
+        if end <= state.boundary:
+            return
+        key = self.segments.key(history, state.boundary, end)
+        if self.segments.store.get(*key) is not None:
+            return
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider))
+        self._inflight[key] = task
+        task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
+
+    async def _run(self, history: History, state: CompactionState, end: int, provider: Any | None) -> None:
+        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
+        if outcome is not None:
+            await self.report(outcome)
+
+    async def drain(self) -> None:
+        """Let a background summary land (the compaction about to run may want it)."""
+        for task in list(self._inflight.values()):
+            await asyncio.wait([task])
+
+    def cancel(self) -> None:
+        for task in self._inflight.values():
+            task.cancel()
+        self._inflight.clear()

@@ -1,0 +1,189 @@
+"""Where segment summaries come from: the store first, then the summarizer, guarded by cooldowns and a breaker.
+
+A span is only ever paid for once: a cached summary is served as is; a span whose summary failed is not
+sent again until its cooldown ends; while the circuit is open no span is sent at all. Whatever answers,
+the report of the compaction says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from .backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR
+from .breaker import CircuitBreaker
+from .cache import CachedSummary, SummaryCache
+from .compaction import Compaction, CompactionReport
+from .history import History
+from .state import Segment
+from .summarize import Outcome, SpanSummarizer
+
+logger = logging.getLogger(__name__)
+
+MAX_REMEMBERED_FAILURES = 1024
+"""Failed spans remembered for their cooldown; the oldest are forgotten first (a long session stays bounded)."""
+
+
+class SegmentSource:
+    def __init__(
+        self,
+        summarizer: SpanSummarizer,
+        store: SummaryCache,
+        breaker: CircuitBreaker,
+        cooldown_s: float,
+        clock: Callable[[], float],
+        quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> None:
+        self.summarizer = summarizer
+        self.store = store
+        self.breaker = breaker
+        self.cooldown_s = cooldown_s
+        self.clock = clock
+        self.quiet = quiet
+        """Entered around summarizer calls (the usage they report is not the agent's)."""
+        self._failed: OrderedDict[tuple[str, str], float] = OrderedDict()
+
+    @property
+    def cooling_spans(self) -> int:
+        """Spans whose summary failed and that are remembered for their cooldown."""
+        return len(self._failed)
+
+    @staticmethod
+    def key(history: History, start: int, end: int) -> tuple[str, str]:
+        return history.chain_at(start), history.chain_at(end)
+
+    async def summary(self, job: Compaction, start: int, end: int, previous: str | None) -> Segment:
+        """The summary of groups ``[start, end)``, from the store when it has it."""
+        history, report = job.history, job.report
+        key = self.key(history, start, end)
+        cached = self.store.get(*key)
+        if cached is not None:
+            report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        span = history.span(start, end)
+        if self.cooling_down(key):
+            outcome = self.summarizer.extractive(span, previous, fallback=COOLDOWN)
+        elif self.summarizer.backend is not None and not self.breaker.allows_call():
+            outcome = self.summarizer.extractive(span, previous, fallback=CIRCUIT_OPEN)
+        else:
+            with self.quiet():
+                outcome = await self.summarizer.summarize(span, previous, job.provider, deadline=job.deadline)
+            self.note_health(outcome)
+        return self.record(key, start, end, outcome, tier=0, report=report)
+
+    async def merge(self, job: Compaction, parts: list[Segment]) -> Segment:
+        """One higher-tier summary for consecutive segments (cached only when smaller than its parts)."""
+        history, report = job.history, job.report
+        start, end = parts[0].start, parts[-1].end
+        key = self.key(history, start, end)
+        tier = max(p.tier for p in parts) + 1
+        cached = self.store.get(*key)
+        if cached is not None and cached.tier > 0:
+            report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        outcome = await self._merged(job, parts, key)
+        # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
+        # store would take it); the cooldown keeps an LLM merge from being asked again at once.
+        smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
+        return self.record(key, start, end, outcome, tier, report, keep=smaller)
+
+    async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
+        """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
+        span = job.history.span(parts[0].start, parts[-1].end)
+        if self.summarizer.backend is None:
+            return self.summarizer.extractive(span, None, fallback=None)
+        if self.cooling_down(key):
+            return self.summarizer.extractive(span, None, fallback=COOLDOWN)
+        if not self.breaker.allows_call():
+            return self.summarizer.extractive(span, None, fallback=CIRCUIT_OPEN)
+        try:
+            with self.quiet():
+                outcome = await self.summarizer.merge([p.text for p in parts], job.provider, deadline=job.deadline)
+        except Exception as exc:
+            self.breaker.record_failure()
+            return self.summarizer.extractive(span, None, fallback=getattr(exc, "category", ERROR))
+        self.breaker.record_success()
+        return outcome
+
+    async def prefetched(
+        self, history: History, start: int, end: int, previous: str | None, provider: Any | None
+    ) -> Outcome | None:
+        """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted."""
+        key = self.key(history, start, end)
+        if self.cooling_down(key) or not self.breaker.allows_call():
+            return None
+        span = history.span(start, end)
+        try:
+            with self.quiet():
+                outcome = await self.summarizer.summarize(span, previous, provider)
+        except Exception as exc:  # background work reports; it never raises into the loop
+            self.cool_down(key)
+            return Outcome(text="", fallback=type(exc).__name__)
+        self.note_health(outcome)
+        if outcome.cacheable:
+            tokens = self.summarizer.count_text(outcome.text)
+            self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
+        else:
+            self.cool_down(key)
+        return outcome
+
+    def ready_end(self, job: Compaction, acceptable: int) -> int | None:
+        """End of an already stored segment from the boundary (a prefetch) that brings the view to ``acceptable``.
+
+        Taking it turns the threshold compaction into a cache hit; the recent share must stay verbatim.
+        """
+        history, state = job.history, job.state
+        here, best = history.chain_at(state.boundary), None
+        summary_tokens = job.shown(state).summary_tokens
+        for entry in self.store.starting_at(here):
+            end = state.boundary + entry.groups
+            if end > history.last_cuttable or history.chain_at(end) != entry.end:
+                continue
+            tail = history.total - history.prefix[end]
+            view = job.system_tokens + summary_tokens + entry.tokens + tail
+            if tail >= job.limits.preserve_recent and view <= acceptable and (best is None or end > best):
+                best = end
+        return best
+
+    def record(
+        self,
+        key: tuple[str, str],
+        start: int,
+        end: int,
+        outcome: Outcome,
+        tier: int,
+        report: CompactionReport,
+        keep: bool = True,
+    ) -> Segment:
+        report.provider_calls += outcome.provider_calls
+        report.input_tokens += outcome.input_tokens
+        report.output_tokens += outcome.output_tokens
+        report.note_fallback(outcome.fallback)
+        tokens = self.summarizer.count_text(outcome.text)
+        if outcome.cacheable and keep:
+            self._failed.pop(key, None)
+            self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
+        elif outcome.fallback not in (COOLDOWN, CIRCUIT_OPEN):
+            self.cool_down(key)
+        return Segment(start, end, outcome.text, tokens, tier)
+
+    def note_health(self, outcome: Outcome) -> None:
+        """Feed the breaker: a summary from the LLM closes it; a failed call counts toward opening it."""
+        if outcome.fallback is None:
+            self.breaker.record_success()
+        elif outcome.provider_calls or outcome.fallback == "deadline":
+            self.breaker.record_failure()
+
+    def cooling_down(self, key: tuple[str, str]) -> bool:
+        failed_at = self._failed.get(key)
+        return failed_at is not None and self.clock() - failed_at < self.cooldown_s
+
+    def cool_down(self, key: tuple[str, str]) -> None:
+        """Start the cooldown of span ``key``."""
+        self._failed[key] = self.clock()
+        self._failed.move_to_end(key)
+        while len(self._failed) > MAX_REMEMBERED_FAILURES:
+            self._failed.popitem(last=False)

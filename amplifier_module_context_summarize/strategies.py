@@ -1,0 +1,106 @@
+"""The compaction strategies: each turns a ``Compaction`` into a new state through its public questions.
+
+* ``summarize`` — the oldest groups become segment summaries (LLM, or extractive when no backend is
+  configured: the ``extractive`` strategy is the same code with the offline summarizer), folded into
+  higher tiers when the summary outgrows its share, truncation as the last rung.
+* ``truncate`` — whole oldest groups are dropped behind a ``[CONTEXT TRUNCATED]`` marker.
+
+Add a strategy: a class with ``name`` and ``async compact(job) -> CompactionState`` (see
+``compaction.Strategy``), and a line in ``STRATEGIES``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from .backends.base import ERROR
+from .compaction import Compaction
+from .plan import Limits, split_for_tiers
+from .segments import SegmentSource
+from .state import CompactionState
+
+logger = logging.getLogger(__name__)
+
+EXTRA_SUMMARY_PASSES = 2
+"""Further segments a compaction may summarize when its first summary left the view over budget."""
+
+
+class TruncateStrategy:
+    name = "truncate"
+
+    async def compact(self, job: Compaction) -> CompactionState:
+        return job.truncated(job.state)
+
+
+class SummarizeStrategy:
+    """Summarize from the boundary; cached segments (a prefetch, a parent session) are taken as they are."""
+
+    def __init__(self, segments: SegmentSource, summary_budget_ratio: float, use_prefetched: bool, name: str) -> None:
+        self.segments = segments
+        self.summary_budget_ratio = summary_budget_ratio
+        self.use_prefetched = use_prefetched
+        self.name = name
+
+    async def compact(self, job: Compaction) -> CompactionState:
+        try:
+            return await self._summarize(job)
+        except Exception as exc:  # a bug, not a provider fault (those are handled below this)
+            logger.exception("summarizing failed (%s); dropping whole groups instead", type(exc).__name__)
+            job.report.note_fallback(ERROR)
+            return job.truncated(job.state)
+
+    async def _summarize(self, job: Compaction) -> CompactionState:
+        state = job.state
+        planned = job.shown(state).summary_tokens + job.summary_allowance
+        end = self._prefetched_end(job) or job.fitting_boundary(state, planned)
+        if not job.moves(state, end):
+            return state  # nothing to cut, or only system messages (kept anyway): a summary could only add
+        state = await self._extend(job, state, end)
+        # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
+        # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
+        for _ in range(EXTRA_SUMMARY_PASSES):
+            if job.fits(state):
+                return state
+            end = job.fitting_boundary(state, job.shown(state).summary_tokens + job.summary_allowance)
+            if not job.moves(state, end):
+                break
+            state = await self._extend(job, state, end)
+        if not job.fits(state):
+            budget = job.limits.budget
+            state = state.cut(
+                job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
+            )
+        return state
+
+    async def _extend(self, job: Compaction, state: CompactionState, end: int) -> CompactionState:
+        segment = await self.segments.summary(job, state.boundary, end, state.summary_text)
+        state = state.with_segments([*state.segments, segment], end)
+        return await self._merge_tiers(job, state)
+
+    def _prefetched_end(self, job: Compaction) -> int | None:
+        if not self.use_prefetched:
+            return None
+        limits = job.limits
+        return self.segments.ready_end(job, limits.target + (limits.compact_at - limits.target) // 4)
+
+    async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
+        """Fold the oldest segment summaries into one higher tier while the summary is over its share."""
+        allowance = int(job.limits.budget * self.summary_budget_ratio)
+        while True:
+            count = split_for_tiers([s.tokens for s in state.segments], allowance)
+            if count == 0:
+                return state
+            parts = list(state.segments[:count])
+            merged = await self.segments.merge(job, parts)
+            if merged.tokens >= sum(p.tokens for p in parts):
+                return state
+            state = state.with_segments([merged, *state.segments[count:]], state.boundary)
+
+
+StrategyFactory = Callable[[SegmentSource, float, bool], "TruncateStrategy | SummarizeStrategy"]
+STRATEGIES: dict[str, StrategyFactory] = {
+    "summarize": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "summarize"),
+    "extractive": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "extractive"),
+    "truncate": lambda segments, ratio, prefetch: TruncateStrategy(),
+}
