@@ -12,7 +12,7 @@ from typing import Any
 
 from . import events
 from .backends.base import Backend
-from .backends.session import SessionBackend
+from .backends.registry import build_backend
 from .cache import MemoryCache, SummaryCache
 from .compaction import Strategy
 from .config import Config, parse_config
@@ -36,17 +36,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def _backend(config: Config, coordinator: Any | None, http_client: Any | None) -> Backend | None:
-    s = config.summarizer
-    if config.compaction_strategy != "summarize" or s.provider == "extractive":
-        return None
-    if s.provider == "session":
-        return SessionBackend(coordinator, s.session_provider, s.model)
-    from .backends.factory import make_direct_backend
-
-    return make_direct_backend(s, http_client=http_client)
 
 
 def _cache(config: Config) -> SummaryCache:
@@ -77,8 +66,9 @@ def create_manager(
         timeout_s=cfg.summarizer.timeout_s,
         max_retries=cfg.summarizer.max_retries,
     )
-    chosen = backend if backend is not None else _backend(cfg, coordinator, http_client)
-    summarizer = SpanSummarizer(chosen, load_prompts(cfg.prompt_dir), counter.count_text, settings)
+    if backend is None and cfg.compaction_strategy == "summarize":
+        backend = build_backend(cfg.summarizer, coordinator, http_client)
+    summarizer = SpanSummarizer(backend, load_prompts(cfg.prompt_dir), counter.count_text, settings)
     if hooks is None and coordinator is not None:
         hooks = getattr(coordinator, "hooks", None)
     tools = ToolSchemaMeter(lambda: coordinator.get("tools"), counter.count_text) if coordinator is not None else None

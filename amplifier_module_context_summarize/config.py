@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
+from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
+
 STRATEGIES = ("summarize", "truncate", "extractive")
-SUMMARIZER_PROVIDERS = ("session", "anthropic", "openai", "extractive")
-DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
 DEFAULT_BUDGET = 200_000
-DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
 @dataclass(frozen=True)

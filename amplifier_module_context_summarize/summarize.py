@@ -1,6 +1,6 @@
 """Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
 
-LLM summary → retries with backoff (inside ``complete_with_retries``) → one retry after a rejected
+LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one retry after a rejected
 summary → extractive summary → a bare omission marker. Nothing here raises for provider faults;
 the outcome says which rung produced the text so events can report it.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
+from .backends.retrying import RetryingBackend, retries_for
 from .extractive import extractive_summary
 from .ledger import build_ledger
 from .messages import Message
 from .prompts import PromptSet, fence_safe, render_transcript
-from .retry import complete_with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +54,9 @@ class SummarizerSettings:
     max_input_tokens: int
     timeout_s: float
     max_retries: int | None
-    """None: 0 for a backend that retries itself, else ``DEFAULT_RETRIES``."""
+    """None: ``retries_for`` decides (0 for a backend that retries itself, else ``DEFAULT_RETRIES``)."""
     wait_base: float = 1.0
     wait_max: float = 30.0
-
-
-DEFAULT_RETRIES = 3
 
 
 class SpanSummarizer:
@@ -100,9 +97,23 @@ class SpanSummarizer:
 
     @property
     def max_retries(self) -> int:
-        if self.settings.max_retries is not None:
-            return self.settings.max_retries
-        return 0 if getattr(self.backend, "retries_itself", False) else DEFAULT_RETRIES
+        return retries_for(self.backend, self.settings.max_retries)
+
+    def _retrying(self, outcome: Outcome) -> RetryingBackend:
+        """The backend behind the retry policy, counting every attempt as a provider call of ``outcome``.
+
+        Built per ask (it is only settings): concurrent summaries then never share a counter.
+        """
+        assert self.backend is not None
+        s = self.settings
+        return RetryingBackend(
+            self.backend,
+            self.max_retries,
+            s.timeout_s,
+            s.wait_base,
+            s.wait_max,
+            on_attempt=lambda _n: _count_call(outcome),
+        )
 
     async def summarize(
         self,
@@ -194,23 +205,13 @@ class SpanSummarizer:
         deadline: float | None,
     ) -> str:
         """Ask the backend; a rejected answer (empty, refusal, not smaller) gets one more try."""
-        assert self.backend is not None
+        backend = self._retrying(outcome)
         rejection = ERROR
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
-            completion = await complete_with_retries(
-                self.backend,
-                self.prompts.system(kind),
-                prompt,
-                self.settings.max_output_tokens,
-                provider,
-                max_retries=self.max_retries,
-                timeout_s=self.settings.timeout_s,
-                wait_base=self.settings.wait_base,
-                wait_max=self.settings.wait_max,
-                on_attempt=lambda _n: _count_call(outcome),
-                deadline=deadline,
+            completion = await backend.complete(
+                self.prompts.system(kind), prompt, self.settings.max_output_tokens, provider, deadline=deadline
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 import traceback
 from typing import Any
@@ -33,10 +36,11 @@ from amplifier_module_context_summarize.backends.base import (
     TIMEOUT,
     BackendError,
 )
-from amplifier_module_context_summarize.backends.factory import make_direct_backend
 from amplifier_module_context_summarize.backends.openai_backend import NO_KEY_PLACEHOLDER, OpenAIBackend
+from amplifier_module_context_summarize.backends.registry import build_backend
+from amplifier_module_context_summarize.backends.retrying import RetryingBackend
+from amplifier_module_context_summarize.backends.session import SessionBackend
 from amplifier_module_context_summarize.config import SummarizerConfig
-from amplifier_module_context_summarize.retry import complete_with_retries
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
@@ -119,6 +123,11 @@ def make_openai(router: respx.MockRouter, api_key: str | None = OPENAI_KEY, **kw
     return OpenAIBackend("gpt-4o-mini", api_key, http_client=mock_http_client(router, openai), **kwargs)
 
 
+def retrying(backend: Any, max_retries: int, timeout_s: float = 5, **kwargs: Any) -> RetryingBackend:
+    """``backend`` behind the module's retry policy, with waits short enough for tests."""
+    return RetryingBackend(backend, max_retries, timeout_s, **{**FAST, **kwargs})
+
+
 def anthropic_key_sent(request: Any) -> str | None:
     """anthropic 2.x sends the key as ``Authorization: Bearer``; older releases used ``x-api-key``."""
     if "x-api-key" in request.headers:
@@ -173,9 +182,7 @@ async def test_anthropic_429_retry_after_zero_then_success() -> None:
         side_effect=[anthropic_error(429, "rate limited", "rate_limit_error", retry_after="0"), anthropic_ok("fine")]
     )
     attempts: list[int] = []
-    completion = await complete_with_retries(
-        make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, on_attempt=attempts.append, **FAST
-    )
+    completion = await retrying(make_anthropic(router), 3, on_attempt=attempts.append).complete(SYSTEM, PROMPT, 100)
     assert completion.text == "fine"
     assert route.call_count == 2
     assert attempts == [1, 2]
@@ -184,9 +191,7 @@ async def test_anthropic_429_retry_after_zero_then_success() -> None:
 async def test_anthropic_repeated_500_gives_server_error_after_all_attempts() -> None:
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(500, "boom", "api_error"))
-    error = await fails_with(
-        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=2, timeout_s=5, **FAST)
-    )
+    error = await fails_with(retrying(make_anthropic(router), 2).complete(SYSTEM, PROMPT, 100))
     assert error.category == SERVER_ERROR
     assert route.call_count == 3
 
@@ -203,12 +208,12 @@ async def test_anthropic_401_not_retried_and_key_never_leaks() -> None:
         return_value=anthropic_error(401, f"invalid x-api-key {ANTHROPIC_KEY}", "authentication_error")
     )
     backend = make_anthropic(router)
-    error = await fails_with(complete_with_retries(backend, SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, **FAST))
+    error = await fails_with(retrying(backend, 3).complete(SYSTEM, PROMPT, 100))
     assert error.category == AUTH
     assert route.call_count == 1
     assert str(error) == AUTH
     rendered = "".join(traceback.format_exception(error))
-    for text in (repr(backend), str(backend), str(error), repr(error), rendered):
+    for text in (repr(backend), str(backend), repr(retrying(backend, 3)), str(error), repr(error), rendered):
         assert ANTHROPIC_KEY not in text
     assert error.__cause__ is None and error.__suppress_context__
 
@@ -223,9 +228,7 @@ async def test_anthropic_401_not_retried_and_key_never_leaks() -> None:
 async def test_anthropic_input_too_long_not_retried(message: str) -> None:
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(400, message))
-    error = await fails_with(
-        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=3, timeout_s=5, **FAST)
-    )
+    error = await fails_with(retrying(make_anthropic(router), 3).complete(SYSTEM, PROMPT, 100))
     assert error.category == INPUT_TOO_LONG
     assert route.call_count == 1
 
@@ -241,9 +244,7 @@ async def test_anthropic_hung_request_cut_off_by_timeout() -> None:
 
     router.post(ANTHROPIC_URL).mock(side_effect=hang)
     started = time.monotonic()
-    error = await fails_with(
-        complete_with_retries(make_anthropic(router), SYSTEM, PROMPT, 100, max_retries=1, timeout_s=0.2, **FAST)
-    )
+    error = await fails_with(retrying(make_anthropic(router), 1, timeout_s=0.2).complete(SYSTEM, PROMPT, 100))
     assert error.category == TIMEOUT
     assert len(started_requests) == 2  # TIMEOUT is retryable: both attempts were cut off
     assert time.monotonic() - started < 3
@@ -291,9 +292,7 @@ async def test_openai_429_retry_after_zero_then_success() -> None:
     route = router.post(OPENAI_URL).mock(
         side_effect=[openai_error(429, "Rate limit reached", "rate_limit_exceeded", retry_after="0"), openai_ok("ok")]
     )
-    completion = await complete_with_retries(
-        make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST
-    )
+    completion = await retrying(make_openai(router), 3).complete(SYSTEM, PROMPT, 64)
     assert completion.text == "ok"
     assert route.call_count == 2
 
@@ -301,9 +300,7 @@ async def test_openai_429_retry_after_zero_then_success() -> None:
 async def test_openai_repeated_500_gives_server_error() -> None:
     router = respx.MockRouter()
     route = router.post(OPENAI_URL).mock(return_value=openai_error(500, "server had an error"))
-    error = await fails_with(
-        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=1, timeout_s=5, **FAST)
-    )
+    error = await fails_with(retrying(make_openai(router), 1).complete(SYSTEM, PROMPT, 64))
     assert error.category == SERVER_ERROR
     assert route.call_count == 2
 
@@ -314,7 +311,7 @@ async def test_openai_401_not_retried_and_key_never_leaks() -> None:
         return_value=openai_error(401, f"Incorrect API key provided: {OPENAI_KEY}", "invalid_api_key")
     )
     backend = make_openai(router)
-    error = await fails_with(complete_with_retries(backend, SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST))
+    error = await fails_with(retrying(backend, 3).complete(SYSTEM, PROMPT, 64))
     assert error.category == AUTH
     assert route.call_count == 1
     rendered = "".join(traceback.format_exception(error))
@@ -335,9 +332,7 @@ async def test_openai_401_not_retried_and_key_never_leaks() -> None:
 async def test_openai_input_too_long_not_retried(message: str, code: str | None) -> None:
     router = respx.MockRouter()
     route = router.post(OPENAI_URL).mock(return_value=openai_error(400, message, code))
-    error = await fails_with(
-        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST)
-    )
+    error = await fails_with(retrying(make_openai(router), 3).complete(SYSTEM, PROMPT, 64))
     assert error.category == INPUT_TOO_LONG
     assert route.call_count == 1
 
@@ -374,9 +369,7 @@ async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
     route = router.post(OPENAI_URL).mock(
         return_value=openai_error(429, "You exceeded your quota", "insufficient_quota")
     )
-    error = await fails_with(
-        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=3, timeout_s=5, **FAST)
-    )
+    error = await fails_with(retrying(make_openai(router), 3).complete(SYSTEM, PROMPT, 64))
     assert error.category == ERROR
     assert route.call_count == 1
 
@@ -389,9 +382,7 @@ async def test_openai_hung_request_cut_off_by_timeout() -> None:
         return openai_ok()
 
     router.post(OPENAI_URL).mock(side_effect=hang)
-    error = await fails_with(
-        complete_with_retries(make_openai(router), SYSTEM, PROMPT, 64, max_retries=0, timeout_s=0.1, **FAST)
-    )
+    error = await fails_with(retrying(make_openai(router), 0, timeout_s=0.1).complete(SYSTEM, PROMPT, 64))
     assert error.category == TIMEOUT
 
 
@@ -480,38 +471,60 @@ async def test_aclose_closes_the_backends_own_client_but_not_an_injected_one(kin
     await injected.aclose()
 
 
-# --- Factory -----------------------------------------------------------------------------------
+# --- Registry ----------------------------------------------------------------------------------
 
 
-def test_factory_names_missing_anthropic_variable() -> None:
+def test_registry_names_missing_anthropic_variable() -> None:
     with pytest.raises(ValueError) as info:
-        make_direct_backend(SummarizerConfig(provider="anthropic"), environ={})
+        build_backend(SummarizerConfig(provider="anthropic"), environ={})
     assert str(info.value) == (
         "summarizer provider 'anthropic' needs an API key in environment variable ANTHROPIC_API_KEY"
     )
 
 
-def test_factory_names_custom_variable_and_treats_blank_as_missing() -> None:
+def test_registry_names_custom_variable_and_treats_blank_as_missing() -> None:
     cfg = SummarizerConfig(provider="openai", api_key_env="MY_LLM_KEY")
     with pytest.raises(ValueError, match="environment variable MY_LLM_KEY"):
-        make_direct_backend(cfg, environ={"MY_LLM_KEY": "   "})
+        build_backend(cfg, environ={"MY_LLM_KEY": "   "})
 
 
-def test_factory_openai_without_key_needs_base_url() -> None:
+def test_registry_openai_without_key_needs_base_url() -> None:
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
-        make_direct_backend(SummarizerConfig(provider="openai"), environ={})
+        build_backend(SummarizerConfig(provider="openai"), environ={})
 
 
-@pytest.mark.parametrize("provider", ["session", "extractive", "gemini"])
-def test_factory_rejects_other_providers(provider: str) -> None:
-    with pytest.raises(ValueError, match="direct backend"):
-        make_direct_backend(SummarizerConfig(provider=provider), environ={"ANTHROPIC_API_KEY": "x"})
+def test_registry_rejects_unknown_providers() -> None:
+    with pytest.raises(ValueError, match="'gemini' is not one of session, anthropic, openai, extractive"):
+        build_backend(SummarizerConfig(provider="gemini"), environ={"ANTHROPIC_API_KEY": "x"})
 
 
-async def test_factory_builds_anthropic_with_env_key_and_defaults() -> None:
+def test_registry_extractive_is_no_backend_and_session_needs_no_key() -> None:
+    assert build_backend(SummarizerConfig(provider="extractive"), environ={}) is None
+    coordinator = object()
+    session = build_backend(
+        SummarizerConfig(provider="session", session_provider="anthropic", model="m"), coordinator, environ={}
+    )
+    assert isinstance(session, SessionBackend)
+    assert (session.provider_name, session.model, session.retries_itself) == ("anthropic", "m", True)
+
+
+def test_config_validates_against_the_registry_without_importing_an_sdk() -> None:
+    code = (
+        "import sys\n"
+        "from amplifier_module_context_summarize.backends import registry\n"
+        "from amplifier_module_context_summarize.config import SUMMARIZER_PROVIDERS, parse_config\n"
+        "assert SUMMARIZER_PROVIDERS == registry.NAMES\n"
+        "parse_config({'summarizer': 'openai'})\n"
+        "assert not {'anthropic', 'openai'} & set(sys.modules), 'an SDK was imported'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+async def test_registry_builds_anthropic_with_env_key_and_defaults() -> None:
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("ok"))
-    backend = make_direct_backend(
+    backend = build_backend(
         SummarizerConfig(provider="anthropic", timeout_s=9),
         http_client=mock_http_client(router, anthropic),
         environ={"ANTHROPIC_API_KEY": ANTHROPIC_KEY},
@@ -523,10 +536,10 @@ async def test_factory_builds_anthropic_with_env_key_and_defaults() -> None:
     assert anthropic_key_sent(route.calls.last.request) == ANTHROPIC_KEY
 
 
-async def test_factory_builds_keyless_openai_compatible_backend() -> None:
+async def test_registry_builds_keyless_openai_compatible_backend() -> None:
     router = respx.MockRouter()
     route = router.post("http://127.0.0.1:1234/v1/chat/completions").mock(return_value=openai_ok("lm studio"))
-    backend = make_direct_backend(
+    backend = build_backend(
         SummarizerConfig(provider="openai", model="qwen2.5-7b", base_url="http://127.0.0.1:1234/v1"),
         http_client=mock_http_client(router, openai),
         environ={},

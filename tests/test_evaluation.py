@@ -340,7 +340,7 @@ def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, c
     tape = tmp_path / "tape.json"
     fake = FakeBackend()
     monkeypatch.setattr(
-        "amplifier_module_context_summarize.backends.factory.make_direct_backend", lambda cfg, **kwargs: fake
+        "amplifier_module_context_summarize.backends.registry.build_backend", lambda cfg, **kwargs: fake
     )
     common = ["--corpus", str(corpus), "--budget", str(BUDGET), "--quiet"]
     assert (
@@ -366,7 +366,7 @@ def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, c
     def refuse(cfg, **kwargs):
         raise AssertionError("replay must not build a backend")
 
-    monkeypatch.setattr("amplifier_module_context_summarize.backends.factory.make_direct_backend", refuse)
+    monkeypatch.setattr("amplifier_module_context_summarize.backends.registry.build_backend", refuse)
     no_keys(monkeypatch)
     assert cli.main([*common, "--out", str(tmp_path / "b"), "--replay", str(tape)]) == 0  # settings from the tape
     first, second = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("a", "b"))

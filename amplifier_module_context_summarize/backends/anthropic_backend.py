@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 
-from ..retry import error_for_status, mentions_input_too_long
 from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
+from .http_errors import error_for_status, mentions_input_too_long
+from .keys import missing_key, read_api_key
+
+if TYPE_CHECKING:
+    from ..config import SummarizerConfig
 
 
 def _to_backend_error(exc: Exception) -> BackendError:
@@ -24,7 +29,7 @@ def _to_backend_error(exc: Exception) -> BackendError:
 
 
 class AnthropicBackend:
-    """One Messages call per ``complete``; the SDK never retries (``retry.py`` owns that).
+    """One Messages call per ``complete``; the SDK never retries (``retrying.py`` owns that).
 
     The key lives only inside the SDK client, so neither ``repr`` nor any error can show it.
     """
@@ -82,3 +87,15 @@ class AnthropicBackend:
         """Release the SDK's connection pool; an injected ``http_client`` belongs to the caller and stays open."""
         if self._owns_client:
             await self._client.close()
+
+
+def build(
+    cfg: SummarizerConfig, coordinator: Any | None, http_client: Any | None, environ: Mapping[str, str]
+) -> AnthropicBackend:
+    """Registry builder: the key in ``cfg.key_env`` is required."""
+    api_key = read_api_key(cfg, environ)
+    if not api_key:
+        raise missing_key(cfg)
+    return AnthropicBackend(
+        cfg.effective_model or "", api_key, base_url=cfg.base_url, timeout_s=cfg.timeout_s, http_client=http_client
+    )

@@ -1,7 +1,8 @@
 """The one protocol every summarizer backend implements, and the faults it may raise.
 
-A backend only turns (system prompt, user prompt) into text. Prompting, retries, validation,
-splitting and fallbacks live in ``summarize.py`` so each backend stays a thin adapter.
+A backend only turns (system prompt, user prompt) into text, once. Retries live in
+``retrying.py``; prompting, validation, splitting and fallbacks in ``summarize.py``; the kinds in
+``registry.py``. So each backend stays a thin adapter.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Backend(Protocol):
     name: str
     model: str | None
     # Optional: ``retries_itself = True`` when the backend retries on its own (the session provider), so
-    # the module adds no retries on top unless ``summarizer.max_retries`` is set.
+    # the module adds no retries on top unless ``summarizer.max_retries`` is set (``retrying.retries_for``).
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None

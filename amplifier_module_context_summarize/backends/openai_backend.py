@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import openai
 
-from ..retry import error_for_status, mentions_input_too_long
 from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
+from .http_errors import error_for_status, mentions_input_too_long
+from .keys import missing_key, read_api_key
+
+if TYPE_CHECKING:
+    from ..config import SummarizerConfig
 
 NO_KEY_PLACEHOLDER = "not-needed"
 """Sent as the bearer token to a ``base_url`` server that was given no key; local servers ignore it."""
@@ -44,7 +49,7 @@ def _default_http_client(timeout_s: float) -> Any:
 
 
 class OpenAIBackend:
-    """One Chat Completions call per ``complete``; the SDK never retries (``retry.py`` owns that).
+    """One Chat Completions call per ``complete``; the SDK never retries (``retrying.py`` owns that).
 
     Key policy: a key is required for the real OpenAI API. When ``base_url`` points at another server
     and no key is given, ``NO_KEY_PLACEHOLDER`` is sent instead, because the SDK insists on some
@@ -112,3 +117,19 @@ class OpenAIBackend:
         """Release the SDK's connection pool; an injected ``http_client`` belongs to the caller and stays open."""
         if self._owns_client:
             await self._client.close()
+
+
+def build(
+    cfg: SummarizerConfig, coordinator: Any | None, http_client: Any | None, environ: Mapping[str, str]
+) -> OpenAIBackend:
+    """Registry builder: a key is required unless ``base_url`` names another server (see ``OpenAIBackend``)."""
+    api_key = read_api_key(cfg, environ)
+    if not api_key and not cfg.base_url:
+        raise missing_key(cfg)
+    return OpenAIBackend(
+        cfg.effective_model or "",
+        api_key or None,
+        base_url=cfg.base_url,
+        timeout_s=cfg.timeout_s,
+        http_client=http_client,
+    )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from amplifier_core import llm_errors
 from amplifier_core.message_models import ChatRequest, Message
@@ -22,6 +23,9 @@ from .base import (
     BackendError,
     Completion,
 )
+
+if TYPE_CHECKING:
+    from ..config import SummarizerConfig
 
 # Most specific first: several of these subclass each other.
 _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
@@ -140,6 +144,13 @@ class SessionBackend:
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
             model=answering_model(response),
         )
+
+
+def build(
+    cfg: SummarizerConfig, coordinator: Any | None, http_client: Any | None, environ: Mapping[str, str]
+) -> SessionBackend:
+    """Registry builder: no key and no HTTP client, the session's provider does the talking."""
+    return SessionBackend(coordinator, cfg.session_provider, cfg.model)
 
 
 def answering_model(response: Any) -> str | None:

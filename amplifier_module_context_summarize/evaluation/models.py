@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..backends import registry
 from ..backends.base import Backend
 from ..config import DEFAULT_KEY_ENV, SummarizerConfig
 from .cassette import Cassette, CassetteBackend
@@ -83,9 +84,7 @@ def build_backend(
         return None
     inner: Backend | None = None
     if cassette is None or cassette.mode == "record":
-        from ..backends.factory import make_direct_backend
-
-        inner = make_direct_backend(SummarizerConfig(provider=spec.provider, model=spec.model), environ=environ)
+        inner = registry.build_backend(SummarizerConfig(provider=spec.provider, model=spec.model), environ=environ)
     if cassette is None:
         return inner
     return CassetteBackend(cassette, inner, spec.provider, spec.model)

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 
 from ..backends.base import Backend, BackendError
+from ..backends.retrying import RetryingBackend
 from ..messages import Message, message_text
 from ..prompts import render_transcript
-from ..retry import complete_with_retries
 from .loader import Probe
 from .prompts import EvalPrompts
 
@@ -51,7 +51,10 @@ class Grade:
 
 
 class Judge:
-    """Answers a probe from a view with one model, then grades the answer with another (or the same)."""
+    """Answers a probe from a view with one model, then grades the answer with another (or the same).
+
+    Both are asked through ``RetryingBackend``, the same retry policy the summarizer uses.
+    """
 
     def __init__(
         self,
@@ -62,11 +65,9 @@ class Judge:
         max_retries: int = 3,
         timeout_s: float = 120.0,
     ) -> None:
-        self.answerer = answerer
-        self.judge = judge
+        self.answerer = RetryingBackend(answerer, max_retries, timeout_s)
+        self.judge = RetryingBackend(judge, max_retries, timeout_s)
         self.prompts = prompts
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
 
     async def grade(self, view: list[Message], probe: Probe) -> Grade:
         prompt = self.prompts.user("answer", transcript=render_transcript(view), question=probe.question)
@@ -89,13 +90,4 @@ class Judge:
         return Grade(answer=answer, score=score, reason=reason.group(1) if reason else None)
 
     async def _ask(self, backend: Backend, kind: str, prompt: str, max_tokens: int) -> str:
-        completion = await complete_with_retries(
-            backend,
-            self.prompts.system(kind),
-            prompt,
-            max_tokens,
-            None,
-            max_retries=self.max_retries,
-            timeout_s=self.timeout_s,
-        )
-        return completion.text
+        return (await backend.complete(self.prompts.system(kind), prompt, max_tokens)).text

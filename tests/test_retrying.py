@@ -1,4 +1,4 @@
-"""The retry policy against scripted fake backends (no HTTP)."""
+"""``RetryingBackend``, the one retry policy, against scripted fake backends (no HTTP)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.backends.base import (
     AUTH,
     BAD_REQUEST,
     CONNECTION,
+    DEADLINE,
     EMPTY,
     ERROR,
     INPUT_TOO_LONG,
@@ -29,15 +26,11 @@ from amplifier_module_context_summarize.backends.base import (
     BackendError,
     Completion,
 )
-from amplifier_module_context_summarize.retry import (
-    complete_with_retries,
-    error_for_status,
-    mentions_input_too_long,
-    parse_retry_after,
-)
+from amplifier_module_context_summarize.backends.retrying import DEFAULT_RETRIES, RetryingBackend, retries_for
+from amplifier_module_context_summarize.prompts import load_prompts
+from amplifier_module_context_summarize.summarize import SpanSummarizer, SummarizerSettings
 
 FAST = {"wait_base": 0.01, "wait_max": 0.05}
-KNOWN = {AUTH, BAD_REQUEST, CONNECTION, ERROR, INPUT_TOO_LONG, RATE_LIMITED, SERVER_ERROR, TIMEOUT}
 
 
 class Scripted:
@@ -80,17 +73,16 @@ class Hung:
         return Completion("never")
 
 
-async def run(backend: Any, max_retries: int = 3, timeout_s: float = 5, **kwargs: Any) -> Completion:
-    return await complete_with_retries(
-        backend,
-        "sys",
-        "prompt",
-        123,
-        kwargs.pop("provider", None),
-        max_retries=max_retries,
-        timeout_s=timeout_s,
-        **{**FAST, **kwargs},
-    )
+async def run(
+    backend: Any,
+    max_retries: int = 3,
+    timeout_s: float = 5,
+    provider: Any | None = None,
+    deadline: float | None = None,
+    **kwargs: Any,
+) -> Completion:
+    retrying = RetryingBackend(backend, max_retries, timeout_s, **{**FAST, **kwargs})
+    return await retrying.complete("sys", "prompt", 123, provider, deadline=deadline)
 
 
 async def test_first_attempt_success_passes_arguments_through() -> None:
@@ -184,38 +176,80 @@ async def test_outer_cancellation_propagates() -> None:
         await task
 
 
-# --- HTTP classification helpers ---------------------------------------------------------------
+# --- The compaction deadline -------------------------------------------------------------------
 
 
-def test_parse_retry_after_forms() -> None:
-    assert parse_retry_after(None) is None
-    assert parse_retry_after({}) is None
-    assert parse_retry_after({"retry-after": "12"}) == 12.0
-    assert parse_retry_after({"retry-after": "0.5"}) == 0.5
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after({"retry-after": "-3"}) is None
-    future = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= (parse_retry_after({"retry-after": future}) or 0) <= 31
+async def test_a_passed_deadline_raises_deadline_without_asking() -> None:
+    backend = Scripted(["ok"])
+    with pytest.raises(BackendError) as info:
+        await run(backend, deadline=time.monotonic() - 1)
+    assert info.value.category == DEADLINE
+    assert backend.calls == []
 
 
-@given(st.floats(min_value=0, max_value=1e6, allow_nan=False))
-def test_parse_retry_after_seconds_roundtrip(seconds: float) -> None:
-    assert parse_retry_after({"retry-after": repr(seconds)}) == pytest.approx(seconds)
+async def test_the_deadline_cuts_a_hung_attempt_short_as_deadline_not_timeout() -> None:
+    backend = Hung()
+    started = time.monotonic()
+    with pytest.raises(BackendError) as info:
+        await run(backend, max_retries=3, timeout_s=10, deadline=time.monotonic() + 0.1)
+    assert info.value.category == DEADLINE
+    assert backend.cancelled == 1
+    assert time.monotonic() - started < 1
 
 
-@given(st.integers(min_value=100, max_value=599), st.booleans(), st.text(max_size=20))
-def test_error_for_status_is_total(status: int, too_long: bool, header: str) -> None:
-    error = error_for_status(status, {"retry-after": header}, too_long=too_long)
-    assert error.category in KNOWN
-    assert str(error) == error.category
-    assert error.retry_after is None or error.retry_after >= 0
+async def test_no_wait_runs_past_the_deadline_even_when_the_server_asks_for_longer() -> None:
+    backend = Scripted([BackendError(RATE_LIMITED, retry_after=10), "ok"])
+    started = time.monotonic()
+    with pytest.raises(BackendError) as info:
+        await run(backend, wait_max=10, deadline=time.monotonic() + 0.2)
+    assert info.value.category == DEADLINE
+    assert len(backend.calls) == 1
+    assert time.monotonic() - started < 1
 
 
-def test_too_long_markers() -> None:
-    assert mentions_input_too_long("prompt is too long: 210000 tokens > 200000 maximum")
-    assert mentions_input_too_long("This model's maximum context length is 8192 tokens")
-    assert not mentions_input_too_long(
-        "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens"
-    )
-    assert not mentions_input_too_long(None)
+# --- The wrapper as a backend ------------------------------------------------------------------
+
+
+class RetriesItself(Scripted):
+    retries_itself = True
+
+
+def test_the_wrapper_answers_to_the_inner_name_and_model() -> None:
+    wrapped = RetryingBackend(Scripted([]), 2, 5)
+    assert (wrapped.name, wrapped.model) == ("scripted", "fake")
+    assert repr(wrapped).startswith("RetryingBackend(")
+
+
+def test_no_module_retries_on_a_backend_that_retries_itself_unless_configured() -> None:
+    assert retries_for(Scripted([]), None) == DEFAULT_RETRIES
+    assert retries_for(RetriesItself([]), None) == 0
+    assert retries_for(RetriesItself([]), 2) == 2
+    assert retries_for(Scripted([]), 0) == 0
+
+
+class FailsFirstPerPrompt:
+    """Every distinct prompt fails once (retryable), then answers; slow enough for summaries to interleave."""
+
+    name = "flaky"
+    model: str | None = "fake"
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    async def complete(
+        self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        await asyncio.sleep(0.01)
+        if prompt not in self.seen:
+            self.seen.add(prompt)
+            raise BackendError(SERVER_ERROR)
+        return Completion("A short summary.", 1, 1)
+
+
+async def test_concurrent_summaries_each_count_their_own_attempts() -> None:
+    settings = SummarizerSettings(200, 100_000, timeout_s=5, max_retries=2, wait_base=0.01, wait_max=0.02)
+    summarizer = SpanSummarizer(FailsFirstPerPrompt(), load_prompts(), lambda text: len(text) // 4, settings)
+    spans = [[{"role": "user", "content": f"Span {i}: " + "details of the work so far. " * 50}] for i in range(4)]
+    outcomes = await asyncio.gather(*(summarizer.summarize(span, None) for span in spans))
+    assert [o.fallback for o in outcomes] == [None] * 4
+    assert [o.provider_calls for o in outcomes] == [2] * 4

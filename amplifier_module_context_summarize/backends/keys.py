@@ -1,0 +1,23 @@
+"""API keys for the direct backends: read at build time from the environment variable the config names.
+
+The key goes straight into the SDK client; nothing here keeps, logs or formats it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import SummarizerConfig
+
+
+def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:
+    """The key in ``cfg.key_env``, stripped; blank counts as missing (``""``)."""
+    key_env = cfg.key_env or ""
+    return (environ.get(key_env) or "").strip() if key_env else ""
+
+
+def missing_key(cfg: SummarizerConfig) -> ValueError:
+    """The error naming the variable to set (never a value)."""
+    return ValueError(f"summarizer provider {cfg.provider!r} needs an API key in environment variable {cfg.key_env}")
