@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 from amplifier_core.testing import EventRecorder
-from replay import extends as replay_extends
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.__main__ import main
@@ -16,6 +15,7 @@ from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
 from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.testing import extends as replay_extends
 from amplifier_module_context_summarize.tokens import TokenCounter
 
 SIZES = [400, 800]

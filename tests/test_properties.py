@@ -13,7 +13,6 @@ import copy
 import itertools
 from typing import Any
 
-from fakes import FakeProvider
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from amplifier_module_context_summarize.messages import (
     strip_tool_blocks,
     view_problems,
 )
+from amplifier_module_context_summarize.testing import FakeProvider
 
 # fmt: off
 WORDS = [
