@@ -16,6 +16,7 @@ from . import create_manager
 from .messages import message_text
 from .prompts import clip_middle
 from .session_io import SessionFileError, load_messages
+from .testing import EventRecorder, replay_steps
 
 EXAMPLE_SESSION = Path(__file__).parent / "examples" / "example_session.jsonl"
 DEFAULT_BUDGET = 24_000
@@ -47,27 +48,18 @@ def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tupl
     )
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    async def emit(self, event: str, data: dict[str, Any]) -> None:
-        self.events.append((event, dict(data)))
-
-
 async def replay_session(messages: list[dict[str, Any]], budget: int, summarizer: dict[str, Any]) -> dict[str, Any]:
     """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end."""
-    recorder = _Recorder()
+    recorder = EventRecorder(only={"context:post_compact"})
     manager = create_manager({"summarizer": summarizer, "max_tokens": budget}, hooks=recorder)
     started = time.perf_counter()
     view: list[dict[str, Any]] = []
     requests = 0
-    for i, message in enumerate(messages):
-        await manager.add_message(message)
-        if i + 1 == len(messages) or messages[i + 1].get("role") == "assistant":
-            view = await manager.get_messages_for_request(token_budget=budget)
+    async for step in replay_steps(manager, messages, budget=budget, at_end=True):
+        if step.due:
+            view = await step.request()
             requests += 1
-    posts = [data for name, data in recorder.events if name == "context:post_compact"]
+    posts = recorder.payloads("context:post_compact")
     history_tokens = manager.counter.count_messages(messages)
     report = {
         "messages": len(messages),

@@ -12,8 +12,6 @@ import json
 from typing import Any
 
 import pytest
-from fakes import FakeProvider
-from replay import replay
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.clip import clip_tool_outputs
@@ -31,6 +29,7 @@ from amplifier_module_context_summarize.messages import (
     view_problems,
 )
 from amplifier_module_context_summarize.prompts import render_transcript
+from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
 from amplifier_module_context_summarize.tokens import TokenCounter
 
 ARGS = {"path": "src/app.py", "offset": 120, "limit": 200, "pattern": "def handle_request(self, request: Request)"}
@@ -46,20 +45,14 @@ counter = TokenCounter()
 
 
 def openai_call(call_id: str = "call_1", args: dict[str, Any] = ARGS) -> dict[str, Any]:
-    fn = {"name": "read_file", "arguments": json.dumps(args)}
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": fn}]}
+    return builders.tool_call("openai", call_id, "read_file", args)
 
 
 def amplifier_call(
     call_id: str = "call_1", args: dict[str, Any] = ARGS, as_json: bool = False, text: str = ""
 ) -> dict[str, Any]:
     """A tool call as loop-basic stores it."""
-    arguments = json.dumps(args) if as_json else args
-    return {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": [{"id": call_id, "tool": "read_file", "arguments": arguments}],
-    }
+    return builders.tool_call("orchestrator_json" if as_json else "orchestrator", call_id, "read_file", args, text)
 
 
 def streaming_call(*call_ids_: str, text: str = "Reading the handler.") -> dict[str, Any]:
@@ -77,7 +70,7 @@ def streaming_call(*call_ids_: str, text: str = "Reading the handler.") -> dict[
 def tool_result(
     call_id: str = "call_1", content: str = "def handle_request(self, request):\n    ..."
 ) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "name": "read_file", "content": content}
+    return builders.tool_result("orchestrator", call_id, content, name="read_file")
 
 
 def turn(call: dict[str, Any], *results: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,12 +7,11 @@ import httpx
 import openai
 import respx
 from amplifier_core.testing import EventRecorder
-from fakes import mixed_history
-from replay import replay
 from sdk_http import mock_http_client
 from test_backends import anthropic_error, anthropic_ok, openai_ok
 
 from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.testing import mixed_history, replay
 
 BUDGET = 12_000
 FAST = {"max_retries": 2}

@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 from amplifier_core.testing import MockCoordinator
-from fakes import FakeProvider, mixed_history, openai_turn
-from replay import replay
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
 from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, openai_turn, replay
 
 BUDGET = 12_000
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 from amplifier_core.testing import EventRecorder
-from replay import extends as replay_extends
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.__main__ import main
@@ -16,6 +15,8 @@ from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
 from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.testing import extends as replay_extends
+from amplifier_module_context_summarize.testing import replay as kit_replay
 from amplifier_module_context_summarize.tokens import TokenCounter
 
 SIZES = [400, 800]
@@ -88,12 +89,7 @@ def test_simulation_counts_match_an_independent_replay(text):
         history = [generator.system()]
         for _ in range(plan.turns):
             history += generator.turn()
-        views = []
-        for i, message in enumerate(history):
-            await manager.add_message(message)
-            if i + 1 < len(history) and history[i + 1]["role"] == "assistant":
-                views.append(await manager.get_messages_for_request(token_budget=plan.budget))
-                assert not view_problems(views[-1])
+        views = await kit_replay(manager, history, budget=plan.budget)  # checks every view: valid, within budget
         return history, views, recorder.get_events("context:post_compact")
 
     history, views, posts = asyncio.run(replay())

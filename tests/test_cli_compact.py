@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
-from fakes import mixed_history
 
 from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.testing import mixed_history
 
 
 @pytest.fixture(autouse=True)

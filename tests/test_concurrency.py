@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from amplifier_core.testing import EventRecorder
-from fakes import FakeProvider, mixed_history
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
 BUDGET = 12_000
 

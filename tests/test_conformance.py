@@ -67,8 +67,7 @@ def test_cli_validator_passes():
 
 
 async def test_summaries_use_the_mounted_provider_named_in_config():
-    from fakes import FakeProvider, mixed_history
-    from replay import replay
+    from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
     coordinator = MockCoordinator()
     first, named = FakeProvider(name="first"), FakeProvider(name="named")
@@ -84,8 +83,7 @@ async def test_summaries_use_the_mounted_provider_named_in_config():
 
 
 async def test_the_request_provider_wins_over_mounted_ones():
-    from fakes import FakeProvider, mixed_history
-    from replay import replay
+    from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
     coordinator = MockCoordinator()
     mounted, passed = FakeProvider(name="mounted"), FakeProvider(name="passed")

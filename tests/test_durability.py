@@ -8,11 +8,10 @@ import textwrap
 from pathlib import Path
 
 from amplifier_core.testing import EventRecorder
-from fakes import FakeProvider, mixed_history
-from replay import replay
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BUDGET = 12_000
 REPO = Path(__file__).resolve().parent.parent
@@ -20,10 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 PROCESS_SCRIPT = textwrap.dedent(
     """
     import asyncio, json, sys
-    sys.path.insert(0, {tests!r})
-    from fakes import FakeProvider, mixed_history
-    from replay import replay
     from amplifier_module_context_summarize import create_manager
+    from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
     class Refusing(FakeProvider):
         async def complete(self, request, **kwargs):
@@ -54,7 +51,7 @@ def run_process(script: Path, mode: str) -> dict:
 
 def test_resume_in_a_new_process_rebuilds_the_same_view_with_no_provider_call(tmp_path):
     script = tmp_path / "session.py"
-    script.write_text(PROCESS_SCRIPT.format(tests=str(REPO / "tests"), budget=BUDGET, path=str(tmp_path / "c.db")))
+    script.write_text(PROCESS_SCRIPT.format(budget=BUDGET, path=str(tmp_path / "c.db")))
     written = run_process(script, "write")
     resumed = run_process(script, "resume")
     assert written["calls"] >= 2

@@ -1,7 +1,8 @@
 """Working beside the real Amplifier modules: budgets, the wire, background summaries, kernel events, hooks.
 
-The fakes in ``real_like.py`` behave like provider-anthropic and loop-basic where a context manager can
-tell the difference (see that module's docstring for what was read from their source).
+The look-alikes in ``amplifier_module_context_summarize.testing`` (``AnthropicLikeProvider``, ``LoopLike``)
+behave like provider-anthropic and loop-basic where a context manager can
+tell the difference (see their modules' docstrings for what was read from their source).
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ from typing import Any
 
 import pytest
 from amplifier_core.testing import EventRecorder, MockCoordinator
-from fakes import FakeProvider, mixed_history
-from real_like import AnthropicLikeProvider, LoopLike, ReadFileTool
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.budget import request_budget
 from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.testing import (
+    AnthropicLikeProvider,
+    FakeProvider,
+    LoopLike,
+    ReadFileTool,
+    mixed_history,
+)
 from amplifier_module_context_summarize.wire import (
     UsageCalibration,
     reported_input_tokens,

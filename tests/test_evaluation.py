@@ -9,8 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import mixed_history
-from replay import replay
 
 from amplifier_module_context_summarize.backends.base import Completion
 from amplifier_module_context_summarize.evaluation import cli
@@ -26,6 +24,7 @@ from amplifier_module_context_summarize.evaluation.scoring import Judge, key_sco
 from amplifier_module_context_summarize.evaluation.strategies import make_manager
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.testing import mixed_history, replay
 
 BUDGET = 3000
 LLM = ModelSpec("anthropic", "fake-model")

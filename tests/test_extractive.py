@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.extractive import EMPTY_SPAN, extractive_summary
+from amplifier_module_context_summarize.testing import tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier", "mixed", "orchestrator", "orchestrator_json", "streaming")
 """``orchestrator*``: Amplifier's ``{"id", "tool", "arguments"}`` calls (a dict or a JSON string); ``streaming``:
@@ -33,41 +33,6 @@ def cl100k(text: str) -> int:
     return len(_ENCODING.encode(text))
 
 
-def call(shape: str, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    if shape in ("orchestrator", "orchestrator_json", "streaming"):
-        arguments = json.dumps(args) if shape == "orchestrator_json" else args
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": call_id, "tool": name, "arguments": arguments}],
-        }
-        if shape == "streaming":
-            thinking = {"type": "thinking", "thinking": f"Next: {name}.", "signature": "c2ln"}
-            block = {"type": "tool_call", "id": call_id, "name": name, "input": args}
-            message.update(content=[thinking, block], thinking_block=dict(thinking))
-        return message
-    if shape == "openai":
-        fn = {"name": name, "arguments": json.dumps(args)}
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": fn}],
-        }
-    kind = "tool_use" if shape == "anthropic" else "tool_call"
-    return {"role": "assistant", "content": [{"type": kind, "id": call_id, "name": name, "input": args}]}
-
-
-def result(shape: str, call_id: str, output: str, is_error: bool = False) -> dict[str, Any]:
-    if shape == "openai":
-        return {"role": "tool", "tool_call_id": call_id, "content": output}
-    if shape in ("orchestrator", "orchestrator_json", "streaming"):
-        return {"role": "tool", "tool_call_id": call_id, "name": "tool", "content": output}
-    if shape == "anthropic":
-        block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
-        return {"role": "user", "content": [block]}
-    return {"role": "user", "content": [{"type": "tool_result", "tool_call_id": call_id, "output": output}]}
-
-
 def session(shape: str, turn: int = 0) -> list[dict[str, Any]]:
     """A debugging exchange with planted artifacts; ``mixed`` uses a different shape for each call."""
     a, b, c = ("openai", "anthropic", "amplifier") if shape == "mixed" else (shape,) * 3
@@ -76,18 +41,18 @@ def session(shape: str, turn: int = 0) -> list[dict[str, Any]]:
             "role": "user",
             "content": f"Turn {turn}: fix the import in src/app/models.py, see https://docs.example.com/x",
         },
-        call(a, f"r{turn}", "read_file", {"path": "src/app/models.py"}),
-        result(a, f"r{turn}", "import foo\n"),
-        call(b, f"p{turn}", "bash", {"command": "pytest -x tests/test_models.py"}),
-        result(b, f"p{turn}", f'Traceback (most recent call last):\n  File "t.py", line 1\n{ERROR}\nExit code: 1'),
+        tool_call(a, f"r{turn}", "read_file", {"path": "src/app/models.py"}),
+        tool_result(a, f"r{turn}", "import foo\n"),
+        tool_call(b, f"p{turn}", "bash", {"command": "pytest -x tests/test_models.py"}),
+        tool_result(b, f"p{turn}", f'Traceback (most recent call last):\n  File "t.py", line 1\n{ERROR}\nExit code: 1'),
         {
             "role": "assistant",
             "content": [{"type": "text", "text": "The module foo is missing. I will switch to bar."}],
         },
-        call(c, f"h{turn}", "bash", {"command": "cat /etc/hosts"}),
-        result(c, f"h{turn}", "127.0.0.1 localhost"),
-        call(a, f"g{turn}", "bash", {"command": "git commit -am 'Fix import'"}),
-        result(a, f"g{turn}", "[main 1a2b3c4] Fix import"),
+        tool_call(c, f"h{turn}", "bash", {"command": "cat /etc/hosts"}),
+        tool_result(c, f"h{turn}", "127.0.0.1 localhost"),
+        tool_call(a, f"g{turn}", "bash", {"command": "git commit -am 'Fix import'"}),
+        tool_result(a, f"g{turn}", "[main 1a2b3c4] Fix import"),
         {"role": "user", "content": LATEST_REQUEST},
         {"role": "assistant", "content": f"Let me check the remote first.\n\n{LAST_CONCLUSION}"},
     ]
@@ -98,8 +63,8 @@ def large_span(turns: int = 120) -> list[dict[str, Any]]:
     for i in range(turns):
         messages += [
             {"role": "user", "content": f"Request {i}: " + "please look at this long pasted log line. " * 40},
-            call("openai", f"c{i}", "bash", {"command": f"pytest -x tests/test_mod_{i}.py"}),
-            result("openai", f"c{i}", "collected 1 item\n" * 200 + f"FAILED tests/test_mod_{i}.py::test_{i}"),
+            tool_call("openai", f"c{i}", "bash", {"command": f"pytest -x tests/test_mod_{i}.py"}),
+            tool_result("openai", f"c{i}", "collected 1 item\n" * 200 + f"FAILED tests/test_mod_{i}.py::test_{i}"),
             {"role": "assistant", "content": "Working on it. " * 50 + f"Conclusion {i}: fixed module {i}."},
         ]
     messages += [

@@ -16,12 +16,11 @@ import pytest
 from amplifier_core import llm_errors
 from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
-from fakes import FakeProvider, mixed_history
-from replay import replay
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BUDGET = 12_000
 HISTORY = mixed_history(50)

@@ -10,11 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.ledger import Ledger, build_ledger
+from amplifier_module_context_summarize.testing import ORCHESTRATOR_SHAPES, tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier")
-# Amplifier's orchestrators: ``{"id", "tool", "arguments"}`` with a dict or a JSON string, and loop-streaming's
-# double record (content blocks incl. a ``tool_call`` block, the same call in ``tool_calls``, a ``thinking_block``).
-ORCHESTRATOR_SHAPES = ("orchestrator", "orchestrator_json", "streaming")
+# ORCHESTRATOR_SHAPES (Amplifier's orchestrators, see the testing kit's builders) are tested beside these.
 TRACEBACK = (
     "============================= test session starts ==============================\n"
     "Traceback (most recent call last):\n"
@@ -23,55 +22,6 @@ TRACEBACK = (
     "ModuleNotFoundError: No module named 'foo'\n"
     "Exit code: 1"
 )
-
-
-def orchestrator_call(shape: str, call_id: str, name: str, args: dict[str, Any], text: str = "") -> dict[str, Any]:
-    """An assistant tool call as loop-basic (``orchestrator``, ``orchestrator_json``) or loop-streaming stores it."""
-    arguments = json.dumps(args) if shape == "orchestrator_json" else args
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": [{"id": call_id, "tool": name, "arguments": arguments}],
-    }
-    if shape == "streaming":
-        thinking = {
-            "type": "thinking",
-            "thinking": f"Next: {name}.",
-            "signature": "c2ln",
-            "visibility": None,
-            "content": None,
-        }
-        blocks = [{"type": "text", "text": text, "visibility": None}] if text else []
-        block = {"type": "tool_call", "id": call_id, "name": name, "input": args, "visibility": None}
-        message.update(content=[*blocks, thinking, block], thinking_block=dict(thinking), metadata={"turn": 1})
-    return message
-
-
-def call(shape: str, call_id: str, name: str, args: dict[str, Any], text: str = "") -> dict[str, Any]:
-    if shape in ORCHESTRATOR_SHAPES:
-        return orchestrator_call(shape, call_id, name, args, text)
-    if shape == "openai":
-        fn = {"name": name, "arguments": json.dumps(args)}
-        return {
-            "role": "assistant",
-            "content": text or None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": fn}],
-        }
-    kind = "tool_use" if shape == "anthropic" else "tool_call"
-    blocks = [{"type": "text", "text": text}] if text else []
-    return {
-        "role": "assistant",
-        "content": [*blocks, {"type": kind, "id": call_id, "name": name, "input": args}],
-    }
-
-
-def result(shape: str, call_id: str, output: Any, is_error: bool = False) -> dict[str, Any]:
-    if shape == "openai" or shape in ORCHESTRATOR_SHAPES:
-        return {"role": "tool", "tool_call_id": call_id, "content": output}
-    if shape == "anthropic":
-        block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
-        return {"role": "user", "content": [block]}
-    return {"role": "tool", "content": [{"type": "tool_result", "tool_call_id": call_id, "output": output}]}
 
 
 def session(shape: str) -> list[dict[str, Any]]:
@@ -83,16 +33,16 @@ def session(shape: str) -> list[dict[str, Any]]:
             "role": "user",
             "content": "Fix the import in src/app/models.py (ABC-123), see https://docs.example.com/guide#imports",
         },
-        call(a, "c1", "read_file", {"path": "src/app/models.py"}, text="Reading the model first."),
-        result(a, "c1", "import foo\n\nclass Model: ..."),
-        call(b, "c2", "bash", {"command": "pytest -x tests/test_models.py"}),
-        result(b, "c2", TRACEBACK),
-        call(c, "c3", "bash", {"command": "cat /etc/hosts"}),
-        result(c, "c3", "127.0.0.1 localhost"),
-        call(a, "c4", "edit_file", {"file_path": "src/app/models.py", "old": "import foo", "new": "import bar"}),
-        result(a, "c4", "ok"),
-        call(b, "c5", "bash", {"command": "git commit -am 'Fix import (ABC-123)'"}),
-        result(b, "c5", "[main 1a2b3c4] Fix import (ABC-123)\n 1 file changed, 1 insertion(+)"),
+        tool_call(a, "c1", "read_file", {"path": "src/app/models.py"}, text="Reading the model first."),
+        tool_result(a, "c1", "import foo\n\nclass Model: ..."),
+        tool_call(b, "c2", "bash", {"command": "pytest -x tests/test_models.py"}),
+        tool_result(b, "c2", TRACEBACK),
+        tool_call(c, "c3", "bash", {"command": "cat /etc/hosts"}),
+        tool_result(c, "c3", "127.0.0.1 localhost"),
+        tool_call(a, "c4", "edit_file", {"file_path": "src/app/models.py", "old": "import foo", "new": "import bar"}),
+        tool_result(a, "c4", "ok"),
+        tool_call(b, "c5", "bash", {"command": "git commit -am 'Fix import (ABC-123)'"}),
+        tool_result(b, "c5", "[main 1a2b3c4] Fix import (ABC-123)\n 1 file changed, 1 insertion(+)"),
         {"role": "user", "content": "Great, now open a pull request for it."},
         {
             "role": "assistant",
@@ -128,8 +78,8 @@ def test_repeats_are_kept_once_in_first_seen_order(shape: str) -> None:
 
 def test_anthropic_is_error_result_is_an_error_even_without_error_words() -> None:
     messages = [
-        call("anthropic", "t1", "Write", {"file_path": "/etc/hosts", "content": "x"}),
-        result(
+        tool_call("anthropic", "t1", "Write", {"file_path": "/etc/hosts", "content": "x"}),
+        tool_result(
             "anthropic",
             "t1",
             [{"type": "text", "text": "<tool_use_error>/etc/hosts is read-only</tool_use_error>"}],
@@ -142,8 +92,8 @@ def test_anthropic_is_error_result_is_an_error_even_without_error_words() -> Non
 
 def test_plain_output_without_flag_or_failure_words_is_not_an_error() -> None:
     messages = [
-        call("openai", "c1", "bash", {"command": "ls"}),
-        result("openai", "c1", "/etc/hosts is read-only"),
+        tool_call("openai", "c1", "bash", {"command": "ls"}),
+        tool_result("openai", "c1", "/etc/hosts is read-only"),
     ]
 
     assert build_ledger(messages).errors == []
@@ -152,8 +102,8 @@ def test_plain_output_without_flag_or_failure_words_is_not_an_error() -> None:
 def test_error_words_inside_read_file_content_are_data_not_failures() -> None:
     source = 'raise ValueError("Error: bad input")\nprint("FAILED")\n'
     messages = [
-        call("openai", "c1", "read_file", {"path": "src/app/checks.py"}),
-        result("openai", "c1", source),
+        tool_call("openai", "c1", "read_file", {"path": "src/app/checks.py"}),
+        tool_result("openai", "c1", source),
     ]
 
     assert build_ledger(messages).errors == []
@@ -172,14 +122,14 @@ def test_error_words_inside_read_file_content_are_data_not_failures() -> None:
     ],
 )
 def test_failures_recognised_from_result_text(output: str, expected: list[str]) -> None:
-    messages = [call("openai", "c1", "bash", {"command": "make"}), result("openai", "c1", output)]
+    messages = [tool_call("openai", "c1", "bash", {"command": "make"}), tool_result("openai", "c1", output)]
 
     assert build_ledger(messages).errors == expected
 
 
 def test_amplifier_structured_output_with_non_zero_returncode() -> None:
     output = {"stdout": "", "stderr": "fatal: not a git repository (or any parent)\n", "returncode": 128}
-    messages = [call("amplifier", "a1", "bash", {"command": "git status"}), result("amplifier", "a1", output)]
+    messages = [tool_call("amplifier", "a1", "bash", {"command": "git status"}), tool_result("amplifier", "a1", output)]
 
     assert build_ledger(messages).errors == ["fatal: not a git repository (or any parent)"]
 
@@ -187,8 +137,8 @@ def test_amplifier_structured_output_with_non_zero_returncode() -> None:
 def test_stringified_structured_output_is_read_back() -> None:
     output = json.dumps({"success": False, "error": {"message": "Tool timed out after 30s"}})
     messages = [
-        call("openai", "c1", "web_fetch", {"url": "https://example.org/slow"}),
-        result("openai", "c1", output),
+        tool_call("openai", "c1", "web_fetch", {"url": "https://example.org/slow"}),
+        tool_result("openai", "c1", output),
     ]
 
     ledger = build_ledger(messages)
@@ -199,8 +149,8 @@ def test_stringified_structured_output_is_read_back() -> None:
 
 def test_error_lines_are_clipped() -> None:
     messages = [
-        call("openai", "c1", "bash", {"command": "run"}),
-        result("openai", "c1", "RuntimeError: " + "x" * 1000),
+        tool_call("openai", "c1", "bash", {"command": "run"}),
+        tool_result("openai", "c1", "RuntimeError: " + "x" * 1000),
     ]
 
     [error] = build_ledger(messages).errors
@@ -246,13 +196,13 @@ def test_truncated_orchestrator_json_arguments_are_salvaged() -> None:
 
 def test_argv_command_lists_and_shell_operators() -> None:
     messages = [
-        call(
+        tool_call(
             "openai",
             "c1",
             "shell",
             {"command": ["bash", "-lc", "pytest -x tests/test_models.py > out.log 2>&1"]},
         ),
-        call(
+        tool_call(
             "openai",
             "c2",
             "run_shell_command",
@@ -276,8 +226,8 @@ def test_patch_and_diff_headers_name_the_files() -> None:
     )
     diff = "--- a/src/app/urls.py\n+++ b/src/app/urls.py\n@@ -1 +1 @@\n-x\n+y\n"
     messages = [
-        call("amplifier", "p1", "apply_patch", {"input": patch}),
-        call("anthropic", "p2", "patch", {"diff": diff}),
+        tool_call("amplifier", "p1", "apply_patch", {"input": patch}),
+        tool_call("anthropic", "p2", "patch", {"diff": diff}),
     ]
 
     assert build_ledger(messages).files == ["src/app/views.py", "docs/notes.md", "src/app/urls.py"]
@@ -285,7 +235,7 @@ def test_patch_and_diff_headers_name_the_files() -> None:
 
 def test_command_argument_of_a_non_shell_tool_is_not_a_command() -> None:
     messages = [
-        call("anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"})
+        tool_call("anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"})
     ]
 
     ledger = build_ledger(messages)
@@ -299,8 +249,8 @@ def test_identifiers_stay_conservative() -> None:
     planted = "Tracked in spotter-a0y and bd-a3f8e9.1, also CVE-2021-44228; pull request #7"
     messages = [
         {"role": "user", "content": noise},
-        call("openai", "c1", "bash", {"command": "git log -1"}),
-        result("openai", "c1", noise),
+        tool_call("openai", "c1", "bash", {"command": "git log -1"}),
+        tool_result("openai", "c1", noise),
         {"role": "assistant", "content": planted},
     ]
 
@@ -310,8 +260,8 @@ def test_identifiers_stay_conservative() -> None:
 def test_short_and_full_commit_sha_fold_together() -> None:
     full = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"
     messages = [
-        call("openai", "c1", "bash", {"command": "git log -1"}),
-        result("openai", "c1", f"commit {full}\nAuthor: A <a@example.com>"),
+        tool_call("openai", "c1", "bash", {"command": "git log -1"}),
+        tool_result("openai", "c1", f"commit {full}\nAuthor: A <a@example.com>"),
         {"role": "assistant", "content": "Committed as 3f2a9c1."},
     ]
 

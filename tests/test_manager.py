@@ -5,12 +5,19 @@ import asyncio
 import pytest
 from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder
-from fakes import FakeProvider, amplifier_turn, anthropic_turn, mixed_history, openai_turn
-from replay import extends, replay
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.testing import (
+    FakeProvider,
+    amplifier_turn,
+    anthropic_turn,
+    extends,
+    mixed_history,
+    openai_turn,
+    replay,
+)
 
 BUDGET = 12_000
 

@@ -1,7 +1,6 @@
 """Groups and view validity in the tool shapes, mixed, with the awkward cases."""
 
 import pytest
-from fakes import amplifier_turn, anthropic_turn, mixed_history, openai_turn
 
 from amplifier_module_context_summarize.messages import (
     group_messages,
@@ -10,6 +9,7 @@ from amplifier_module_context_summarize.messages import (
     validate_message,
     view_problems,
 )
+from amplifier_module_context_summarize.testing import amplifier_turn, anthropic_turn, mixed_history, openai_turn
 
 
 @pytest.mark.parametrize("turn", [openai_turn, anthropic_turn, amplifier_turn])

@@ -13,7 +13,6 @@ import copy
 import itertools
 from typing import Any
 
-from fakes import FakeProvider
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from amplifier_module_context_summarize.messages import (
     strip_tool_blocks,
     view_problems,
 )
+from amplifier_module_context_summarize.testing import FakeProvider, replay_steps
 
 # fmt: off
 WORDS = [
@@ -365,12 +365,11 @@ async def run_scenario(scenario: dict[str, Any], check: bool = True) -> list[lis
     history, budget = scenario["history"], scenario["budget"]
     points = set(scenario["points"])
     views = []
-    for i, message in enumerate(history):
-        await manager.add_message(message)
-        if i in points:
-            view = await manager.get_messages_for_request(token_budget=budget, provider=provider)
+    async for step in replay_steps(manager, history, provider, budget):
+        if step.index in points:  # the scenario's own request points, not only before assistant messages
+            view = await step.request()
             if check:
-                check_view(view, history[: i + 1], manager, budget)
+                check_view(view, history[: step.index + 1], manager, budget)
             views.append(copy.deepcopy(view))
     if check:
         assert await manager.get_messages() == history
@@ -413,9 +412,8 @@ def test_resume_from_cache_matches_and_history_is_kept(scenario):
         first = create_manager(config, cache=cache)
         provider = FakeProvider()
         history = scenario["history"]
-        for message in history:
-            await first.add_message(message)
-            await first.get_messages_for_request(token_budget=scenario["budget"], provider=provider)
+        async for step in replay_steps(first, history, provider, scenario["budget"]):
+            await step.request()  # after every message
         second = create_manager(config, cache=cache)
         await second.set_messages(history)
         assert await second.get_messages() == history

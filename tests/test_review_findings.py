@@ -1,10 +1,8 @@
 """Regression tests for bugs found in review."""
 
-from fakes import FakeProvider, mixed_history
-from replay import replay
-
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 
 async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_differently():

@@ -24,13 +24,12 @@ import pytest
 import respx
 from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder, MockCoordinator
-from fakes import FakeProvider, mixed_history
-from replay import replay
 from sdk_http import mock_http_client
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.prompts import FENCE_CLOSE, FENCE_OPEN, load_prompts
 from amplifier_module_context_summarize.summarize import _previous_section
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 SECRET = "sk-test-SECRET123"
 BODY_MARKER = "BODY-MARKER-7731"

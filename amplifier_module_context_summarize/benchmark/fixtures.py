@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import create_manager
 from ..manager import SummarizingContextManager
+from ..testing import replay_steps
 from .fake_backend import InstantBackend, LimitsProvider
 from .synth import SMALL, Message, SessionGenerator, TextSource
 
@@ -83,10 +84,9 @@ def new_manager(text: TextSource) -> tuple[SummarizingContextManager, InstantBac
 
 async def grow(manager: SummarizingContextManager, provider: LimitsProvider, messages: list[Message]) -> None:
     """Add messages the way an orchestrator does: a request before each assistant message."""
-    for i, message in enumerate(messages):
-        await manager.add_message(message)
-        if i + 1 == len(messages) or messages[i + 1].get("role") == "assistant":
-            await manager.get_messages_for_request(provider=provider)
+    async for step in replay_steps(manager, messages, provider, at_end=True):
+        if step.due:
+            await step.request()
 
 
 async def turn_until_compaction(

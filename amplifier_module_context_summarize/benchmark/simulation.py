@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import create_manager
+from ..testing import EventRecorder, extends, replay_steps
 from ..tokens import TokenCounter
 from .fake_backend import InstantBackend
 from .synth import REALISTIC, SessionGenerator, Sizes, TextSource
@@ -70,26 +71,10 @@ def allowed_compactions(growth: int, budget: int, compact_threshold: float, targ
     return 1.2 * growth / ((compact_threshold - target_usage) * budget) + 1
 
 
-def extends(previous: list[Any], current: list[Any]) -> bool:
-    """True when ``current`` starts with ``previous``: the provider's prompt cache still matches."""
-    return len(current) >= len(previous) and current[: len(previous)] == previous
-
-
-class _Events:
-    """Hooks stand-in that keeps the post-compaction events."""
-
-    def __init__(self) -> None:
-        self.post: list[dict[str, Any]] = []
-
-    async def emit(self, event: str, data: dict[str, Any]) -> None:
-        if event == "context:post_compact":
-            self.post.append(dict(data))
-
-
 async def simulate(plan: SimPlan, text: TextSource) -> SimResult:
     started = time.perf_counter()
     counter = TokenCounter()
-    events = _Events()
+    events = EventRecorder(only={"context:post_compact"})
     backend = InstantBackend(text, count_text=counter.count_text)
     manager = create_manager({"max_tokens": plan.budget}, hooks=events, backend=backend)
     clock = SummarizerClock(manager)
@@ -103,17 +88,16 @@ async def simulate(plan: SimPlan, text: TextSource) -> SimResult:
     pending = [generator.system()]
     for _ in range(plan.turns):
         pending += generator.turn()
-        for i, message in enumerate(pending):
-            await manager.add_message(message)
-            tokens = counter.count_message(message)
+        async for step in replay_steps(manager, pending, budget=plan.budget):
+            tokens = counter.count_message(step.message)
             result.session_tokens += tokens
             result.messages += 1
-            if message.get("role") != "system":
+            if step.message.get("role") != "system":
                 said.append(said[-1] + tokens)
-            if i + 1 == len(pending) or pending[i + 1].get("role") != "assistant":
+            if not step.due:
                 continue
             compactions = manager.stats["compactions"]
-            view = await manager.get_messages_for_request(token_budget=plan.budget)
+            view = await step.request()
             result.requests += 1
             if previous is not None and extends(previous, view):
                 result.extending_views += 1
@@ -127,7 +111,8 @@ async def simulate(plan: SimPlan, text: TextSource) -> SimResult:
             result.views_over_budget += view_tokens > plan.budget
             previous = view
         pending = []
-    result.naive_input_tokens = sum(said[min(e["summarized_messages"], len(said) - 1)] for e in events.post)
+    posts = events.payloads("context:post_compact")
+    result.naive_input_tokens = sum(said[min(e["summarized_messages"], len(said) - 1)] for e in posts)
     result.compactions = manager.stats["compactions"]
     result.summarize_calls, result.merge_calls = clock.calls["summarize"], clock.calls["merge"]
     result.summarizer_input_tokens = manager.stats["summarizer_input_tokens"]

@@ -16,6 +16,7 @@ from ..backends.base import Backend
 from ..manager import SummarizingContextManager
 from ..messages import Message, view_problems
 from ..summarize import SpanSummarizer
+from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
 from .loader import Probe, Session
 from .models import ModelSpec
@@ -110,11 +111,6 @@ class CountingView:
         return total
 
 
-def extends(previous: list[Message], view: list[Message]) -> bool:
-    """True when ``view`` starts with ``previous``: the provider's prompt cache still holds."""
-    return view[: len(previous)] == previous
-
-
 def probes_by_message(probes: list[Probe]) -> dict[int, list[Probe]]:
     points: dict[int, list[Probe]] = {}
     for probe in probes:
@@ -138,17 +134,16 @@ async def replay_session(
     messages = session.messages
     full = 0
     previous: list[Message] | None = None
-    for i, message in enumerate(messages):
-        await manager.add_message(message)
+    async for step in replay_steps(manager, messages, budget=budget):
+        i, message, before_assistant = step.index, step.message, step.due
         full += manager.counter.count_message(message)
         if tick:
             tick(1)
-        before_assistant = i + 1 < len(messages) and messages[i + 1].get("role") == "assistant"
         if not before_assistant and i not in points:
             continue
         before = dict(manager.stats)
         clock = time.perf_counter()
-        view = await manager.get_messages_for_request(token_budget=budget)
+        view = await step.request()
         wall_ms = (time.perf_counter() - clock) * 1000
         after = manager.stats
         tokens = count_view(view)

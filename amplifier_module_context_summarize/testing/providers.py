@@ -1,13 +1,14 @@
-"""Fakes that behave like the real Amplifier modules where it matters to a context manager.
+"""Amplifier providers for tests: a minimal fake and a provider-anthropic look-alike.
 
-Read from their public source (microsoft/amplifier-module-provider-anthropic, -loop-basic, -loop-streaming):
+``FakeProvider`` implements the Provider protocol and summarizes by quoting the head of the transcript it is
+sent; it records every request and can fail, stall or give a fixed reply.
 
-* the provider takes the model from ``kwargs["model"]`` (``ChatRequest.model`` is ignored), streams unless
-  ``request.metadata["stream"] is False``, retries on its own with backoff, counts the request with its own
-  tokenizer (system, messages and tool schemas) and reports that count in ``llm:response`` usage;
-* the loop calls ``get_messages_for_request(provider=...)`` before every call, appends an ephemeral hook
-  injection to that one request, sends the mounted tools' schemas, and writes tool calls as
-  ``{"id", "tool", "arguments"}`` with results as ``{"role": "tool", "tool_call_id", "content"}``.
+``AnthropicLikeProvider`` behaves like microsoft/amplifier-module-provider-anthropic where it matters to a
+context manager (read from its public source): it takes the model from ``kwargs["model"]``
+(``ChatRequest.model`` is ignored), streams unless ``request.metadata["stream"] is False``, retries on its own
+with backoff, counts the request with its own tokenizer (system, messages and tool schemas, ``TOKENIZER_RATIO``
+times ours) and reports that count in ``llm:response`` usage. Agent requests answer with a ``read_file`` call
+(``ReadFileTool``) after a user message and with text after a tool result; see ``loops.LoopLike``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,68 @@ import time
 from typing import Any
 
 from amplifier_core import llm_errors
-from amplifier_core.message_models import ChatRequest, ChatResponse, Message, TextBlock, ToolCall, ToolSpec, Usage
+from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock, ToolCall, Usage
 from amplifier_core.models import ProviderInfo
 
-from amplifier_module_context_summarize.tokens import TokenCounter
+from ..tokens import TokenCounter
+
+__all__ = ["TOKENIZER_RATIO", "AnthropicLikeProvider", "FakeProvider", "ReadFileTool"]
+
+
+class FakeProvider:
+    """Implements the Provider protocol; summarizes by quoting the head of the transcript it is sent."""
+
+    def __init__(
+        self,
+        *,
+        name: str = "fake",
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
+        fail_with: BaseException | None = None,
+        reply: str | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        self._name = name
+        self.context_window = context_window
+        self.max_output = max_output_tokens
+        self.fail_with = fail_with
+        self.reply = reply
+        self.delay = delay
+        self.requests: list[Any] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def get_info(self) -> ProviderInfo:
+        defaults: dict[str, Any] = {}
+        if self.context_window:
+            defaults = {"context_window": self.context_window, "max_output_tokens": self.max_output}
+        return ProviderInfo(id=self._name, display_name="Fake", defaults=defaults)
+
+    async def list_models(self) -> list[Any]:
+        return []
+
+    async def complete(self, request: Any, **kwargs: Any) -> ChatResponse:
+        self.requests.append(request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail_with is not None:
+            raise self.fail_with
+        prompt = request.messages[-1].content
+        text = (
+            self.reply
+            if self.reply is not None
+            else f"SUMMARY#{len(self.requests)}: " + prompt[-200:].replace("TRANSCRIPT>>>", "")
+        )
+        return ChatResponse(
+            content=[TextBlock(text=text)],
+            usage=Usage(input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, total_tokens=0),
+        )
+
+    def parse_tool_calls(self, response: Any) -> list[Any]:
+        return []
+
 
 TOKENIZER_RATIO = 1.15
 """The provider's tokenizer counts this many tokens for each of ours (Claude's is hungrier than cl100k)."""
@@ -121,32 +180,3 @@ class ReadFileTool:
         },
         "required": ["path"],
     }
-
-
-class LoopLike:
-    """One agent turn the way loop-basic runs it: request → provider → tool calls → results → request ..."""
-
-    def __init__(self, context: Any, provider: AnthropicLikeProvider, tools: dict[str, Any]) -> None:
-        self.context, self.provider, self.tools = context, provider, tools
-        self.injection = "<system-reminder>Keep the todo list current.</system-reminder>"
-
-    async def turn(self, prompt: str) -> None:
-        await self.context.add_message({"role": "user", "content": prompt})
-        for _ in range(4):
-            view = await self.context.get_messages_for_request(provider=self.provider)
-            view = [*view, {"role": "user", "content": self.injection}]  # ephemeral: this request only
-            specs = [
-                ToolSpec(name=t.name, description=t.description, parameters=t.input_schema) for t in self.tools.values()
-            ]
-
-            request = ChatRequest(messages=[Message(**m) for m in view], tools=specs)
-            response = await self.provider.complete(request)
-            text = "".join(b.text for b in response.content)
-            if not response.tool_calls:
-                await self.context.add_message({"role": "assistant", "content": text})
-                return
-            calls = [{"id": c.id, "tool": c.name, "arguments": c.arguments} for c in response.tool_calls]
-            await self.context.add_message({"role": "assistant", "content": text, "tool_calls": calls})
-            for call in calls:
-                body = "1: def main():\n" + "2:     print('the module under review prints this line')\n" * 60
-                await self.context.add_message({"role": "tool", "tool_call_id": call["id"], "content": body})

@@ -3,12 +3,12 @@
 
 Usage::
 
-    python amplifier_module_context_summarize/evaluation/convert_raw.py \\
+    python tools/convert_raw.py \\
         --raw /work/shared/corpus/raw --out amplifier_module_context_summarize/evaluation/corpus
-    python amplifier_module_context_summarize/evaluation/convert_raw.py \\
-        --out amplifier_module_context_summarize/evaluation/corpus --check
+    python tools/convert_raw.py --check
 
-It reuses the package's message rules and token counter, so run it where the package is installed.
+Maintainer tooling: it lives in the repository, outside the package, and is not in the wheel. It reuses the
+package's message rules and token counter: run as a script, it imports the package of the checkout it sits in.
 Conversion is deterministic: the same raw files always give byte-identical output.
 
 What it writes, for every session listed in ``SESSIONS`` below:
@@ -79,8 +79,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from amplifier_module_context_summarize.messages import message_text, validate_message
-from amplifier_module_context_summarize.tokens import text_counter
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "amplifier_module_context_summarize" / "evaluation" / "corpus"
+if __name__ == "__main__" and (REPO / "amplifier_module_context_summarize").is_dir():
+    sys.path.insert(0, str(REPO))  # run as a script from a checkout: use the checkout's package, not an installed one
+
+from amplifier_module_context_summarize.messages import message_text, validate_message  # noqa: E402
+from amplifier_module_context_summarize.tokens import text_counter  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------
 # The chosen sessions. ``max_messages`` cuts a session to its first N converted messages.
@@ -716,7 +721,7 @@ def check(out_dir: Path, detail: bool = False) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raw", type=Path, help="directory holding the raw sessions (see SOURCES.md)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "corpus")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--check", action="store_true", help="validate the corpus and its probes")
     parser.add_argument("--detail", action="store_true", help="with --check: list every probe's key gaps")
     args = parser.parse_args(argv)

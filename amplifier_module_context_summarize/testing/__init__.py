@@ -1,0 +1,66 @@
+"""A small kit for testing code that uses this context manager, or the manager itself, offline.
+
+The module's own tests, evaluation and benchmark use it; it is public for people who build on the module::
+
+    from amplifier_module_context_summarize import create_manager
+    from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
+
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": 12_000}, hooks=recorder)
+    provider = FakeProvider()  # summarizes by quoting; records its requests; can fail or stall
+    views = await replay(manager, mixed_history(90), provider, budget=12_000)  # a view before each reply
+    assert recorder.payloads("context:post_compact") and provider.requests
+
+* ``providers``: ``FakeProvider`` (a minimal Amplifier provider) and ``AnthropicLikeProvider`` (behaves like
+  provider-anthropic: model from kwargs, streaming, its own retries and tokenizer), with ``ReadFileTool``.
+* ``loops``: ``LoopLike``, one agent turn the way loop-basic runs it, for driving a mounted manager.
+* ``builders``: histories and single messages in every tool-call shape the module reads (``SHAPES``,
+  ``CALL_SHAPES``).
+* ``replay``: the orchestrator's replay loop, a request before every assistant message (``replay``, and
+  ``replay_steps`` to time or count around each request), and ``extends`` for prompt-cache prefix checks.
+* ``events``: ``EventRecorder`` to pass as ``hooks=``, with ``payloads(name)``.
+
+The context manager itself never imports the kit (the CLI, evaluation and benchmark replay through it); it needs
+only the module's own dependencies.
+"""
+
+from .builders import (
+    CALL_SHAPES,
+    FILLER,
+    ORCHESTRATOR_SHAPES,
+    SHAPES,
+    amplifier_turn,
+    anthropic_turn,
+    mixed_history,
+    openai_turn,
+    tool_call,
+    tool_result,
+)
+from .events import EventRecorder
+from .loops import LoopLike
+from .providers import TOKENIZER_RATIO, AnthropicLikeProvider, FakeProvider, ReadFileTool
+from .replay import ReplayStep, extends, replay, replay_steps, request_due
+
+__all__ = [
+    "CALL_SHAPES",
+    "FILLER",
+    "ORCHESTRATOR_SHAPES",
+    "SHAPES",
+    "TOKENIZER_RATIO",
+    "AnthropicLikeProvider",
+    "EventRecorder",
+    "FakeProvider",
+    "LoopLike",
+    "ReadFileTool",
+    "ReplayStep",
+    "amplifier_turn",
+    "anthropic_turn",
+    "extends",
+    "mixed_history",
+    "openai_turn",
+    "replay",
+    "replay_steps",
+    "request_due",
+    "tool_call",
+    "tool_result",
+]
