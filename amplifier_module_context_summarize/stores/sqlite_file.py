@@ -1,0 +1,154 @@
+"""The SQLite file under ``SqliteStore``: schema, owner-only creation, recognising a bad file, transactions.
+
+Several processes (a session and its sub-agents) may open one file: WAL lets readers run during a write,
+and each write is a single ``BEGIN IMMEDIATE`` transaction, so a crash leaves the whole put or none of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+APPLICATION_ID = 0x41435331
+"""``PRAGMA application_id`` ("ACS1"): tells our file from any other SQLite database."""
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version``; a file with any other version is moved aside, never guessed at."""
+BUSY_TIMEOUT_S = 10.0
+
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+_TABLES = frozenset({"summaries", "totals"})
+
+# text goes last so LRU scans read size_bytes without following the text's overflow pages.
+# The primary key's index already serves starting_at (a prefix lookup on start).
+# totals is kept by triggers so the size checks after every put cost O(1), in every process.
+SCHEMA = (
+    """CREATE TABLE summaries (
+        start TEXT NOT NULL,
+        "end" TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        "groups" INTEGER NOT NULL,
+        tier INTEGER NOT NULL,
+        created REAL NOT NULL,
+        last_used REAL NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (start, "end")
+    )""",
+    "CREATE INDEX summaries_lru ON summaries (last_used)",
+    "CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 0), entries INTEGER NOT NULL, bytes INTEGER NOT NULL)",
+    "INSERT INTO totals VALUES (0, 0, 0)",
+    """CREATE TRIGGER summaries_ins AFTER INSERT ON summaries BEGIN
+        UPDATE totals SET entries = entries + 1, bytes = bytes + NEW.size_bytes WHERE id = 0;
+    END""",
+    """CREATE TRIGGER summaries_del AFTER DELETE ON summaries BEGIN
+        UPDATE totals SET entries = entries - 1, bytes = bytes - OLD.size_bytes WHERE id = 0;
+    END""",
+    """CREATE TRIGGER summaries_upd AFTER UPDATE OF size_bytes ON summaries BEGIN
+        UPDATE totals SET bytes = bytes - OLD.size_bytes + NEW.size_bytes WHERE id = 0;
+    END""",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+
+_UMASK_LOCK = threading.Lock()
+"""The umask is process-wide: two opens interleaving their save/restore could leave it at 0o077."""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection any thread may use (callers serialise it with their own lock); autocommit mode."""
+    return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+
+
+def create_private(path: Path) -> None:
+    """Create the directory and file owner-only before SQLite sees them; SQLite gives -wal and -shm
+    the database file's mode, so they come out 0o600 too."""
+    with _UMASK_LOCK:
+        old = os.umask(0o077)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        finally:
+            os.umask(old)
+
+
+def classify(conn: sqlite3.Connection) -> str | None:
+    """None for our schema or an empty file; otherwise "corrupt" or "foreign".
+
+    One read transaction, so a process initialising the file meanwhile is seen entirely or not at all
+    (statement by statement, its tables could appear without its application_id: "foreign")."""
+    conn.execute("BEGIN")
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app_id == 0 and version == 0 and not tables:
+            return None
+        if app_id != APPLICATION_ID or version != SCHEMA_VERSION or not tables >= _TABLES:
+            return "foreign"
+        if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return "corrupt"
+        return None
+    except sqlite3.DatabaseError as exc:
+        if is_corruption(exc):
+            return "corrupt"
+        raise
+    finally:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+
+
+def prepare(conn: sqlite3.Connection) -> None:
+    """Switch to WAL and create the schema; the recheck inside the write lock lets two processes race
+    to initialise a new file safely."""
+    for attempt in range(20):
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file; a no-op once set
+            break
+        except sqlite3.OperationalError:  # the switch can report busy without waiting
+            if attempt == 19:
+                raise
+            time.sleep(0.05)
+    conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: survives process crashes, needs no fsync per put
+    with write_transaction(conn):
+        if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+            for statement in SCHEMA:
+                conn.execute(statement)
+    conn.text_factory = decode_text
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """Take the write lock up front (no busy upgrade mid-transaction); roll back on any failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
+def decode_text(raw: bytes) -> str | bytes:
+    """Text that isn't UTF-8 comes back as bytes, so that one row (and not the whole query) is bad."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw
+
+
+def is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    message = str(exc).lower()
+    return "not a database" in message or "malformed" in message
