@@ -15,8 +15,8 @@ the same id, plus the first thinking block again under ``thinking_block``; provi
 ``message_calls`` and ``extra_thinking`` report them once. ``tool_call_parts`` reads any one call.
 
 A *group* is the unit compaction cuts on: a standalone message, or an assistant turn that calls
-tools together with the messages that carry its results. Everything about validity lives here so that
-compaction and the tests share one definition.
+tools together with the messages that carry its results. What makes a whole view valid
+lives in ``invariants.py``.
 """
 
 from __future__ import annotations
@@ -283,31 +283,6 @@ def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[
     if not new.get("content") and not new.get("tool_calls"):
         return None
     return new
-
-
-def view_problems(view: list[Message]) -> list[str]:
-    """Everything that makes a request view invalid for a provider; empty when it is valid.
-
-    Valid means: each result answers a call made by the assistant message that opened its run of
-    result messages, and each call is answered before the next message that is not a result.
-    """
-    problems: list[str] = []
-    open_calls: set[str] = set()
-    for i, message in enumerate(view):
-        calls = call_ids(message)
-        answers = result_ids(message)
-        if answers and not calls:
-            for a in answers:
-                if a not in open_calls:
-                    problems.append(f"message {i}: result for {a!r} has no open call before it")
-            open_calls.difference_update(answers)
-            continue
-        if open_calls:
-            problems.append(f"message {i}: calls {sorted(open_calls)} have no result")
-        open_calls = set(calls)
-    if open_calls:
-        problems.append(f"end of view: calls {sorted(open_calls)} have no result")
-    return problems
 
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})

@@ -33,7 +33,8 @@ from amplifier_core.models import ProviderInfo
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, SummarizingContextManager
 from amplifier_module_context_summarize import mount as package_mount
-from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.messages import is_user_turn
 from amplifier_module_context_summarize.tokens import TokenCounter
 
 TURNS = 200
@@ -70,7 +71,7 @@ class ScriptedProvider:
 
     async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
         messages = [m.model_dump(exclude_none=True) for m in request.messages]
-        self.problems += view_problems(messages)
+        self.problems += check_view(messages)
         if messages[0]["role"] == "system" and "<<<TRANSCRIPT" in str(messages[-1]["content"]):
             prompt = messages[-1]["content"]
             self.summary_requests.append(prompt)

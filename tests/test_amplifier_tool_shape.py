@@ -16,6 +16,7 @@ import pytest
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.clip import clip_tool_outputs
 from amplifier_module_context_summarize.extractive import extractive_summary
+from amplifier_module_context_summarize.invariants import ToolPairing, check_view
 from amplifier_module_context_summarize.ledger import build_ledger
 from amplifier_module_context_summarize.messages import (
     call_ids,
@@ -26,7 +27,6 @@ from amplifier_module_context_summarize.messages import (
     sanitize,
     tool_call_parts,
     validate_message,
-    view_problems,
 )
 from amplifier_module_context_summarize.prompts import render_transcript
 from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
@@ -42,6 +42,8 @@ THINKING = {
 }
 
 counter = TokenCounter()
+PAIRING = (ToolPairing(),)
+"""Fragments of a history are checked for tool pairing only (they need not open with a user message)."""
 
 
 def openai_call(call_id: str = "call_1", args: dict[str, Any] = ARGS) -> dict[str, Any]:
@@ -144,7 +146,7 @@ def test_call_and_its_tool_result_form_one_group(shape: str) -> None:
         validate_message(message)
     assert call_ids(messages[1]) == ["call_1"]
     assert [(g.start, g.end) for g in group_messages(messages)] == [(0, 1), (1, 3), (3, 4)]
-    assert not view_problems(messages)
+    assert not check_view(messages, rules=PAIRING)
     assert sanitize(messages[1:3]) == messages[1:3]
 
 
@@ -152,7 +154,7 @@ def test_parallel_streaming_calls_are_each_one_call() -> None:
     messages = turn(streaming_call("a", "b"), tool_result("b"), tool_result("a"))
     assert call_ids(messages[1]) == ["a", "b"]
     assert [(g.start, g.end) for g in group_messages(messages)] == [(0, 1), (1, 4), (4, 5)]
-    assert not view_problems(messages)
+    assert not check_view(messages, rules=PAIRING)
     group = messages[1:4]
     assert sanitize(group) is group, "an answered group is returned untouched"
 
@@ -164,11 +166,11 @@ def test_unanswered_call_and_orphan_result_are_removed_from_the_view(shape: str)
         call["content"] = "Reading the handler."
     messages = [tool_result("ghost"), {"role": "user", "content": "go"}, call, {"role": "user", "content": "stop"}]
     original = copy.deepcopy(messages)
-    assert len(view_problems(messages)) == 2
+    assert len(check_view(messages, rules=PAIRING)) == 2
 
     view = [m for g in group_messages(messages) for m in sanitize(messages[g.start : g.end])]
 
-    assert not view_problems(view)
+    assert not check_view(view, rules=PAIRING)
     assert [m["role"] for m in view] == ["user", "assistant", "user"]
     assert "tool_calls" not in view[1]
     assert not [b for b in view[1]["content"] if isinstance(b, dict) and b.get("type") == "tool_call"]
@@ -185,7 +187,7 @@ def test_streaming_call_answered_in_part_keeps_only_the_answered_call_in_both_pl
     assert [b["id"] for b in call["content"] if b["type"] == "tool_call"] == ["a"]
     assert call["thinking_block"] is group[0]["thinking_block"]
     assert result is group[1]
-    assert not view_problems([call, result])
+    assert not check_view([call, result], rules=PAIRING)
 
 
 def test_canonical_hash_is_stable_and_sees_the_arguments() -> None:

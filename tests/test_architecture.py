@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 from amplifier_core.testing import EventRecorder
-from fakes import FakeProvider, mixed_history
-from replay import replay
 
 from amplifier_module_context_summarize import check_view, create_manager, events
 from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.invariants import RULES
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 PACKAGE = Path(__file__).resolve().parent.parent / "amplifier_module_context_summarize"
 README = PACKAGE.parent / "README.md"

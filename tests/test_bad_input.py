@@ -25,7 +25,7 @@ from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
-from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, openai_turn, replay
 
 BUDGET = 12_000
@@ -110,7 +110,7 @@ async def test_accepted_odd_but_legal_shapes():
         {"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "ghost", "output": "orphan"}]},
     ]:
         await manager.add_message(message)
-        assert view_problems(await manager.get_messages_for_request(BUDGET)) == []
+        assert check_view(await manager.get_messages_for_request(BUDGET)) == []
 
 
 # ------------------------------------------------------------------------------------------- duplicate ids
@@ -181,7 +181,7 @@ async def test_duplicate_tool_call_ids_are_accepted_and_views_stay_valid(name):
             partial = make()
             await partial.set_messages(history[:i])
             view = await partial.get_messages_for_request(BUDGET, FakeProvider())
-            assert view_problems(view) == []
+            assert check_view(view) == []
     assert views and await manager.get_messages() == history
 
 
@@ -273,7 +273,7 @@ async def test_values_json_cannot_hold_do_not_break_counting_hashing_or_summarie
     await resumed.set_messages(history)
     calls = len(provider.requests)
     view = await resumed.get_messages_for_request(6_000, provider)
-    assert view_problems(view) == []
+    assert check_view(view) == []
     if strategy == "summarize":
         assert len(provider.requests) == calls
 
@@ -321,7 +321,7 @@ async def test_ten_megabyte_tool_output_is_clipped_in_the_view_only(shape):
         await manager.add_message(message)
     provider = FakeProvider()
     view = await manager.get_messages_for_request(BUDGET, provider)
-    assert view_problems(view) == []
+    assert check_view(view) == []
     assert manager.counter.count_messages(view) <= BUDGET
     assert {"role": "user", "content": "read the big log"} in view
     assert await manager.get_messages() == history, "storage is untouched"
@@ -331,7 +331,7 @@ async def test_ten_megabyte_tool_output_is_clipped_in_the_view_only(shape):
     for message in more:
         await manager.add_message(message)
     view = await manager.get_messages_for_request(BUDGET, provider)
-    assert view_problems(view) == [] and manager.counter.count_messages(view) <= BUDGET
+    assert check_view(view) == [] and manager.counter.count_messages(view) <= BUDGET
     assert all(len(r.messages[1].content) < 1_000_000 for r in provider.requests), "summarizer input is bounded"
     assert (await manager.get_messages())[len(history) - 1] == history[-1]
 
@@ -348,7 +348,7 @@ async def test_ten_megabyte_user_message_is_stored_and_summarized_once_older():
         await manager.add_message(message)
     provider = FakeProvider()
     view = await manager.get_messages_for_request(BUDGET, provider)
-    assert view_problems(view) == [] and manager.counter.count_messages(view) <= BUDGET
+    assert check_view(view) == [] and manager.counter.count_messages(view) <= BUDGET
     assert view[-1] == {"role": "user", "content": "summarize it"}
     assert (await manager.get_messages())[1]["content"] == BIG
 

@@ -14,7 +14,8 @@ from amplifier_module_context_summarize.benchmark.naive import NaiveContextManag
 from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
-from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.messages import is_user_turn
 from amplifier_module_context_summarize.testing import extends as replay_extends
 from amplifier_module_context_summarize.testing import replay as kit_replay
 from amplifier_module_context_summarize.tokens import TokenCounter
@@ -126,7 +127,7 @@ def test_synthetic_history_is_valid_and_mixed(text):
     assert any(m.get("tool_calls") for m in history)
     assert any(isinstance(m.get("content"), list) and m["content"][0].get("type") == "thinking" for m in history)
     assert any(m.get("role") == "tool" and isinstance(m.get("content"), list) for m in history)
-    assert not view_problems(history[: max(i for i, m in enumerate(history) if is_user_turn(m))])
+    assert not check_view(history[: max(i for i, m in enumerate(history) if is_user_turn(m))])
 
 
 def test_cli_prints_json_and_rejects_bad_sizes(capsys):

@@ -14,7 +14,7 @@ import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
 BUDGET = 12_000
@@ -26,7 +26,7 @@ def make(config: dict[str, Any] | None = None):
 
 
 def check(view: list[dict[str, Any]], manager: Any) -> None:
-    assert view_problems(view) == []
+    assert check_view(view) == []
     assert manager.counter.count_messages(view) <= BUDGET
 
 

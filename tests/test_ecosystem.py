@@ -16,7 +16,7 @@ from amplifier_core.testing import EventRecorder, MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.budget import request_budget
-from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.testing import (
     AnthropicLikeProvider,
     FakeProvider,
@@ -214,7 +214,7 @@ async def test_system_prompt_factory_is_rendered_for_every_request_and_counted()
             assert view[0]["role"] == "system" and f"render {len(renders)}" in view[0]["content"]
             assert "A frozen copy" not in str(view) and hook_note in view
             assert manager.counter.count_messages(view) <= 6_000
-            assert view_problems(view) == []
+            assert check_view(view) == []
     assert len(renders) >= 30
 
 

@@ -22,8 +22,8 @@ from amplifier_module_context_summarize.evaluation.report import probe_scores
 from amplifier_module_context_summarize.evaluation.runner import Settings, evaluate
 from amplifier_module_context_summarize.evaluation.scoring import Judge, key_score, parse_grade, view_text
 from amplifier_module_context_summarize.evaluation.strategies import make_manager
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
-from amplifier_module_context_summarize.messages import view_problems
 from amplifier_module_context_summarize.testing import mixed_history, replay
 
 BUDGET = 3000
@@ -217,7 +217,7 @@ def test_reference_view_and_file_coverage():
     reference = load_reference_like("Worked on src/m1.py and pytest tests/test_1.py", boundary=9)
     view = reference_view(messages, reference, at=len(messages) - 1)
     assert view[0]["role"] == "system" and view[1]["content"].startswith("Worked on")
-    assert not view_problems(view)
+    assert not check_view(view)
     assert relative_files(["/home/u/p/lib/a.ex", "lib/a.ex", "/home/u/p/b.ex", "/home/u/p/", "/tmp/x.log"]) == [
         "lib/a.ex",
         "b.ex",

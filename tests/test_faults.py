@@ -19,7 +19,7 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
-from amplifier_module_context_summarize.messages import view_problems
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BUDGET = 12_000
@@ -39,7 +39,7 @@ def post_events(recorder: EventRecorder) -> list[dict[str, Any]]:
 
 
 def assert_good(view: list[dict[str, Any]], manager: Any) -> None:
-    assert view_problems(view) == []
+    assert check_view(view) == []
     assert manager.counter.count_messages(view) <= BUDGET
 
 

@@ -8,7 +8,8 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
-from amplifier_module_context_summarize.messages import is_user_turn, view_problems
+from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.messages import is_user_turn
 from amplifier_module_context_summarize.testing import (
     FakeProvider,
     amplifier_turn,
@@ -268,7 +269,7 @@ async def test_latest_user_request_survives_a_long_tool_loop():
     manager, _ = make()
     views = await replay(manager, history, FakeProvider(), budget=BUDGET)
     assert all(any(m == history[1] for m in v) for v in views)
-    assert all(not view_problems(v) for v in views)
+    assert all(not check_view(v) for v in views)
 
 
 async def test_guide_api():
@@ -326,7 +327,7 @@ async def test_oversized_newest_group_is_clipped_in_the_view_only():
         await manager.add_message(message)
     view = await manager.get_messages_for_request(BUDGET, FakeProvider())
     assert manager.counter.count_messages(view) <= BUDGET
-    assert history[0] in view and not view_problems(view)
+    assert history[0] in view and not check_view(view)
     assert (await manager.get_messages())[2]["content"] == huge
 
 

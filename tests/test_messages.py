@@ -2,12 +2,12 @@
 
 import pytest
 
+from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.messages import (
     group_messages,
     is_user_turn,
     sanitize,
     validate_message,
-    view_problems,
 )
 from amplifier_module_context_summarize.testing import amplifier_turn, anthropic_turn, mixed_history, openai_turn
 
@@ -18,7 +18,7 @@ def test_tool_turn_is_one_group(turn):
     groups = group_messages(messages)
     # user request | assistant call + all results | assistant reply
     assert [(g.start, g.end) for g in groups] == [(0, 1), (1, len(messages) - 1), (len(messages) - 1, len(messages))]
-    assert not view_problems(messages)
+    assert not check_view(messages)
 
 
 def test_mixed_history_is_valid_and_groups_cover_everything():
@@ -26,7 +26,7 @@ def test_mixed_history_is_valid_and_groups_cover_everything():
     groups = group_messages(history)
     assert groups[0].start == 0 and groups[-1].end == len(history)
     assert all(a.end == b.start for a, b in zip(groups, groups[1:], strict=False))
-    assert not view_problems(history)
+    assert not check_view(history)
 
 
 def test_parallel_results_split_across_messages_join_one_group():
@@ -60,9 +60,9 @@ def test_orphan_result_and_dangling_call_are_removed_from_the_view():
         },
         {"role": "user", "content": "never mind"},
     ]
-    assert view_problems(messages)
+    assert check_view(messages)
     view = [m for g in group_messages(messages) for m in sanitize(messages[g.start : g.end])]
-    assert not view_problems(view)
+    assert not check_view(view)
     assert {"role": "user", "content": "go"} in view
     assert view[1]["content"] == [{"type": "text", "text": "calling"}]
     assert messages[2]["content"][1]["type"] == "tool_use", "sanitizing must not touch the input"
@@ -110,8 +110,8 @@ def test_bad_messages_name_the_field(message, fragment):
 
 
 def test_view_problems_reports_result_without_call_and_call_without_result():
-    assert view_problems([{"role": "tool", "tool_call_id": "x", "content": ""}])
-    assert view_problems([{"role": "assistant", "tool_calls": [{"id": "x"}]}, {"role": "user", "content": "hi"}])
+    assert check_view([{"role": "tool", "tool_call_id": "x", "content": ""}])
+    assert check_view([{"role": "assistant", "tool_calls": [{"id": "x"}]}, {"role": "user", "content": "hi"}])
 
 
 @pytest.mark.parametrize("arguments", [{"path": "a.py"}, '{"path": "a.py"}', None])
@@ -126,5 +126,5 @@ def test_orchestrator_tool_calls_are_valid_and_grouped(arguments):
     for message in messages:
         validate_message(message)
     assert [(g.start, g.end) for g in group_messages(messages)] == [(0, 1), (1, 3), (3, 4)]
-    assert not view_problems(messages)
-    assert view_problems(messages[:2] + messages[3:]) and view_problems(messages[2:])
+    assert not check_view(messages)
+    assert check_view(messages[:2] + messages[3:]) and check_view(messages[2:])

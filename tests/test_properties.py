@@ -1,7 +1,7 @@
 """Property tests: generated histories in the three tool shapes (and mixed) never produce a bad view.
 
 Every generated history is replayed through a fresh manager with requests at random points. On every
-view: it is valid (``view_problems``), it keeps the history's order, it shows the latest user request,
+view: it is valid (``check_view``), it keeps the history's order, it shows the latest user request,
 and it fits the budget whenever a fitting view exists. The stored history is exactly what was added,
 and a fresh manager with a fresh cache given the same inputs returns the same views.
 """
@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.cache import MemoryCache
+from amplifier_module_context_summarize.invariants import check_view as view_rules
 from amplifier_module_context_summarize.messages import (
     group_messages,
     is_user_turn,
     sanitize,
     strip_tool_blocks,
-    view_problems,
 )
 from amplifier_module_context_summarize.testing import FakeProvider, replay_steps
 
@@ -313,7 +313,7 @@ def minimal_view_tokens(manager: Any, history: list[dict[str, Any]], summary: di
 
 
 def check_view(view: list[dict[str, Any]], history: list[dict[str, Any]], manager: Any, budget: int) -> None:
-    problems = view_problems(view)
+    problems = view_rules(view)
     assert problems == [], problems
 
     # System messages first, verbatim, all of them, in order.

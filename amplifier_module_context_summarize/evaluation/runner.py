@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..invariants import check_view
 from ..manager import SummarizingContextManager
-from ..messages import Message, view_problems
+from ..messages import Message
 from ..summarize import SpanSummarizer
 from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
@@ -160,7 +161,7 @@ async def replay_session(
                 summarizer_input_tokens=after["summarizer_input_tokens"] - before["summarizer_input_tokens"],
                 summarizer_output_tokens=after["summarizer_output_tokens"] - before["summarizer_output_tokens"],
                 extends_previous=None if previous is None or not before_assistant else extends(previous, view),
-                valid=not view_problems(view),
+                valid=not check_view(view),
                 wall_ms=round(wall_ms, 3),
                 probe_only=not before_assistant,
             )

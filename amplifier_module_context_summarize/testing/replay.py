@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..messages import view_problems
+from ..invariants import check_view
 
 __all__ = ["ReplayStep", "extends", "replay", "replay_steps", "request_due"]
 
@@ -81,7 +81,7 @@ async def replay(
 ) -> list[list[dict[str, Any]]]:
     """Add ``messages`` to ``manager``, requesting a view where an orchestrator would; returns the views.
 
-    With ``check`` (the default) every view must be valid input for a provider (``messages.view_problems``)
+    With ``check`` (the default) every view must be valid input for a provider (``invariants.check_view``)
     and, when ``budget`` is given, fit it by the manager's own counter; otherwise ``AssertionError``.
     """
     views = []
@@ -90,7 +90,7 @@ async def replay(
             continue
         view = await step.request()
         if check:
-            problems = view_problems(view)
+            problems = check_view(view)
             if problems:
                 raise AssertionError(f"view after message {step.index} is not valid: {problems}")
             if budget is not None and (tokens := manager.counter.count_messages(view)) > budget:
