@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from . import events
 from .backends.base import Backend
 from .backends.registry import build_backend
-from .cache import MemoryCache, SummaryCache
 from .compaction import Strategy
 from .config import Config, parse_config
 from .invariants import check_view
 from .manager import SUMMARY_MARKER, SummarizingContextManager
 from .prompts import load_prompts
+from .stores import SummaryStore, open_store
 from .summarize import SpanSummarizer, SummarizerSettings
 from .tokens import TokenCounter
 from .wire import ToolSchemaMeter
@@ -38,20 +37,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def _cache(config: Config) -> SummaryCache:
-    if config.storage_path:
-        from .sqlite_cache import SqliteCache
-
-        return SqliteCache(Path(config.storage_path).expanduser(), max_entries=config.cache_max_entries)
-    return MemoryCache(config.cache_max_entries)
-
-
 def create_manager(
     config: Mapping[str, Any] | Config | None = None,
     *,
     coordinator: Any | None = None,
     hooks: Any | None = None,
-    cache: SummaryCache | None = None,
+    store: SummaryStore | None = None,
     backend: Backend | None = None,
     http_client: Any | None = None,
     clock: Callable[[], float] | None = None,
@@ -76,7 +67,7 @@ def create_manager(
         cfg,
         summarizer=summarizer,
         hooks=hooks,
-        cache=cache if cache is not None else _cache(cfg),
+        store=store if store is not None else open_store(cfg.storage_path, cfg.cache_max_entries),
         counter=counter,
         tools=tools,
         clock=clock,

@@ -17,7 +17,6 @@ from typing import Any
 from . import events
 from .breaker import CircuitBreaker
 from .budget import request_budget
-from .cache import MemoryCache, SummaryCache
 from .clip import clip_tool_outputs
 from .compaction import Compaction, CompactionReport, Strategy
 from .config import Config
@@ -28,6 +27,7 @@ from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
 from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, shown
+from .stores import MemoryStore, SummaryStore
 from .strategies import STRATEGIES
 from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
@@ -54,7 +54,7 @@ class SummarizingContextManager:
         *,
         summarizer: SpanSummarizer,
         hooks: Any | None = None,
-        cache: SummaryCache | None = None,
+        store: SummaryStore | None = None,
         counter: TokenCounter | None = None,
         tools: ToolSchemaMeter | None = None,
         clock: Callable[[], float] | None = None,
@@ -63,7 +63,7 @@ class SummarizingContextManager:
         self.config = c = config or Config()
         self.summarizer = summarizer
         self.hooks = hooks
-        self.cache: SummaryCache = cache if cache is not None else MemoryCache(c.cache_max_entries)
+        self.store: SummaryStore = store if store is not None else MemoryStore(c.cache_max_entries)
         self.counter = counter or TokenCounter(c.token_encoding)
         self.tools = tools
         self.clock = clock or time.monotonic
@@ -72,7 +72,7 @@ class SummarizingContextManager:
         """Off until ``listen_to_usage`` wires it to the provider's reports (``mount`` does)."""
         self.breaker = CircuitBreaker(c.summarizer.circuit_failures, c.summarizer.circuit_open_s, self.clock)
         self.segments = SegmentSource(
-            summarizer, self.cache, self.breaker, c.failure_cooldown_s, self.clock, self.calibration.quiet
+            summarizer, self.store, self.breaker, c.failure_cooldown_s, self.clock, self.calibration.quiet
         )
         self.strategy: Strategy = strategy or STRATEGIES[c.compaction_strategy](
             self.segments, c.summary_budget_ratio, c.prefetch
@@ -121,7 +121,7 @@ class SummarizingContextManager:
                 raise ValueError(f"messages[{i}]: {exc}") from None
         async with self._lock:
             self._reset([copy_message(m) for m in messages])
-            self._resume()
+            await self._resume()
 
     async def clear(self) -> None:
         async with self._lock:
@@ -134,7 +134,7 @@ class SummarizingContextManager:
         wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
         system_prompt = await self._render_system_prompt()
         async with self._lock:
-            self._sync_fingerprint(provider)
+            await self._sync_fingerprint(provider)
             self._use_system_prompt(system_prompt)
             limits = self._limits(self._plan_budget(wire_budget))
             tokens = self._view_tokens()
@@ -148,7 +148,7 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self._tool_tokens)
             if c.prefetch and c.compaction_strategy != "truncate":
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
-                self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider)
+                await self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider)
             return view
 
     # ------------------------------------------------------- guide API (older callers)
@@ -219,7 +219,7 @@ class SummarizingContextManager:
             message: Message = {"role": "system", "content": text}
             self._system_prompt = (text, message, self.counter.count_message(message))
 
-    def _sync_fingerprint(self, provider: Any | None) -> None:
+    async def _sync_fingerprint(self, provider: Any | None) -> None:
         """Key summaries by the model that writes them: the session provider's default when none is configured."""
         learn = getattr(self.summarizer.backend, "learn_default_model", None)
         if learn is None:
@@ -230,7 +230,7 @@ class SummarizingContextManager:
             self.fingerprint = fingerprint
             self.history.rekey(fingerprint)
             if not self.state.segments:
-                self._resume()
+                await self._resume()
 
     # ------------------------------------------------------------------ state and view
 
@@ -242,9 +242,9 @@ class SummarizingContextManager:
         for message in messages:
             self.history.append(message)
 
-    def _resume(self) -> None:
+    async def _resume(self) -> None:
         if self.config.compaction_strategy != "truncate":
-            self.state = walk(self.history, self.cache, self.history.last_cuttable)
+            self.state = await walk(self.history, self.store, self.history.last_cuttable)
 
     def _fingerprint(self) -> str:
         c = self.config

@@ -28,7 +28,7 @@ class Prefetcher:
     def busy(self) -> bool:
         return bool(self._inflight)
 
-    def maybe_start(
+    async def maybe_start(
         self,
         history: History,
         state: CompactionState,
@@ -45,7 +45,7 @@ class Prefetcher:
         if end <= state.boundary:
             return
         key = self.segments.key(history, state.boundary, end)
-        if self.segments.store.get(*key) is not None:
+        if await self.segments.store.get(*key) is not None:
             return
         task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider))
         self._inflight[key] = task

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import heapq
 
-from .cache import SummaryCache
 from .history import History
 from .state import CompactionState, Segment
+from .stores import SummaryStore
 
 
-def walk(history: History, store: SummaryCache, limit: int) -> CompactionState:
+async def walk(history: History, store: SummaryStore, limit: int) -> CompactionState:
     """The state the stored segments give ``history``, cutting no further than group ``limit``."""
     paths: dict[int, list[Segment]] = {0: []}
     pending = [0]
     while pending:
         position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
         path = paths[position]
-        for entry in store.starting_at(history.chain_at(position)):
+        for entry in await store.starting_at(history.chain_at(position)):
             end = position + entry.groups
             if not position < end <= limit or history.chain_at(end) != entry.end:
                 continue

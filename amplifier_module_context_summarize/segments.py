@@ -15,10 +15,10 @@ from typing import Any
 
 from .backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR
 from .breaker import CircuitBreaker
-from .cache import CachedSummary, SummaryCache
 from .compaction import Compaction, CompactionReport
 from .history import History
 from .state import Segment
+from .stores import CachedSummary, SummaryStore
 from .summarize import Outcome, SpanSummarizer
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class SegmentSource:
     def __init__(
         self,
         summarizer: SpanSummarizer,
-        store: SummaryCache,
+        store: SummaryStore,
         breaker: CircuitBreaker,
         cooldown_s: float,
         clock: Callable[[], float],
@@ -59,7 +59,7 @@ class SegmentSource:
         """The summary of groups ``[start, end)``, from the store when it has it."""
         history, report = job.history, job.report
         key = self.key(history, start, end)
-        cached = self.store.get(*key)
+        cached = await self.store.get(*key)
         if cached is not None:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
@@ -72,7 +72,7 @@ class SegmentSource:
             with self.quiet():
                 outcome = await self.summarizer.summarize(span, previous, job.provider, deadline=job.deadline)
             self.note_health(outcome)
-        return self.record(key, start, end, outcome, tier=0, report=report)
+        return await self.record(key, start, end, outcome, tier=0, report=report)
 
     async def merge(self, job: Compaction, parts: list[Segment]) -> Segment:
         """One higher-tier summary for consecutive segments (cached only when smaller than its parts)."""
@@ -80,7 +80,7 @@ class SegmentSource:
         start, end = parts[0].start, parts[-1].end
         key = self.key(history, start, end)
         tier = max(p.tier for p in parts) + 1
-        cached = self.store.get(*key)
+        cached = await self.store.get(*key)
         if cached is not None and cached.tier > 0:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
@@ -88,7 +88,7 @@ class SegmentSource:
         # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
         # store would take it); the cooldown keeps an LLM merge from being asked again at once.
         smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
-        return self.record(key, start, end, outcome, tier, report, keep=smaller)
+        return await self.record(key, start, end, outcome, tier, report, keep=smaller)
 
     async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
         """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
@@ -125,12 +125,12 @@ class SegmentSource:
         self.note_health(outcome)
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
-            self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
+            await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
         else:
             self.cool_down(key)
         return outcome
 
-    def ready_end(self, job: Compaction, acceptable: int) -> int | None:
+    async def ready_end(self, job: Compaction, acceptable: int) -> int | None:
         """End of an already stored segment from the boundary (a prefetch) that brings the view to ``acceptable``.
 
         Taking it turns the threshold compaction into a cache hit; the recent share must stay verbatim.
@@ -138,7 +138,7 @@ class SegmentSource:
         history, state = job.history, job.state
         here, best = history.chain_at(state.boundary), None
         summary_tokens = job.shown(state).summary_tokens
-        for entry in self.store.starting_at(here):
+        for entry in await self.store.starting_at(here):
             end = state.boundary + entry.groups
             if end > history.last_cuttable or history.chain_at(end) != entry.end:
                 continue
@@ -148,7 +148,7 @@ class SegmentSource:
                 best = end
         return best
 
-    def record(
+    async def record(
         self,
         key: tuple[str, str],
         start: int,
@@ -165,7 +165,7 @@ class SegmentSource:
         tokens = self.summarizer.count_text(outcome.text)
         if outcome.cacheable and keep:
             self._failed.pop(key, None)
-            self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
+            await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
         elif outcome.fallback not in (COOLDOWN, CIRCUIT_OPEN):
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)

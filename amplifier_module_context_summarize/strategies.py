@@ -53,7 +53,7 @@ class SummarizeStrategy:
     async def _summarize(self, job: Compaction) -> CompactionState:
         state = job.state
         planned = job.shown(state).summary_tokens + job.summary_allowance
-        end = self._prefetched_end(job) or job.fitting_boundary(state, planned)
+        end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
         if not job.moves(state, end):
             return state  # nothing to cut, or only system messages (kept anyway): a summary could only add
         state = await self._extend(job, state, end)
@@ -78,11 +78,11 @@ class SummarizeStrategy:
         state = state.with_segments([*state.segments, segment], end)
         return await self._merge_tiers(job, state)
 
-    def _prefetched_end(self, job: Compaction) -> int | None:
+    async def _prefetched_end(self, job: Compaction) -> int | None:
         if not self.use_prefetched:
             return None
         limits = job.limits
-        return self.segments.ready_end(job, limits.target + (limits.compact_at - limits.target) // 4)
+        return await self.segments.ready_end(job, limits.target + (limits.compact_at - limits.target) // 4)
 
     async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
         """Fold the oldest segment summaries into one higher tier while the summary is over its share."""

@@ -12,8 +12,8 @@ import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import check_view, create_manager, events
-from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.invariants import RULES
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 PACKAGE = Path(__file__).resolve().parent.parent / "amplifier_module_context_summarize"
@@ -76,7 +76,7 @@ async def test_state_is_an_immutable_value_and_the_summary_is_derived_from_it():
     state = manager.state
     with pytest.raises(dataclasses.FrozenInstanceError):
         state.boundary = 0  # type: ignore[misc]
-    resumed = create_manager({"max_tokens": BUDGET, "summarizer": "extractive"}, cache=manager.cache)
+    resumed = create_manager({"max_tokens": BUDGET, "summarizer": "extractive"}, store=manager.store)
     await resumed.set_messages(await manager.get_messages())
     assert resumed.state == state
     assert await resumed.get_messages_for_request(BUDGET) == await manager.get_messages_for_request(BUDGET)
@@ -86,11 +86,11 @@ async def test_state_is_an_immutable_value_and_the_summary_is_derived_from_it():
 
 
 async def test_stats_are_the_sum_of_what_the_events_reported_on_a_warm_cache():
-    cache, history = MemoryCache(), mixed_history(120)
+    cache, history = MemoryStore(), mixed_history(120)
     config = {"max_tokens": BUDGET, "summary_budget_ratio": 0.05, "prefetch": True}
-    await replay(create_manager(config, cache=cache), history, FakeProvider(), budget=BUDGET)
+    await replay(create_manager(config, store=cache), history, FakeProvider(), budget=BUDGET)
     recorder = EventRecorder()
-    warm = create_manager(config, cache=cache, hooks=recorder)
+    warm = create_manager(config, store=cache, hooks=recorder)
     await replay(warm, history, FakeProvider(), budget=BUDGET)
     post = [d for _, d in recorder.get_events("context:post_compact")]
     background = [d for e, d in recorder.events if e in (events.SUMMARY_PREFETCHED, events.SUMMARY_FAILED)]
@@ -104,10 +104,10 @@ async def test_extractive_strategy_and_extractive_summarizer_share_summaries():
     by_strategy = create_manager({"max_tokens": BUDGET, "compaction_strategy": "extractive"})
     by_summarizer = create_manager({"max_tokens": BUDGET, "summarizer": "extractive"})
     assert by_strategy.fingerprint == by_summarizer.fingerprint
-    cache, history = MemoryCache(), mixed_history(40)
-    first = create_manager({"max_tokens": BUDGET, "compaction_strategy": "extractive"}, cache=cache)
+    cache, history = MemoryStore(), mixed_history(40)
+    first = create_manager({"max_tokens": BUDGET, "compaction_strategy": "extractive"}, store=cache)
     await replay(first, history, budget=BUDGET)
-    second = create_manager({"max_tokens": BUDGET, "summarizer": "extractive"}, cache=cache)
+    second = create_manager({"max_tokens": BUDGET, "summarizer": "extractive"}, store=cache)
     await second.set_messages(history)
     assert second.state == first.state and second.state.segments
 

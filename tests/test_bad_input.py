@@ -269,7 +269,7 @@ async def test_values_json_cannot_hold_do_not_break_counting_hashing_or_summarie
     if strategy == "summarize":
         assert provider.requests and "Run(" in provider.requests[0].messages[1].content
     # The same history hashes the same way: a resumed manager on the same cache needs no provider call.
-    resumed = create_manager({"max_tokens": 6_000, "compaction_strategy": strategy}, cache=manager.cache)
+    resumed = create_manager({"max_tokens": 6_000, "compaction_strategy": strategy}, store=manager.store)
     await resumed.set_messages(history)
     calls = len(provider.requests)
     view = await resumed.get_messages_for_request(6_000, provider)

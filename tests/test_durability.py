@@ -10,7 +10,7 @@ from pathlib import Path
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.cache import MemoryCache
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BUDGET = 12_000
@@ -61,9 +61,9 @@ def test_resume_in_a_new_process_rebuilds_the_same_view_with_no_provider_call(tm
 
 
 async def test_fork_reuses_the_parents_summaries():
-    cache = MemoryCache()
+    cache = MemoryStore()
     parent_history = mixed_history(90)
-    parent = create_manager({"max_tokens": BUDGET}, cache=cache)
+    parent = create_manager({"max_tokens": BUDGET}, store=cache)
     parent_provider = FakeProvider()
     await replay(parent, parent_history, parent_provider, budget=BUDGET)
     assert len(parent.state.segments) >= 2
@@ -73,7 +73,7 @@ async def test_fork_reuses_the_parents_summaries():
         {"role": "user", "content": "Sub-agent: now audit the logging configuration."},
         {"role": "assistant", "content": "Auditing logging."},
     ]
-    child = create_manager({"max_tokens": BUDGET}, cache=cache)
+    child = create_manager({"max_tokens": BUDGET}, store=cache)
     await child.set_messages(child_history)
     assert child.state.boundary >= parent.state.segments[1].end
     assert [s.text for s in child.state.segments][:2] == [s.text for s in parent.state.segments][:2]
@@ -84,9 +84,9 @@ async def test_fork_reuses_the_parents_summaries():
 
 
 async def test_edit_in_the_middle_reuses_only_what_precedes_it():
-    cache = MemoryCache()
+    cache = MemoryStore()
     history = mixed_history(90)
-    first = create_manager({"max_tokens": BUDGET}, cache=cache)
+    first = create_manager({"max_tokens": BUDGET}, store=cache)
     await replay(first, history, FakeProvider(), budget=BUDGET)
     segments = first.state.segments
     assert len(segments) >= 3
@@ -96,7 +96,7 @@ async def test_edit_in_the_middle_reuses_only_what_precedes_it():
     edited[edit_index] = {"role": edited[edit_index]["role"], "content": "EDITED: rewritten message"}
     if "tool_call_id" in history[edit_index]:
         edited[edit_index]["tool_call_id"] = history[edit_index]["tool_call_id"]
-    second = create_manager({"max_tokens": BUDGET}, cache=cache)
+    second = create_manager({"max_tokens": BUDGET}, store=cache)
     await second.set_messages(edited)
     assert second.state.boundary <= edit_group
     assert second.state.boundary >= segments[0].end
@@ -106,7 +106,7 @@ async def test_edit_in_the_middle_reuses_only_what_precedes_it():
 async def test_storage_path_uses_the_sqlite_cache(tmp_path):
     manager = create_manager({"max_tokens": BUDGET, "storage_path": str(tmp_path / "s.db")})
     await replay(manager, mixed_history(60), FakeProvider(), budget=BUDGET)
-    assert type(manager.cache).__name__ == "SqliteCache" and len(manager.cache) >= 1
+    assert type(manager.store).__name__ == "SqliteStore" and await manager.store.count() >= 1
 
 
 async def _long_session(turns: int) -> tuple[int, int, int]:
@@ -165,11 +165,11 @@ async def test_clear_during_prefetch_leaves_nothing_behind():
             if manager.prefetcher.busy:
                 break
     assert manager.prefetcher.busy, "a prefetch should be running"
-    entries = len(manager.cache)
+    entries = await manager.store.count()
     await manager.clear()
     await asyncio.sleep(0.7)
     assert not manager.prefetcher.busy
-    assert len(manager.cache) == entries
+    assert await manager.store.count() == entries
     assert await manager.get_messages() == []
 
 

@@ -145,7 +145,7 @@ async def test_a_summary_from_another_model_than_requested_is_used_but_not_cache
     await manager.set_messages(mixed_history(50))
     view = await manager.get_messages_for_request(provider=Fallback())
     assert any("SUMMARY#" in str(m.get("content")) for m in view)
-    assert manager.cache.starting_at(manager.fingerprint) == []
+    assert await manager.store.starting_at(manager.fingerprint) == []
 
 
 # ------------------------------------------------------------------ outages

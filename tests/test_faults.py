@@ -18,8 +18,8 @@ from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BUDGET = 12_000
@@ -236,8 +236,8 @@ async def test_cooldown_does_not_block_a_healthy_provider_for_other_spans_or_aft
 
 
 async def test_cancelling_a_request_mid_summary_leaves_state_and_cache_consistent():
-    cache = MemoryCache()
-    manager, recorder = make(cache=cache)
+    cache = MemoryStore()
+    manager, recorder = make(store=cache)
     provider = FakeProvider(delay=30)
     for message in HISTORY:
         await manager.add_message(message)
@@ -252,7 +252,7 @@ async def test_cancelling_a_request_mid_summary_leaves_state_and_cache_consisten
 
     assert not manager._lock.locked()
     assert manager.state == state
-    assert len(cache) == 0, "nothing half-done was cached"
+    assert await cache.count() == 0, "nothing half-done was cached"
     assert manager.segments.cooling_spans == 0, "a cancellation is not a provider failure"
     assert await manager.get_messages() == HISTORY
 
@@ -260,7 +260,7 @@ async def test_cancelling_a_request_mid_summary_leaves_state_and_cache_consisten
     view = await manager.get_messages_for_request(BUDGET, healthy)
     assert_good(view, manager)
     assert len(healthy.requests) == 1 and post_events(recorder)[-1]["fallback"] is None
-    assert len(cache) >= 1
+    assert await cache.count() >= 1
     again = await manager.get_messages_for_request(BUDGET, healthy)
     assert again == view and len(healthy.requests) == 1
     await manager.add_message({"role": "user", "content": "and now?"})

@@ -7,9 +7,9 @@ from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.messages import is_user_turn
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     FakeProvider,
     amplifier_turn,
@@ -84,9 +84,9 @@ async def test_views_extend_each_other_between_compactions():
 
 async def test_repeat_request_and_resume_make_no_provider_calls():
     history = mixed_history(80)
-    cache = MemoryCache()
+    cache = MemoryStore()
     provider = FakeProvider()
-    first, _ = make(cache=cache)
+    first, _ = make(store=cache)
     await replay(first, history, provider, budget=BUDGET)
     view = await first.get_messages_for_request(token_budget=BUDGET, provider=provider)
     calls = len(provider.requests)
@@ -94,7 +94,7 @@ async def test_repeat_request_and_resume_make_no_provider_calls():
     again = await first.get_messages_for_request(token_budget=BUDGET, provider=provider)
     assert again == view and len(provider.requests) == calls
 
-    resumed, recorder = make(cache=cache)
+    resumed, recorder = make(store=cache)
     await resumed.set_messages(history)
     assert await resumed.get_messages_for_request(token_budget=BUDGET, provider=provider) == view
     assert len(provider.requests) == calls
@@ -103,13 +103,13 @@ async def test_repeat_request_and_resume_make_no_provider_calls():
 
 async def test_changed_early_message_never_serves_a_stale_summary():
     history = mixed_history(80)
-    cache = MemoryCache()
+    cache = MemoryStore()
     provider = FakeProvider()
-    first, _ = make(cache=cache)
+    first, _ = make(store=cache)
     await replay(first, history, provider, budget=BUDGET)
     edited = [dict(m) for m in history]
     edited[1] = {**edited[1], "content": "A different first request about billing."}
-    second, _ = make(cache=cache)
+    second, _ = make(store=cache)
     await second.set_messages(edited)
     assert second.state.boundary == 0, "no cached segment may cover the edited message"
 

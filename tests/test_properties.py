@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.cache import MemoryCache
 from amplifier_module_context_summarize.invariants import check_view as view_rules
 from amplifier_module_context_summarize.messages import (
     group_messages,
@@ -25,6 +24,7 @@ from amplifier_module_context_summarize.messages import (
     sanitize,
     strip_tool_blocks,
 )
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, replay_steps
 
 # fmt: off
@@ -360,7 +360,7 @@ def check_view(view: list[dict[str, Any]], history: list[dict[str, Any]], manage
 
 
 async def run_scenario(scenario: dict[str, Any], check: bool = True) -> list[list[dict[str, Any]]]:
-    manager = create_manager({"max_tokens": 200_000, **scenario["config"]}, cache=MemoryCache())
+    manager = create_manager({"max_tokens": 200_000, **scenario["config"]}, store=MemoryStore())
     provider = FakeProvider()
     history, budget = scenario["history"], scenario["budget"]
     points = set(scenario["points"])
@@ -407,14 +407,14 @@ def test_resume_from_cache_matches_and_history_is_kept(scenario):
     """``set_messages`` on a new manager sharing the cache shows a valid view of the same history."""
 
     async def go():
-        cache = MemoryCache()
+        cache = MemoryStore()
         config = {"max_tokens": 200_000, **scenario["config"]}
-        first = create_manager(config, cache=cache)
+        first = create_manager(config, store=cache)
         provider = FakeProvider()
         history = scenario["history"]
         async for step in replay_steps(first, history, provider, scenario["budget"]):
             await step.request()  # after every message
-        second = create_manager(config, cache=cache)
+        second = create_manager(config, store=cache)
         await second.set_messages(history)
         assert await second.get_messages() == history
         view = await second.get_messages_for_request(token_budget=scenario["budget"], provider=provider)

@@ -1,25 +1,25 @@
 """Regression tests for bugs found in review."""
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.cache import MemoryCache
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 
 async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_differently():
     """A fork with a larger budget caches longer segments over the shared prefix: the parent's resume must
     still walk its own segments (the walk reaching furthest), not stop after the fork's."""
-    cache = MemoryCache()
+    cache = MemoryStore()
     history = mixed_history(60)
-    parent = create_manager({"max_tokens": 12_000}, cache=cache)
+    parent = create_manager({"max_tokens": 12_000}, store=cache)
     await replay(parent, history, FakeProvider(), budget=12_000)
     live = await parent.get_messages_for_request(token_budget=12_000, provider=FakeProvider())
 
-    child = create_manager({"max_tokens": 16_000}, cache=cache)
+    child = create_manager({"max_tokens": 16_000}, store=cache)
     fork = [*history[:150], {"role": "user", "content": "child task " * 50}]
     await replay(child, fork, FakeProvider(), budget=16_000)
     assert child.state.segments[0].end != parent.state.segments[0].end  # the fork really cut the prefix differently
 
-    resumed = create_manager({"max_tokens": 12_000}, cache=cache)
+    resumed = create_manager({"max_tokens": 12_000}, store=cache)
     await resumed.set_messages(history)
     provider = FakeProvider()
     view = await resumed.get_messages_for_request(token_budget=12_000, provider=provider)
@@ -30,13 +30,13 @@ async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_d
 async def test_a_tier_merge_that_was_not_used_is_not_walked_on_resume():
     """A merge that came out no smaller than its parts is discarded; caching it made a resume use it."""
     config = {"summarizer": "extractive", "max_tokens": 2000, "summary_max_tokens": 2000}
-    cache = MemoryCache()
+    cache = MemoryStore()
     history = mixed_history(60, size=1)
-    manager = create_manager(config, cache=cache)
+    manager = create_manager(config, store=cache)
     await replay(manager, history, None, budget=2000, check=False)
     live = await manager.get_messages_for_request(token_budget=2000)
 
-    resumed = create_manager(config, cache=cache)
+    resumed = create_manager(config, store=cache)
     await resumed.set_messages(history)
     assert await resumed.get_messages_for_request(token_budget=2000) == live
 

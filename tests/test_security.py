@@ -136,7 +136,7 @@ async def test_provider_error_with_a_key_leaks_nowhere(kind, caplog, tmp_path):
         manager.config,
         manager.segments,
     )
-    summaries = [entry.text for entry in manager.cache.starting_at(manager.fingerprint)]
+    summaries = [entry.text for entry in await manager.store.starting_at(manager.fingerprint)]
     assert_clean(summaries, sqlite_bytes(db))
     view = await manager.get_messages_for_request(BUDGET, provider)
     assert_clean(view)

@@ -6,8 +6,8 @@ from typing import Any
 
 from .. import create_manager
 from ..backends.base import Backend
-from ..cache import MemoryCache
 from ..manager import SummarizingContextManager
+from ..stores import MemoryStore
 from .models import ModelSpec
 from .naive import NaiveStrategy
 
@@ -34,7 +34,7 @@ def make_manager(
 ) -> SummarizingContextManager:
     """A fresh manager with an empty private cache, as at the start of a real session."""
     config = manager_config(strategy, budget, summarizer)
-    manager = create_manager(config, backend=backend, cache=MemoryCache())
+    manager = create_manager(config, backend=backend, store=MemoryStore())
     if strategy == "naive":
         manager.strategy = NaiveStrategy(manager.summarizer)
     return manager
