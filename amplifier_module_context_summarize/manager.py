@@ -26,7 +26,7 @@ from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
-from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, shown
+from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pin_for, shown
 from .stores import MemoryStore, SummaryStore
 from .strategies import STRATEGIES
 from .summarize import Outcome, SpanSummarizer
@@ -270,10 +270,12 @@ class SummarizingContextManager:
 
     def _shown(self) -> Shown:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
-        memo, latest = self._shown_memo, self.history.latest_request
-        if memo is None or memo[0] is not self.state or memo[1] != latest:
-            shows = shown(self.state, self.history, self.counter, self.config.summary_output_tokens)
-            memo = self._shown_memo = (self.state, latest, shows)
+        memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
+        if memo is None or memo[0] is not self.state:
+            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance))
+        elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
+            pinned = pin_for(self.history, self.state.boundary, self.counter, allowance)
+            memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
         return memo[2]
 
     def _system_view(self) -> list[Message]:

@@ -76,16 +76,15 @@ class Shown:
     def messages(self) -> list[Message]:
         return [m for m in (self.summary, self.pin) if m is not None]
 
+    def pinning(self, pinned: tuple[Message, int] | None) -> Shown:
+        """The same summary with another pinned request (or none)."""
+        return replace(self, pin=pinned[0] if pinned else None, pin_tokens=pinned[1] if pinned else 0)
+
 
 def shown(state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int) -> Shown:
     summary = summary_message(state, history)
-    pinned = pin_for(history, state.boundary, counter, summary_allowance)
-    return Shown(
-        summary=summary,
-        summary_tokens=counter.count_message(summary) if summary is not None else 0,
-        pin=pinned[0] if pinned else None,
-        pin_tokens=pinned[1] if pinned else 0,
-    )
+    tokens = counter.count_message(summary) if summary is not None else 0
+    return Shown(summary, tokens).pinning(pin_for(history, state.boundary, counter, summary_allowance))
 
 
 def summary_message(state: CompactionState, history: History) -> Message | None:
