@@ -56,6 +56,10 @@ class Compaction:
             known = self._memo[id(state)] = (state, shown(state, self.history, self.counter, self.summary_allowance))
         return known[1]
 
+    def remember(self, state: CompactionState, shows: Shown) -> None:
+        """What the caller already knows ``state`` shows (the current state: its summary is not recounted)."""
+        self._memo[id(state)] = (state, shows)
+
     def view_tokens(self, state: CompactionState) -> int:
         tail = self.history.total - self.history.prefix[state.boundary]
         return self.system_tokens + self.shown(state).tokens + tail

@@ -330,12 +330,14 @@ class SummarizingContextManager:
             provider=provider,
             deadline=time.monotonic() + c.compaction_deadline_s,
         )
+        job.remember(self.state, self._shown())
         try:
             self.state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
             job.report.note_fallback("error")
             self.state = job.truncated(self.state, limits)
+        self._shown_memo = (self.state, self.history.latest_request, job.shown(self.state))
         await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force)
 
     async def _report_compaction(
