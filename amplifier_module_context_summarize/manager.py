@@ -132,9 +132,10 @@ class SummarizingContextManager:
     ) -> list[dict[str, Any]]:
         c = self.config
         wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
-        system_prompt = await self._render_system_prompt()
+        system_prompt = await self._render_system_prompt() if self._system_prompt_factory is not None else None
         async with self._lock:
-            await self._sync_fingerprint(provider)
+            if self._rekeyed(provider):
+                await self._resume()
             self._use_system_prompt(system_prompt)
             limits = self._limits(self._plan_budget(wire_budget))
             tokens = self._view_tokens()
@@ -219,18 +220,21 @@ class SummarizingContextManager:
             message: Message = {"role": "system", "content": text}
             self._system_prompt = (text, message, self.counter.count_message(message))
 
-    async def _sync_fingerprint(self, provider: Any | None) -> None:
-        """Key summaries by the model that writes them: the session provider's default when none is configured."""
+    def _rekeyed(self, provider: Any | None) -> bool:
+        """Key summaries by the model that writes them: the session provider's default when none is configured.
+
+        True when the key changed and nothing is summarized yet, so the store may hold this history's state.
+        """
         learn = getattr(self.summarizer.backend, "learn_default_model", None)
         if learn is None:
-            return
+            return False
         learn(provider)
         fingerprint = self._fingerprint()
-        if fingerprint != self.fingerprint:
-            self.fingerprint = fingerprint
-            self.history.rekey(fingerprint)
-            if not self.state.segments:
-                await self._resume()
+        if fingerprint == self.fingerprint:
+            return False
+        self.fingerprint = fingerprint
+        self.history.rekey(fingerprint)
+        return not self.state.segments
 
     # ------------------------------------------------------------------ state and view
 
@@ -293,9 +297,8 @@ class SummarizingContextManager:
         return self._system_prompt[2] + self.history.hook_system_tokens
 
     def _view_tokens(self) -> int:
-        history = self.history
-        tail = history.total - history.prefix[self.state.boundary]
-        return self._system_view_tokens() + self._shown().tokens + tail
+        prefix = self.history.prefix
+        return self._system_view_tokens() + self._shown().tokens + prefix[-1] - prefix[self.state.boundary]
 
     def _build_view(self) -> list[Message]:
         view = self._system_view()
