@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from amplifier_core.models import HookResult
+
 from . import events
 from .breaker import CircuitBreaker
 from .budget import request_budget
@@ -179,7 +181,7 @@ class SummarizingContextManager:
 
         async def on_response(_event: str, data: Any) -> Any:
             self.calibration.observe(data)
-            return _continue()
+            return HookResult(action="continue")
 
         hooks.register(events.LLM_RESPONSE, on_response, priority=50, name="context-summarize-calibration")
 
@@ -411,9 +413,3 @@ class SummarizingContextManager:
             await self.hooks.emit(payload.event, payload.to_dict())
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", payload.event, type(exc).__name__)
-
-
-def _continue() -> Any:
-    from amplifier_core.models import HookResult
-
-    return HookResult(action="continue")

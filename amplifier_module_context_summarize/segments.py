@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from .backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR
+from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
 from .breaker import CircuitBreaker
 from .compaction import Compaction, CompactionReport
 from .history import History
@@ -174,7 +174,7 @@ class SegmentSource:
         """Feed the breaker: a summary from the LLM closes it; a failed call counts toward opening it."""
         if outcome.fallback is None:
             self.breaker.record_success()
-        elif outcome.provider_calls or outcome.fallback == "deadline":
+        elif outcome.provider_calls or outcome.fallback == DEADLINE:
             self.breaker.record_failure()
 
     def cooling_down(self, key: tuple[str, str]) -> bool:
