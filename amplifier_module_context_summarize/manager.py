@@ -228,9 +228,8 @@ class SummarizingContextManager:
         True when the key changed and nothing is summarized yet, so the store may hold this history's state.
         """
         learn = getattr(self.summarizer.backend, "learn_default_model", None)
-        if learn is None:
-            return False
-        learn(provider)
+        if learn is None or not learn(provider):
+            return False  # the usual request: nothing new, no hashing
         fingerprint = self._fingerprint()
         if fingerprint == self.fingerprint:
             return False

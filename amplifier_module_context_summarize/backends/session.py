@@ -91,15 +91,18 @@ class SessionBackend:
         """The model that answers: the configured one (passed as ``kwargs["model"]``), else the provider's default."""
         return self.configured_model or self.default_model
 
-    def learn_default_model(self, provider: Any | None) -> None:
+    def learn_default_model(self, provider: Any | None) -> bool:
+        """Note the provider's default model; True when it changed (so must the summaries' key)."""
         if self.configured_model or provider is None:
-            return
+            return False
         try:
             found = getattr(provider, "default_model", None)
         except Exception:
             found = None
-        if isinstance(found, str) and found:
-            self.default_model = found
+        if not isinstance(found, str) or not found or found == self.default_model:
+            return False
+        self.default_model = found
+        return True
 
     def __repr__(self) -> str:
         return f"SessionBackend(provider_name={self.provider_name!r}, model={self.model!r})"
