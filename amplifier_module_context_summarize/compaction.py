@@ -7,11 +7,14 @@ strategies hold no state of their own and never reach into the manager.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .history import History
 from .invariants import last_allowed_cut
+from .masking import Masks
+from .messages import Message
 from .plan import Limits, choose_boundary
 from .state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pin_for, shown
 from .tokens import TokenCounter
@@ -47,6 +50,8 @@ class Compaction:
     deadline: float | None = None
     """``time.monotonic()`` value past which no summarizer call runs."""
     report: CompactionReport = field(default_factory=CompactionReport)
+    masks: Masks | None = None
+    """Masked forms of the groups, when observation masking is on."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
@@ -61,22 +66,71 @@ class Compaction:
         self._memo[id(state)] = (state, shows)
 
     def view_tokens(self, state: CompactionState) -> int:
-        tail = self.history.total - self.history.prefix[state.boundary]
-        return self.system_tokens + self.shown(state).tokens + tail
+        return self.system_tokens + self.shown(state).tokens + self.groups_tokens(state, state.boundary)
+
+    def groups_tokens(self, state: CompactionState, start: int) -> int:
+        """Tokens of the groups from ``start`` as ``state`` shows them (masked up to its mask end)."""
+        history, tail = self.history, max(start, state.tail_start)
+        masked = self.masks.tokens(start, tail) if self.masks is not None else 0
+        return masked + history.total - history.prefix[tail]
 
     def fits(self, state: CompactionState) -> bool:
         return self.view_tokens(state) <= self.limits.budget
+
+    def span(self, start: int, end: int) -> list[Message]:
+        """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""
+        return self.masks.span(start, end) if self.masks is not None else self.history.span(start, end)
+
+    def masked(self, state: CompactionState) -> CompactionState:
+        """The cheapest rung: mask the oldest shown groups until the view meets the target, or as far as allowed."""
+        masks = self.masks
+        if masks is None:
+            return state
+        start, limit = state.tail_start, min(masks.limit(), last_allowed_cut(self.history))
+        excess = self.view_tokens(state) - self.limits.target
+        if limit <= start or excess <= 0:
+            return state
+        prefix = self.history.prefix
+
+        def saved(end: int) -> int:
+            return prefix[end] - prefix[start] - masks.tokens(start, end)
+
+        low, high = start + 1, limit
+        if saved(high) <= excess:
+            return state.masked_to(high)
+        while low < high:  # the nearest end that saves enough (savings only grow with the end)
+            middle = (low + high) // 2
+            if saved(middle) >= excess:
+                high = middle
+            else:
+                low = middle + 1
+        return state.masked_to(low)
+
+    @property
+    def near_target(self) -> int:
+        """A view this small leaves nearly all the room the target would: no further rung is worth paying for."""
+        limits = self.limits
+        return limits.target + max(limits.compact_at - limits.target, 0) // 4
+
+    def within_target(self, state: CompactionState) -> bool:
+        return self.view_tokens(state) <= self.near_target
 
     def fitting_boundary(self, state: CompactionState, summary_tokens: int, limits: Limits | None = None) -> int:
         """Where to cut so a view with this much summary (and the request it will pin) meets ``limits``."""
         limits = limits or self.limits
         history, fixed = self.history, self.system_tokens + summary_tokens
         last = last_allowed_cut(history)
-        end = choose_boundary(history.prefix, state.boundary, last, fixed, limits)
+        prefix = self._shown_prefix(state)
+        end = choose_boundary(prefix, state.boundary, last, fixed, limits)
         pinned = pin_for(history, end, self.counter, self.summary_allowance)
         if pinned is not None:
-            end = choose_boundary(history.prefix, state.boundary, last, fixed + pinned[1], limits)
+            end = choose_boundary(prefix, state.boundary, last, fixed + pinned[1], limits)
         return end
+
+    def _shown_prefix(self, state: CompactionState) -> Sequence[int]:
+        if self.masks is None or state.tail_start <= state.boundary:
+            return self.history.prefix
+        return ShownPrefix(self.history.prefix, self.masks, state.boundary, state.tail_start)
 
     def moves(self, state: CompactionState, end: int) -> bool:
         """Cutting at ``end`` removes something a summary could stand for (not only system messages)."""
@@ -87,6 +141,32 @@ class Compaction:
         """The bottom rung: whole oldest groups dropped; a summary already shown stays, else a marker leads."""
         room = self.shown(state).summary_tokens if state.segments else TRUNCATION_MARKER_TOKENS
         return state.cut(self.fitting_boundary(state, room, limits))
+
+
+class ShownPrefix(Sequence[int]):
+    """Token prefix sums of the groups as a view shows them, groups ``[start, mask_end)`` masked.
+
+    Planning bisects over it like over the history's own prefix sums; only the entries a search
+    touches are worked out.
+    """
+
+    def __init__(self, prefix: list[int], masks: Masks, start: int, mask_end: int) -> None:
+        self.prefix, self.masks, self.start, self.mask_end = prefix, masks, start, mask_end
+        self._saved = prefix[mask_end] - prefix[start] - masks.tokens(start, mask_end)
+
+    def __len__(self) -> int:
+        return len(self.prefix)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = index + len(self) if index < 0 else index
+        prefix = self.prefix
+        if index <= self.start:
+            return prefix[index]
+        if index <= self.mask_end:
+            return prefix[self.start] + self.masks.tokens(self.start, index)
+        return prefix[index] - self._saved
 
 
 class Strategy(Protocol):

@@ -9,7 +9,7 @@ from typing import Any
 from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
 
-STRATEGIES = ("summarize", "truncate", "extractive")
+STRATEGIES = ("summarize", "mask", "extractive", "truncate")
 DEFAULT_BUDGET = 200_000
 
 
@@ -73,6 +73,19 @@ class Config:
     """Learn how the provider's token counts differ from ours from the usage it reports (mounted sessions)."""
     initial_calibration: float = 1.1
     """Factor applied to our counts before any usage report is seen (mounted sessions)."""
+    observation_masking: bool = True
+    """Mask old tool outputs before summarizing (the hybrid); false: summarize only."""
+    mask_min_chars: int = 1000
+    """Tool outputs and call arguments longer than this are masked; shorter ones stay as they are."""
+    mask_keep_recent: int = 5
+    """The newest tool outputs, which always stay verbatim."""
+
+    @property
+    def masking(self) -> bool:
+        """Whether compactions mask: the ``mask`` strategy always does; ``truncate`` never."""
+        if self.compaction_strategy == "mask":
+            return True
+        return self.observation_masking and self.compaction_strategy != "truncate"
 
     @property
     def budget_fallback(self) -> int:
@@ -110,6 +123,8 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "failure_cooldown_s": (float, 0, None, True),
     "compaction_deadline_s": (float, 0, None, False),
     "initial_calibration": (float, 0.5, 2, True),
+    "mask_min_chars": (int, 100, None, True),
+    "mask_keep_recent": (int, 0, None, True),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),
@@ -178,7 +193,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             if value not in STRATEGIES:
                 raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
             options[key] = value
-        elif key in ("preserve_system", "prefetch", "calibrate_from_usage"):
+        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking"):
             if not isinstance(value, bool):
                 raise _fail(key, "must be true or false", value)
             options[key] = value

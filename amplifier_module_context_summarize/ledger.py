@@ -393,3 +393,15 @@ def _error_line(text: str) -> str:
                 return line
     meaningful = [line for line in lines if not _EXIT_CODE.fullmatch(line)]
     return (meaningful or lines or [""])[-1]
+
+
+def looks_failed(text: str) -> bool:
+    """Text that reads as a failure (a traceback, an error line, a non-zero exit code)."""
+    if any(int(code) for code in _EXIT_CODE.findall(text)):
+        return True
+    return any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
+
+
+def error_line(text: str) -> str:
+    """The line of a failed output that says most about the failure."""
+    return _error_line(text)

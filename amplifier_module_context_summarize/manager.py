@@ -23,13 +23,14 @@ from .clip import clip_tool_outputs
 from .compaction import Compaction, CompactionReport, Strategy
 from .config import Config
 from .history import History, from_hook
+from .masking import Masks, MaskSettings
 from .messages import Message, canonical_json, content_hash, copy_message, validate_message
 from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
 from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pin_for, shown
-from .stores import MemoryStore, SummaryStore
+from .stores import CachedSummary, MemoryStore, SummaryStore
 from .strategies import STRATEGIES
 from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
@@ -42,6 +43,8 @@ __all__ = ["SUMMARY_MARKER", "Segment", "SummarizingContextManager"]
 
 FINGERPRINT_VERSION = "2"
 """2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries)."""
+MASK_MARK = "mask:"
+"""Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
 MIN_PLAN_SHARE = 4
 """Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
 SystemPromptFactory = Callable[[], Awaitable[str]]
@@ -90,6 +93,8 @@ class SummarizingContextManager:
         self._limits_memo: Limits | None = None
         self._last_budget = self._wire_budget = c.budget_fallback
         self._tool_tokens = 0
+        self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent) if c.masking else None
+        self._masked_view: tuple[int, int, list[Message]] | None = None
         self.fingerprint = self._fingerprint()
         self._reset([])
 
@@ -149,9 +154,10 @@ class SummarizingContextManager:
                 view, _ = clip_tool_outputs(view, limits.budget, self.counter.count_messages)
                 sent = self.counter.count_messages(view)
             self.calibration.expect(sent + self._tool_tokens)
-            if c.prefetch and c.compaction_strategy != "truncate":
+            if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
-                await self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider)
+                span_of = self.masks.span if self.masks is not None else None
+                await self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider, span_of)
             return view
 
     # ------------------------------------------------------- guide API (older callers)
@@ -242,6 +248,8 @@ class SummarizingContextManager:
     def _reset(self, messages: list[Message]) -> None:
         self.prefetcher.cancel()
         self.history = History(self.counter, self.fingerprint, self.config.preserve_system)
+        self.masks = Masks(self.history, self.mask_settings) if self.mask_settings is not None else None
+        self._masked_view = None
         self.state = CompactionState()
         self._shown_memo: tuple[CompactionState, int, Shown] | None = None
         for message in messages:
@@ -250,6 +258,30 @@ class SummarizingContextManager:
     async def _resume(self) -> None:
         if self.config.compaction_strategy != "truncate":
             self.state = await walk(self.history, self.store, self.history.last_cuttable)
+        if self.masks is not None:
+            self.state = self.state.masked_to(await self._stored_mask_end())
+
+    async def _stored_mask_end(self) -> int:
+        """The furthest mask end recorded for this history at the current boundary (0 when none)."""
+        history, boundary = self.history, self.state.boundary
+        best = 0
+        for entry in await self.store.starting_at(MASK_MARK + history.chain_at(boundary)):
+            end = boundary + entry.groups
+            if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
+                best = end
+        return best
+
+    async def _record_mask_end(self, before: CompactionState) -> None:
+        """Store where masking reached, so a resumed session shows the same masked view."""
+        state, history = self.state, self.history
+        if self.masks is None or state.mask_end <= state.boundary:
+            return
+        if state.mask_end == before.mask_end and state.boundary == before.boundary:
+            return
+        start = MASK_MARK + history.chain_at(state.boundary)
+        await self.store.put(
+            CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
+        )
 
     def _fingerprint(self) -> str:
         c = self.config
@@ -261,6 +293,8 @@ class SummarizingContextManager:
             "summary_max_tokens": c.summary_output_tokens,
             "preserve_system": c.preserve_system,
         }
+        if self.mask_settings is not None:  # the summarizer reads masked groups
+            shape["mask"] = self.mask_settings.key
         return content_hash(canonical_json(shape))
 
     def _limits(self, budget: int) -> Limits:
@@ -298,13 +332,25 @@ class SummarizingContextManager:
         return self._system_prompt[2] + self.history.hook_system_tokens
 
     def _view_tokens(self) -> int:
-        prefix = self.history.prefix
-        return self._system_view_tokens() + self._shown().tokens + prefix[-1] - prefix[self.state.boundary]
+        prefix, state = self.history.prefix, self.state
+        tail = state.tail_start
+        masked = self.masks.tokens(state.boundary, tail) if self.masks is not None else 0
+        return self._system_view_tokens() + self._shown().tokens + masked + prefix[-1] - prefix[tail]
 
     def _build_view(self) -> list[Message]:
         view = self._system_view()
         view += self._shown().messages
-        self._tail.extend(view, self.history, self.state.boundary)
+        state = self.state
+        if self.masks is not None and state.tail_start > state.boundary:
+            known = self._masked_view
+            if known is None or known[:2] != (state.boundary, state.tail_start):
+                known = self._masked_view = (
+                    state.boundary,
+                    state.tail_start,
+                    self.masks.span(state.boundary, state.tail_start),
+                )
+            view += known[2]
+        self._tail.extend(view, self.history, state.tail_start)
         return view
 
     # ------------------------------------------------------------------ compaction
@@ -333,8 +379,10 @@ class SummarizingContextManager:
             summary_allowance=c.summary_output_tokens,
             provider=provider,
             deadline=time.monotonic() + c.compaction_deadline_s,
+            masks=self.masks,
         )
         job.remember(self.state, self._shown())
+        before = self.state
         try:
             self.state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
@@ -342,6 +390,9 @@ class SummarizingContextManager:
             job.report.note_fallback("error")
             self.state = job.truncated(self.state, limits)
         self._shown_memo = (self.state, self.history.latest_request, job.shown(self.state))
+        if self.masks is not None:
+            self.masks.forget_before(self.state.boundary)
+            await self._record_mask_end(before)
         await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force)
 
     async def _report_compaction(

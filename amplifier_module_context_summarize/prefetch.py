@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .history import History
+from .messages import Message
 from .plan import Limits, choose_boundary
 from .segments import SegmentSource
 from .state import CompactionState
@@ -36,6 +37,7 @@ class Prefetcher:
         view_tokens: int,
         fixed_tokens: int,
         provider: Any | None,
+        span_of: Callable[[int, int], list[Message]] | None = None,
     ) -> None:
         """``fixed_tokens``: system, summary and the allowance of the summary to come."""
         if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
@@ -47,12 +49,19 @@ class Prefetcher:
         key = self.segments.key(history, state.boundary, end)
         if await self.segments.store.get(*key) is not None:
             return
-        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider))
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, span_of))
         self._inflight[key] = task
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
 
-    async def _run(self, history: History, state: CompactionState, end: int, provider: Any | None) -> None:
-        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
+    async def _run(
+        self,
+        history: History,
+        state: CompactionState,
+        end: int,
+        provider: Any | None,
+        span_of: Callable[[int, int], list[Message]] | None,
+    ) -> None:
+        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider, span_of)
         if outcome is not None:
             await self.report(outcome)
 

@@ -17,6 +17,7 @@ from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
 from .breaker import CircuitBreaker
 from .compaction import Compaction, CompactionReport
 from .history import History
+from .messages import Message
 from .state import Segment
 from .stores import CachedSummary, SummaryStore
 from .summarize import Outcome, SpanSummarizer
@@ -63,7 +64,7 @@ class SegmentSource:
         if cached is not None:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
-        span = history.span(start, end)
+        span = job.span(start, end)
         if self.cooling_down(key):
             outcome = self.summarizer.extractive(span, previous, fallback=COOLDOWN)
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
@@ -92,7 +93,7 @@ class SegmentSource:
 
     async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
         """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
-        span = job.history.span(parts[0].start, parts[-1].end)
+        span = job.span(parts[0].start, parts[-1].end)
         if self.summarizer.backend is None:
             return self.summarizer.extractive(span, None, fallback=None)
         if self.cooling_down(key):
@@ -109,13 +110,22 @@ class SegmentSource:
         return outcome
 
     async def prefetched(
-        self, history: History, start: int, end: int, previous: str | None, provider: Any | None
+        self,
+        history: History,
+        start: int,
+        end: int,
+        previous: str | None,
+        provider: Any | None,
+        span_of: Callable[[int, int], list[Message]] | None = None,
     ) -> Outcome | None:
-        """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted."""
+        """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted.
+
+        ``span_of`` gives the groups as a compaction's summarizer would read them (masked, when masking is on).
+        """
         key = self.key(history, start, end)
         if self.cooling_down(key) or not self.breaker.allows_call():
             return None
-        span = history.span(start, end)
+        span = (span_of or history.span)(start, end)
         try:
             with self.quiet():
                 outcome = await self.summarizer.summarize(span, previous, provider)

@@ -39,20 +39,40 @@ class Segment:
 
 @dataclass(frozen=True)
 class CompactionState:
-    """Groups ``[0, boundary)`` are not shown verbatim; ``segments`` summarize a prefix of them.
+    """Groups ``[0, boundary)`` are not shown as themselves; ``segments`` summarize a prefix of them.
 
     Groups between the last segment's end and ``boundary`` were dropped by truncation (the bottom rung).
+    Groups ``[boundary, mask_end)`` are shown masked (old tool outputs as placeholders); the verbatim
+    tail starts at ``tail_start``.
     """
 
     boundary: int = 0
     segments: tuple[Segment, ...] = ()
+    mask_end: int = 0
+
+    @property
+    def tail_start(self) -> int:
+        return max(self.boundary, self.mask_end)
+
+    @property
+    def summarized_end(self) -> int:
+        return self.segments[-1].end if self.segments else 0
 
     def with_segments(self, segments: tuple[Segment, ...] | list[Segment], boundary: int) -> CompactionState:
-        return CompactionState(boundary, tuple(segments))
+        return replace(self, boundary=boundary, segments=tuple(segments), mask_end=self._mask_end_after(boundary))
 
     def cut(self, boundary: int) -> CompactionState:
-        """The same summary, with the verbatim tail starting at ``boundary`` (never moving backwards)."""
-        return replace(self, boundary=max(boundary, self.boundary))
+        """The same summary, with the shown groups starting at ``boundary`` (never moving backwards)."""
+        boundary = max(boundary, self.boundary)
+        return replace(self, boundary=boundary, mask_end=self._mask_end_after(boundary))
+
+    def _mask_end_after(self, boundary: int) -> int:
+        """A mask end the boundary has passed masks nothing: 0, so equal views are equal states."""
+        return self.mask_end if self.mask_end > boundary else 0
+
+    def masked_to(self, end: int) -> CompactionState:
+        """Groups up to ``end`` masked (the mask end never moves backwards)."""
+        return replace(self, mask_end=max(end, self.mask_end))
 
     @property
     def summary_text(self) -> str | None:

@@ -1,8 +1,11 @@
 """The compaction strategies: each turns a ``Compaction`` into a new state through its public questions.
 
-* ``summarize`` — the oldest groups become segment summaries (LLM, or extractive when no backend is
-  configured: the ``extractive`` strategy is the same code with the offline summarizer), folded into
-  higher tiers when the summary outgrows its share, truncation as the last rung.
+* ``summarize`` — the hybrid: old tool outputs are masked first (when observation masking is on), and
+  only when that cannot bring the view to the target do the oldest groups become segment summaries
+  (LLM, or extractive when no backend is configured: the ``extractive`` strategy is the same code with
+  the offline summarizer), folded into higher tiers when the summary outgrows its share, truncation as
+  the last rung.
+* ``mask`` — masking, then whole oldest groups dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 * ``truncate`` — whole oldest groups are dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 
 Add a strategy: a class with ``name`` and ``async compact(job) -> CompactionState`` (see
@@ -33,6 +36,16 @@ class TruncateStrategy:
         return job.truncated(job.state)
 
 
+class MaskStrategy:
+    """Masking alone, no LLM: old tool outputs become placeholders; if that is not enough, truncation."""
+
+    name = "mask"
+
+    async def compact(self, job: Compaction) -> CompactionState:
+        state = job.masked(job.state)
+        return state if job.within_target(state) else job.truncated(state)
+
+
 class SummarizeStrategy:
     """Summarize from the boundary; cached segments (a prefetch, a parent session) are taken as they are."""
 
@@ -51,7 +64,9 @@ class SummarizeStrategy:
             return job.truncated(job.state)
 
     async def _summarize(self, job: Compaction) -> CompactionState:
-        state = job.state
+        state = job.masked(job.state)
+        if job.within_target(state):
+            return state  # masking alone was enough: no summary to pay for
         planned = job.shown(state).summary_tokens + job.summary_allowance
         end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
         if not job.moves(state, end):
@@ -81,8 +96,7 @@ class SummarizeStrategy:
     async def _prefetched_end(self, job: Compaction) -> int | None:
         if not self.use_prefetched:
             return None
-        limits = job.limits
-        return await self.segments.ready_end(job, limits.target + (limits.compact_at - limits.target) // 4)
+        return await self.segments.ready_end(job, job.near_target)
 
     async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
         """Fold the oldest segment summaries into one higher tier while the summary is over its share."""
@@ -98,9 +112,10 @@ class SummarizeStrategy:
             state = state.with_segments([merged, *state.segments[count:]], state.boundary)
 
 
-StrategyFactory = Callable[[SegmentSource, float, bool], "TruncateStrategy | SummarizeStrategy"]
+StrategyFactory = Callable[[SegmentSource, float, bool], "TruncateStrategy | MaskStrategy | SummarizeStrategy"]
 STRATEGIES: dict[str, StrategyFactory] = {
     "summarize": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "summarize"),
     "extractive": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "extractive"),
+    "mask": lambda segments, ratio, prefetch: MaskStrategy(),
     "truncate": lambda segments, ratio, prefetch: TruncateStrategy(),
 }

@@ -376,6 +376,9 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "compaction_deadline_s": [0, -1, "30"],
     "calibrate_from_usage": ["yes", 1],
     "initial_calibration": [0.2, 3, "1.1"],
+    "observation_masking": ["no", 0],
+    "mask_min_chars": [50, 1000.5, "1000", True],
+    "mask_keep_recent": [-1, 2.5, None],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],

@@ -50,7 +50,7 @@ async def test_views_are_valid_fit_and_leave_history_untouched(turn):
 async def test_system_messages_first_then_summary_then_recent_verbatim():
     history = mixed_history(60)
     history.insert(40, {"role": "system", "content": "Mid-session reminder."})
-    manager, _ = make()
+    manager, _ = make({"observation_masking": False})  # masked tails: tests/test_masking.py
     views = await replay(manager, history, FakeProvider(), budget=BUDGET)
     view = views[-1]
     assert view[0] == history[0]

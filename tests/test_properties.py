@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.invariants import check_view as view_rules
 from amplifier_module_context_summarize.messages import (
+    block_text,
     group_messages,
     is_user_turn,
     sanitize,
@@ -228,9 +230,12 @@ def histories(draw, shape: str | None = None) -> list[dict[str, Any]]:
 def scenarios(draw, shape: str | None = None) -> dict[str, Any]:
     history = draw(histories(shape))
     points = sorted(draw(st.sets(st.integers(0, len(history) - 1), min_size=1, max_size=12)) | {len(history) - 1})
-    strategy = draw(st.sampled_from(["summarize", "summarize", "summarize", "extractive", "truncate"]))
+    strategy = draw(st.sampled_from(["summarize", "summarize", "summarize", "extractive", "mask", "truncate"]))
     config = {
         "compaction_strategy": strategy,
+        "observation_masking": draw(st.booleans()),
+        "mask_min_chars": draw(st.sampled_from([100, 400, 1000])),
+        "mask_keep_recent": draw(st.integers(0, 4)),
         "summary_max_tokens": draw(st.integers(32, 400)),
         "failure_cooldown_s": 300.0,
         "summarizer": {"max_retries": 0},
@@ -250,8 +255,34 @@ def _clipped_text(view_value: Any, stored: Any) -> bool:
     return "characters clipped ...]" in view_value and stored.startswith(head)
 
 
+def _masked_output(view_value: Any, stored: Any) -> bool:
+    """``view_value`` is the masking placeholder of ``stored`` (it states the original's size)."""
+    if not (isinstance(view_value, str) and view_value.startswith("[tool output masked: ")):
+        return False
+    text = stored if isinstance(stored, str) else block_text({"type": "tool_result", "content": stored})
+    return f"{len(text):,} chars" in view_value and " handle m" in view_value
+
+
+def _clipped_argument(view_value: Any, stored: Any) -> bool:
+    """``view_value`` is a call argument clipped by masking: its head, then a note with the size and handle."""
+    if not (isinstance(view_value, str) and isinstance(stored, str) and "… [clipped: " in view_value):
+        return False
+    head, note = view_value.split("… [clipped: ", 1)
+    return stored.startswith(head) and note.startswith(f"{len(stored):,} chars")
+
+
+def _json_derived(v: Any, h: Any) -> bool:
+    """Arguments sent as a JSON string: derived when the parsed values are."""
+    if not (isinstance(v, str) and isinstance(h, str)):
+        return False
+    try:
+        return _value_derived(json.loads(v), json.loads(h))
+    except ValueError:
+        return False
+
+
 def _value_derived(v: Any, h: Any) -> bool:
-    if v == h:
+    if v == h or _masked_output(v, h) or _clipped_argument(v, h) or _json_derived(v, h):
         return True
     if isinstance(v, list) and isinstance(h, list):
         return len(v) == len(h) and all(_value_derived(a, b) for a, b in zip(v, h, strict=True))
@@ -273,11 +304,13 @@ def derived_from(v: dict[str, Any], h: dict[str, Any]) -> bool:
         return False
     if any(v.get(k) != h.get(k) for k in (v.keys() | h.keys()) - {"content", "tool_calls"}):
         return False
-    if "tool_calls" in v and not _subsequence(v["tool_calls"], h.get("tool_calls") or [], lambda a, b: a == b):
+    if "tool_calls" in v and not _subsequence(v["tool_calls"], h.get("tool_calls") or [], _value_derived):
         return False
     vc, hc = v.get("content"), h.get("content")
     if isinstance(hc, list):
         return isinstance(vc, list) and _subsequence(vc, hc, _value_derived)
+    if hc is not None and isinstance(vc, str) and vc.startswith("[tool output masked: "):
+        return _masked_output(vc, hc) or _masked_output(vc, block_text({"type": "tool_result", "content": hc}))
     return _value_derived(vc, hc)
 
 

@@ -1,0 +1,178 @@
+"""Observation masking: the rung before summarizing, in every tool-call shape, and what it promises."""
+
+import json
+
+import pytest
+
+from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
+from amplifier_module_context_summarize.handles import resolve
+from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.messages import block_text, result_ids
+from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.testing import (
+    EventRecorder,
+    FakeProvider,
+    extends,
+    replay,
+    replay_steps,
+    tool_call,
+    tool_result,
+)
+
+BUDGET = 12_000
+WIDE = 30_000
+LOG_LINE = "collected item {i}: tests/test_module_{i}.py::test_case PASSED in 0.{i}s\n"
+
+
+def tool_session(shape: str, turns: int, output_lines: int = 40, request_every: int = 6) -> list[dict]:
+    """An agent session dominated by tool outputs: a request every few turns, each turn one call and its output."""
+    history: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+    for t in range(turns):
+        if t % request_every == 0:
+            history.append({"role": "user", "content": f"Task {t}: make the tests in tests/test_{t}.py pass."})
+        call_id = f"call_{t}"
+        history.append(tool_call(shape, call_id, "bash", {"command": f"pytest tests/test_{t}.py -q"}, f"Running {t}."))
+        output = "".join(LOG_LINE.format(i=t * 100 + i) for i in range(output_lines))
+        history.append(tool_result(shape, call_id, output))
+        history.append({"role": "assistant", "content": f"Turn {t}: tests/test_{t}.py passes now."})
+    return history
+
+
+def outputs(view: list[dict]) -> list[str]:
+    """The text of every tool output in a view, in order."""
+    found = []
+    for message in view:
+        if message.get("role") == "tool" and isinstance(message.get("content"), str):
+            found.append(message["content"])
+        elif isinstance(message.get("content"), list):
+            found += [
+                block_text(b) for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
+    return found
+
+
+def make(config=None, store=None):
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": BUDGET, **(config or {})}, hooks=recorder, store=store)
+    return manager, recorder
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic", "amplifier", "orchestrator", "streaming"])
+async def test_masking_replaces_old_outputs_keeps_calls_and_words_and_views_stay_valid(shape):
+    history = tool_session(shape, 30, output_lines=100)
+    manager, _ = make({"max_tokens": WIDE})
+    provider = FakeProvider()
+    views = await replay(manager, history, provider, budget=WIDE)  # replay checks every view: valid, fits
+    last = views[-1]
+    texts = outputs(last)
+    masked = [t for t in texts if t.startswith("[tool output masked:")]
+    assert masked, "old outputs were not masked"
+    assert all(not t.startswith("[tool output masked:") for t in texts[-5:]), "the newest outputs must stay verbatim"
+    assert not check_view(last, budget=WIDE, count=manager.counter.count_messages)
+    assert not manager.state.segments and not provider.requests  # masking alone was enough
+    # the calls and the assistant's words of masked groups are still there
+    shown_text = json.dumps(last)
+    assert "pytest tests/test_1.py -q" in shown_text or SUMMARY_MARKER in shown_text
+    # every placeholder's handle gives back the stored original
+    stored = await manager.get_messages()
+    for text in masked:
+        handle = text.rsplit("handle ", 1)[1].rstrip("]")
+        _, original = resolve(stored, handle)
+        body = block_text(original) if original.get("type") == "tool_result" else original["content"]
+        body = body if isinstance(body, str) else block_text(original)
+        assert "collected item" in body and len(body) > 1000
+
+
+async def test_the_hybrid_pays_for_no_summary_while_masking_is_enough():
+    history = tool_session("anthropic", 30, output_lines=100)
+    manager, recorder = make({"max_tokens": WIDE})
+    provider = FakeProvider()
+    await replay(manager, history, provider, budget=WIDE)
+    posts = recorder.payloads("context:post_compact")
+    assert posts and not manager.state.segments and not provider.requests
+    assert manager.state.mask_end > 0
+
+    summarize_only, _ = make({"max_tokens": WIDE, "observation_masking": False})
+    other = FakeProvider()
+    views = await replay(summarize_only, history, other, budget=WIDE)
+    assert summarize_only.state.segments and other.requests
+    assert not any(t.startswith("[tool output masked:") for t in outputs(views[-1]))
+
+
+async def test_summarizing_starts_when_masking_cannot_reach_the_target():
+    history = tool_session("openai", 160, output_lines=30, request_every=3)
+    manager, _ = make()
+    provider = FakeProvider()
+    views = await replay(manager, history, provider, budget=BUDGET)
+    state = manager.state
+    assert state.segments and provider.requests
+    # the summarizer read masked groups: no summarized output reached it verbatim
+    prompts = " ".join(json.dumps(r.messages, default=str) for r in provider.requests)
+    assert "tool output masked" in prompts
+    assert views[-1][1]["content"].startswith(SUMMARY_MARKER)
+
+
+async def test_views_between_compactions_extend_each_other():
+    history = tool_session("anthropic", 120, output_lines=60)
+    manager, recorder = make()
+    previous, compactions, checked = None, 0, 0
+    async for step in replay_steps(manager, history, budget=BUDGET):
+        if not step.due:
+            continue
+        view = await step.request()
+        now = len(recorder.payloads("context:post_compact"))
+        asked = history[step.index].get("role") == "user" and isinstance(history[step.index]["content"], str)
+        if previous is not None and now == compactions and not asked:
+            assert extends(previous, view)
+            checked += 1
+        previous, compactions = view, now
+    assert checked > 100 and compactions > 5
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+async def test_resume_shows_the_identical_masked_and_summarized_view(shape):
+    history = tool_session(shape, 160, output_lines=30, request_every=3)
+    store = MemoryStore()
+    first, _ = make(store=store)
+    views = await replay(first, history, FakeProvider(), budget=BUDGET)
+    assert first.state.segments and any(t.startswith("[tool output masked:") for v in views for t in outputs(v))
+
+    second, _ = make(store=store)
+    provider = FakeProvider()
+    await second.set_messages(history[:-1])  # the last view was asked for before the last reply
+    view = await second.get_messages_for_request(token_budget=BUDGET, provider=provider)
+    assert view == views[-1]
+    assert not provider.requests
+
+
+async def test_huge_call_arguments_are_clipped_and_stay_valid_json():
+    content = "def f():\n    return 1\n" * 150
+    history = [{"role": "user", "content": "Write the module."}]
+    for t in range(30):
+        history.append(tool_call("openai", f"w{t}", "write_file", {"path": f"src/m{t}.py", "content": content}))
+        history.append(tool_result("openai", f"w{t}", "ok"))
+        history.append({"role": "assistant", "content": f"Wrote src/m{t}.py."})
+    manager, _ = make({"max_tokens": WIDE})
+    views = await replay(manager, history, FakeProvider(), budget=WIDE)
+    calls = [c for m in views[-1] for c in m.get("tool_calls") or []]
+    arguments = [json.loads(c["function"]["arguments"]) for c in calls]
+    assert any("[clipped: " in a["content"] for a in arguments)
+    assert all(a["path"].startswith("src/m") for a in arguments)  # short values are never clipped
+
+
+async def test_observation_masking_off_and_the_mask_strategy():
+    history = tool_session("openai", 160, output_lines=30, request_every=3)
+    manager, _ = make({"compaction_strategy": "mask"})
+    provider = FakeProvider()
+    views = await replay(manager, history, provider, budget=BUDGET)
+    assert not provider.requests and not manager.state.segments
+    assert views[-1][1]["content"].startswith("[CONTEXT TRUNCATED]")
+    assert any(t.startswith("[tool output masked:") for t in outputs(views[-1]))
+
+
+async def test_short_outputs_are_never_masked():
+    history = tool_session("openai", 80, output_lines=2, request_every=2)
+    manager, _ = make()
+    views = await replay(manager, history, FakeProvider(), budget=4_000)
+    assert not any(t.startswith("[tool output masked:") for v in views for t in outputs(v))
+    assert all(len(result_ids(m)) <= 1 for m in views[-1])
