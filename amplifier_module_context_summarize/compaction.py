@@ -16,8 +16,11 @@ from .invariants import last_allowed_cut
 from .masking import Masks
 from .messages import Message
 from .plan import Limits, choose_boundary
-from .state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pin_for, shown
+from .state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for, shown
 from .tokens import TokenCounter
+
+PIN_PASSES = 3
+"""Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
 
 
 @dataclass
@@ -121,10 +124,12 @@ class Compaction:
         history, fixed = self.history, self.system_tokens + summary_tokens
         last = last_allowed_cut(history)
         prefix = self._shown_prefix(state)
-        end = choose_boundary(prefix, state.boundary, last, fixed, limits)
-        pinned = pin_for(history, end, self.counter, self.summary_allowance)
-        if pinned is not None:
-            end = choose_boundary(prefix, state.boundary, last, fixed + pinned[1], limits)
+        end, pinned = choose_boundary(prefix, state.boundary, last, fixed, limits), 0
+        for _ in range(PIN_PASSES):  # a further cut may pin another request (first, then latest): plan with it
+            now = sum(tokens for _, tokens in pins_for(history, end, self.counter, self.summary_allowance))
+            if now == pinned:
+                break
+            pinned, end = now, choose_boundary(prefix, state.boundary, last, fixed + now, limits)
         return end
 
     def _shown_prefix(self, state: CompactionState) -> Sequence[int]:

@@ -32,11 +32,15 @@ class History:
         """Of ``system_tokens``, those of system messages hooks injected (kept beside a rendered prompt)."""
         self.latest_request = -1
         """Index of the newest user message that says something (not only tool results); -1 if none."""
+        self.first_request = -1
+        """Index of the first such message: usually the task statement."""
         self.shown_as: dict[int, list[Message]] = {}
         """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
         self.irregular: list[int] = []
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
         self._grouper = Grouper()
+        self._open_stored = 0
+        """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
         self._chain = [fingerprint]
 
     @property
@@ -59,11 +63,13 @@ class History:
         tokens = self.counter.count_message(message)
         groups = self.groups
         if self._grouper.push(message, index):
-            self.prefix[-1] += tokens
+            self._open_stored += tokens
         else:
             if len(groups) >= 2:
                 self._settle(len(groups) - 2)
-            self.prefix.append(self.prefix[-1] + (0 if is_system else tokens))
+            self._open_stored = 0 if is_system else tokens
+            self.prefix.append(self.prefix[-1])
+        self._count_open_as_shown()
         if is_system:
             self.system.append(index)
             self.system_tokens += tokens
@@ -71,6 +77,8 @@ class History:
                 self.hook_system_tokens += tokens
         if is_user_turn(message):
             self.latest_request = index
+            if self.first_request < 0:
+                self.first_request = index
 
     def rekey(self, fingerprint: str) -> None:
         """Chain hashes under another fingerprint (they are recomputed lazily)."""
@@ -108,6 +116,13 @@ class History:
             return 0
         end = groups[group_index - 1].end
         return end - bisect_left(self.system, end) if self.preserve_system else end
+
+    def _count_open_as_shown(self) -> None:
+        """The newest group counts as a view shows it (a call still waiting for its result is left out)."""
+        messages = self.messages[self.groups[-1].start :]
+        shown = self._as_shown(messages)
+        tokens = self._open_stored if shown is messages else sum(self.counter.count_message(m) for m in shown)
+        self.prefix[-1] = self.prefix[-2] + tokens
 
     def _settle(self, group_index: int) -> None:
         group = self.groups[group_index]

@@ -29,7 +29,7 @@ from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
-from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pin_for, shown
+from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pins_for, shown
 from .stores import CachedSummary, MemoryStore, SummaryStore
 from .strategies import STRATEGIES
 from .summarize import Outcome, SpanSummarizer
@@ -313,7 +313,7 @@ class SummarizingContextManager:
         if memo is None or memo[0] is not self.state:
             memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance))
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
-            pinned = pin_for(self.history, self.state.boundary, self.counter, allowance)
+            pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
             memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
         return memo[2]
 

@@ -79,14 +79,21 @@ class CompactionState:
         return "\n\n".join(s.text for s in self.segments) or None
 
 
+Pinned = tuple[tuple[Message, int], ...]
+"""Requests kept verbatim after the summary, each with its tokens."""
+
+
 @dataclass(frozen=True)
 class Shown:
-    """What a state adds to a view before the verbatim tail."""
+    """What a state adds to a view before the groups it shows."""
 
     summary: Message | None = None
     summary_tokens: int = 0
-    pin: Message | None = None
-    pin_tokens: int = 0
+    pins: Pinned = ()
+
+    @property
+    def pin_tokens(self) -> int:
+        return sum(tokens for _, tokens in self.pins)
 
     @property
     def tokens(self) -> int:
@@ -94,17 +101,17 @@ class Shown:
 
     @property
     def messages(self) -> list[Message]:
-        return [m for m in (self.summary, self.pin) if m is not None]
+        return ([self.summary] if self.summary is not None else []) + [message for message, _ in self.pins]
 
-    def pinning(self, pinned: tuple[Message, int] | None) -> Shown:
-        """The same summary with another pinned request (or none)."""
-        return replace(self, pin=pinned[0] if pinned else None, pin_tokens=pinned[1] if pinned else 0)
+    def pinning(self, pins: Pinned) -> Shown:
+        """The same summary with other pinned requests."""
+        return replace(self, pins=pins)
 
 
 def shown(state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int) -> Shown:
     summary = summary_message(state, history)
     tokens = counter.count_message(summary) if summary is not None else 0
-    return Shown(summary, tokens).pinning(pin_for(history, state.boundary, counter, summary_allowance))
+    return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
 def summary_message(state: CompactionState, history: History) -> Message | None:
@@ -115,18 +122,23 @@ def summary_message(state: CompactionState, history: History) -> Message | None:
     return None
 
 
-def pin_for(history: History, boundary: int, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
-    """The latest user request, stripped of tool results, when groups before ``boundary`` hold it.
+def pins_for(history: History, boundary: int, counter: TokenCounter, allowance: int) -> Pinned:
+    """The session's first request and its latest one, when groups before ``boundary`` hold them.
 
-    It is kept right after the summary (a huge one clipped head and tail to about a summary's size), so the
-    request being worked on is never only paraphrased. It depends on the history and the boundary alone,
-    so a resumed session pins the same message.
+    The first request is usually the task statement, the latest the work in hand: neither is ever only
+    paraphrased. Each is kept right after the summary, stripped of tool results (a huge one clipped head
+    and tail to about a summary's size). They depend on the history and the boundary alone, so a resumed
+    session pins the same messages.
     """
-    groups = history.groups
-    latest = history.latest_request
-    if boundary <= 0 or not 0 <= latest < groups[boundary - 1].end:
-        return None
-    message = strip_tool_blocks(history.messages[latest], keep_calls=set(), keep_results=set())
+    if boundary <= 0:
+        return ()
+    end = history.groups[boundary - 1].end
+    wanted = dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end)
+    return tuple(pin for pin in (_pin(history.messages[i], counter, allowance) for i in wanted) if pin is not None)
+
+
+def _pin(request: Message, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
+    message = strip_tool_blocks(request, keep_calls=set(), keep_results=set())
     if message is None:
         return None
     limit = PIN_MAX_CHARS_PER_TOKEN * allowance

@@ -19,12 +19,15 @@ from collections.abc import Callable
 
 from .backends.base import ERROR
 from .compaction import Compaction
+from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
 from .segments import SegmentSource
-from .state import CompactionState
+from .state import CompactionState, Segment
 
 logger = logging.getLogger(__name__)
 
+MIN_SHRUNK_SUMMARY_TOKENS = 64
+"""Below this a re-rendered summary says too little to be worth more than the truncation marker."""
 EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
 
@@ -70,7 +73,7 @@ class SummarizeStrategy:
         planned = job.shown(state).summary_tokens + job.summary_allowance
         end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
         if not job.moves(state, end):
-            return state  # nothing to cut, or only system messages (kept anyway): a summary could only add
+            return self._fitted(job, state)  # nothing to cut, or only system messages: a summary could only add
         state = await self._extend(job, state, end)
         # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
         # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
@@ -86,7 +89,35 @@ class SummarizeStrategy:
             state = state.cut(
                 job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
             )
-        return state
+        return self._fitted(job, state)
+
+    def _fitted(self, job: Compaction, state: CompactionState) -> CompactionState:
+        """If any valid view fits the budget, one that does: the summary re-rendered shorter, else the marker.
+
+        Only a view whose pinned requests and newest groups leave too little room for the summary gets here,
+        so re-reading the summarized span (offline, no LLM) is rare and worth it.
+        """
+        if job.fits(state) or not state.segments:
+            return state
+        budget = job.limits.budget
+        whole_budget = Limits(budget, 0, budget, 0)
+        marker = job.truncated(state.with_segments((), state.boundary), whole_budget)
+        if not job.fits(marker):
+            return state  # not even the marker fits: the manager's last resort clips tool outputs
+        shows = job.shown(state)
+        frame = shows.summary_tokens - sum(s.tokens for s in state.segments)
+        room = budget - (job.view_tokens(marker) - job.shown(marker).summary_tokens) - frame
+        start, end = state.segments[0].start, state.summarized_end
+        if room >= MIN_SHRUNK_SUMMARY_TOKENS:
+            text = extractive_summary(
+                job.span(start, end), previous_summary=None, max_tokens=room, count_tokens=job.counter.count_text
+            )
+            tier = max(s.tier for s in state.segments) + 1
+            segment = Segment(start, end, text, job.counter.count_text(text), tier)
+            shrunk = marker.with_segments([segment], marker.boundary)
+            if text and job.fits(shrunk):
+                return shrunk
+        return marker
 
     async def _extend(self, job: Compaction, state: CompactionState, end: int) -> CompactionState:
         segment = await self.segments.summary(job, state.boundary, end, state.summary_text)

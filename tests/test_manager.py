@@ -57,7 +57,9 @@ async def test_system_messages_first_then_summary_then_recent_verbatim():
     assert view[1] == {"role": "system", "content": "Mid-session reminder."}
     assert view[2]["role"] == "user" and view[2]["content"].startswith(SUMMARY_MARKER + "\n")
     assert "automatic summary" in view[2]["content"]
-    tail = view[3:]
+    first_request = next(m for m in history if is_user_turn(m))
+    assert view[3] == first_request  # the task statement is pinned after the summary
+    tail = view[4:]
     position = history.index(tail[0])
     assert tail == [m for m in history[position : position + len(tail) + 1] if m["role"] != "system"][: len(tail)]
 
@@ -333,3 +335,33 @@ async def test_oversized_newest_group_is_clipped_in_the_view_only():
 
 def test_is_user_turn_examples():
     assert is_user_turn({"role": "user", "content": "x"})
+
+
+@pytest.mark.parametrize("summarizer", ["session", "extractive"])
+async def test_the_first_request_stays_verbatim_after_the_summary(summarizer):
+    task = "Task statement: port the billing service to the new queue API; keep invoice ids stable (BILL-204)."
+    history = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": task}]
+    history += mixed_history(80, system=False)
+    manager, _ = make({"summarizer": summarizer})
+    views = await replay(manager, history, FakeProvider(), budget=BUDGET)
+    last = views[-1]
+    assert manager.state.segments
+    summary_at = next(i for i, m in enumerate(last) if str(m.get("content", "")).startswith(SUMMARY_MARKER))
+    assert last[summary_at + 1] == {"role": "user", "content": task}
+    latest = manager.history.messages[manager.history.latest_request]
+    assert not check_view(last, budget=BUDGET, count=manager.counter.count_messages, latest_request=latest)
+
+
+async def test_a_view_fits_whenever_any_valid_view_does_even_with_a_large_summary():
+    """All defaults, budget 8,000: system + summary + a huge latest request would not fit; the marker does."""
+    system = {"role": "system", "content": "Rules of the project. " * 170}
+    request = {"role": "user", "content": " ".join(f"requirement {i}: handle case {i} exactly;" for i in range(620))}
+    history = [system, *mixed_history(60, system=False), request]
+    manager = create_manager({"max_tokens": 8_000})
+    for message in history:
+        await manager.add_message(message)
+    view = await manager.get_messages_for_request(token_budget=8_000, provider=FakeProvider())
+    count = manager.counter.count_messages
+    assert count([system, request]) + 40 < 8_000 < count(history)
+    assert not check_view(view, budget=8_000, count=count, latest_request=request)
+    assert view[-1] == request

@@ -325,23 +325,26 @@ def latest_user(history: list[dict[str, Any]]) -> int:
 
 
 def minimal_view_tokens(manager: Any, history: list[dict[str, Any]], summary: dict[str, Any] | None) -> int:
-    """Tokens of the smallest view the module may build: system, summary, pinned request, newest group.
+    """Tokens of the smallest valid view: system, the truncation marker, pinned requests, newest group.
 
     The newest group is never summarized, so when even this does not fit the budget, only clipping can
-    help and fitting is not guaranteed; when it fits, every view must fit.
+    help and fitting is not guaranteed; when it fits, every view must fit, whatever summary the module
+    wrote (it must shrink it, or fall back to the marker).
     """
     count = manager.counter.count_messages
     total = count([m for m in history if m["role"] == "system"])
     if summary is not None:
-        total += count([summary])
+        marker = f"[CONTEXT TRUNCATED] {len(history)} earlier messages were left out to fit the context window."
+        total += count([{"role": "user", "content": marker}])
     newest = group_messages(history)[-1]
     members = history[newest.start : newest.end]
     if not (len(members) == 1 and members[0]["role"] == "system"):
         total += count(sanitize(members))
-    user = latest_user(history)
-    if 0 <= user < newest.start:
-        pinned = strip_tool_blocks(history[user], keep_calls=set(), keep_results=set())
-        total += count([pinned]) if pinned is not None else 0
+    requests = [i for i, m in enumerate(history) if is_user_turn(m)]
+    for user in dict.fromkeys(requests[:1] + requests[-1:]):  # the first and the latest request are pinned
+        if user < newest.start:
+            pinned = strip_tool_blocks(history[user], keep_calls=set(), keep_results=set())
+            total += count([pinned]) if pinned is not None else 0
     return total
 
 
