@@ -91,6 +91,7 @@ class SummarizingContextManager:
         self._last_budget = self._wire_budget = c.budget_fallback
         self._tool_tokens = 0
         self.fingerprint = self._fingerprint()
+        self._scope_store()
         self._reset([])
 
     def __repr__(self) -> str:
@@ -235,7 +236,14 @@ class SummarizingContextManager:
             return False
         self.fingerprint = fingerprint
         self.history.rekey(fingerprint)
+        self._scope_store()
         return not self.state.segments
+
+    def _scope_store(self) -> None:
+        """A shared store (Redis) files summaries under the fingerprint, so one summarizer's can be found or dropped."""
+        scope = getattr(self.store, "scope", None)
+        if callable(scope):
+            scope(self.fingerprint)
 
     # ------------------------------------------------------------------ state and view
 

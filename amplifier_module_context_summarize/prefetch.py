@@ -47,12 +47,20 @@ class Prefetcher:
         key = self.segments.key(history, state.boundary, end)
         if await self.segments.store.get(*key) is not None:
             return
-        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider))
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key))
         self._inflight[key] = task
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
 
-    async def _run(self, history: History, state: CompactionState, end: int, provider: Any | None) -> None:
-        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
+    async def _run(
+        self, history: History, state: CompactionState, end: int, provider: Any | None, key: tuple[str, str]
+    ) -> None:
+        flight = self.segments.flight
+        if not await flight.try_acquire(key):  # another worker of the fleet is summarizing it, or just did
+            return
+        try:
+            outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
+        finally:
+            await flight.release(key)
         if outcome is not None:
             await self.report(outcome)
 
