@@ -1,7 +1,8 @@
 """Prefetch: above a lower watermark, summarize in the background the segment the next compaction will want.
 
-Single flight: one background summary at a time. The threshold compaction then finds it stored and
-turns into a cache hit (``segments.SegmentSource.ready_end``).
+Single flight: one background summary at a time, and over a shared store (Redis) none for a segment another
+worker has claimed. The threshold compaction then finds it stored and turns into a cache hit
+(``segments.SegmentSource.ready_end``).
 """
 
 from __future__ import annotations

@@ -18,15 +18,11 @@ from amplifier_module_context_summarize.benchmark.fleet import (
     run_fleet,
     run_worker,
     run_worker_process,
+    stored_summaries,
 )
 from amplifier_module_context_summarize.testing import RedisServer
 
 PLAN = FleetPlan(workers=8, prefix_turns=16, fork_turns=8, budget=5_000, delay_s=0.02)
-
-
-def stored_summaries(server: RedisServer) -> int:
-    client = redis.Redis.from_url(server.url)
-    return sum(client.hlen(key) for key in client.keys("acs:v1:*:s:*"))
 
 
 def test_a_session_resumes_on_another_host_with_no_provider_call(redis_server: RedisServer, tmp_path: Path) -> None:
@@ -42,7 +38,8 @@ def test_a_session_resumes_on_another_host_with_no_provider_call(redis_server: R
 def test_eight_workers_replaying_forks_pay_for_each_segment_once(redis_server: RedisServer) -> None:
     run = run_fleet("redis", PLAN, redis_server.url)
     assert all(worker.connected for worker in run.workers)
-    assert run.calls == stored_summaries(redis_server), "a segment was paid for by two workers"
+    run.stored = stored_summaries(redis_server.url)
+    assert run.calls == run.stored, "a segment was paid for by two workers"
     alone = asyncio.run(run_worker(0, replace(PLAN, delay_s=0), {"max_tokens": PLAN.budget}))
     assert run.workers[0].final_view == alone.final_view  # sharing changed no view
     assert run.calls < PLAN.workers * alone.calls  # the shared prefix was paid for once, not by every worker
@@ -50,6 +47,7 @@ def test_eight_workers_replaying_forks_pay_for_each_segment_once(redis_server: R
     table = render([run])
     [row] = [line for line in table.splitlines() if line.startswith("one Redis for the fleet")]
     assert "8 worker processes" in table and row.split()[-4] == str(run.calls)
+    assert f"summaries stored in Redis after its run: {run.calls} " in table
     assert run.to_json()["calls"] == run.calls
 
 

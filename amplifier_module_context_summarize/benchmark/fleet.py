@@ -65,6 +65,8 @@ class FleetRun:
     plan: FleetPlan
     workers: list[WorkerReport] = field(default_factory=list)
     seconds: float = 0.0
+    stored: int | None = None
+    """Summaries in Redis after the run (``redis`` only): one per segment the fleet paid for."""
 
     @property
     def calls(self) -> int:
@@ -80,6 +82,7 @@ class FleetRun:
             "calls": self.calls,
             "waits": self.waits,
             "seconds": self.seconds,
+            "stored": self.stored,
             "workers": [asdict(w) for w in self.workers],
         }
 
@@ -209,10 +212,23 @@ def run_comparison(plan: FleetPlan) -> list[FleetRun]:
 
     runs = []
     with tempfile.TemporaryDirectory(prefix="acs-redis-") as scratch, RedisServer.started(Path(scratch)) as server:
-        runs.append(run_fleet("redis", plan, server.url))
+        run = run_fleet("redis", plan, server.url)
+        run.stored = stored_summaries(server.url)
+        runs.append(run)
     runs.append(run_fleet("sqlite", plan))
     runs.append(run_fleet("shared-sqlite", plan))
     return runs
+
+
+def stored_summaries(url: str) -> int:
+    """Summaries held under this module's keys in the Redis at ``url``."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        return sum(client.hlen(key) for key in client.scan_iter(match="acs:v1:*:s:*"))
+    finally:
+        client.close()
 
 
 def render(runs: list[FleetRun]) -> str:
@@ -233,6 +249,8 @@ def render(runs: list[FleetRun]) -> str:
             f"{names[run.kind]:<42}{run.calls:>15}{run.calls / plan.workers:>12.1f}{run.waits:>7}{run.seconds:>8.1f}"
         )
     by_kind = {run.kind: run for run in runs}
+    if "redis" in by_kind and by_kind["redis"].stored is not None:
+        lines += ["", f"summaries stored in Redis after its run: {by_kind['redis'].stored} (one per segment paid for)"]
     if "redis" in by_kind and "sqlite" in by_kind and by_kind["redis"].calls:
         ratio = by_kind["sqlite"].calls / by_kind["redis"].calls
         lines += ["", f"own SQLite per worker / shared Redis: {ratio:.2f}x the provider calls"]
