@@ -17,6 +17,9 @@ CLAIM_MARGIN_S = 5.0
 """A claim outlives its holder's deadline by this much: the put after the summary still falls inside it."""
 BACKGROUND_CLAIM_S = 120.0
 """Claim length for background (prefetch) summaries, which run without a compaction deadline."""
+MAX_TURNS = 3
+"""Claimants a worker waits out before it summarizes unclaimed (each one's call failed, or the store cannot
+say): bounds the loop even when waiting cannot work."""
 
 
 class SingleFlight:
@@ -34,7 +37,10 @@ class SingleFlight:
         claims = self.claims
         if claims is None:
             return None
-        while (left := until - time.monotonic()) > 0:
+        for _ in range(MAX_TURNS):
+            left = until - time.monotonic()
+            if left <= 0:
+                break  # out of time: the caller's summarizer answers within the deadline (extractively)
             if await claims.claim(*key, left + CLAIM_MARGIN_S):
                 return await self._stored_meanwhile(key)
             self.waits += 1
@@ -42,7 +48,7 @@ class SingleFlight:
             if found is not None:
                 self.served += 1
                 return found
-        return None  # out of time: the caller's summarizer answers within the deadline (extractively)
+        return None
 
     async def try_acquire(self, key: tuple[str, str]) -> bool:
         """Claim ``key`` for background work without waiting: False when another worker holds it or the store

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from amplifier_module_context_summarize import create_manager, events, parse_config
+from amplifier_module_context_summarize.flight import SingleFlight
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, RedisSettings, SqliteStore
 from amplifier_module_context_summarize.stores.redis_store import RedisStore
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, RedisServer, mixed_history, replay
@@ -225,6 +226,45 @@ async def test_a_waiter_gets_the_summary_or_learns_the_claim_ended_without_one(r
         started = time.monotonic()
         assert await other.wait_for("s0", "e3", started + 0.2) is None
         assert 0.15 < time.monotonic() - started < 1.5
+
+
+class ClaimsLog(MemoryStore):
+    """A store with claims that are always held by someone else who never finishes (or cannot be waited on)."""
+
+    def __init__(self, grant: bool = False) -> None:
+        super().__init__()
+        self.grant = grant
+        self.calls: list[str] = []
+        self.ttls: list[float] = []
+
+    async def claim(self, start: str, end: str, ttl_s: float) -> bool:
+        self.calls.append("claim")
+        self.ttls.append(ttl_s)
+        return self.grant
+
+    async def release(self, start: str, end: str) -> None:
+        self.calls.append("release")
+
+    async def wait_for(self, start: str, end: str, until: float) -> CachedSummary | None:
+        self.calls.append("wait")
+        return None
+
+
+async def test_single_flight_is_bounded_and_a_no_op_without_claims() -> None:
+    assert await SingleFlight(MemoryStore()).acquire(("s0", "e1"), time.monotonic() + 30) is None
+    stuck = ClaimsLog()
+    flight = SingleFlight(stuck)
+    assert await flight.acquire(("s0", "e1"), time.monotonic() + 30) is None
+    assert stuck.calls == ["claim", "wait"] * 3 and flight.waits == 3  # then it summarizes, unclaimed
+    assert all(25 < ttl <= 35 for ttl in stuck.ttls)  # the time left to the deadline, plus the margin
+    late = ClaimsLog()
+    assert await SingleFlight(late).acquire(("s0", "e1"), time.monotonic() - 1) is None and late.calls == []
+    granted = ClaimsLog(grant=True)
+    await granted.put(entry(1))  # stored by another worker between our miss and our claim
+    flight = SingleFlight(granted)
+    assert await flight.acquire(("s0", "e1"), time.monotonic() + 30) == entry(1)
+    assert granted.calls == ["claim", "release"] and flight.served == 1
+    assert not await flight.try_acquire(("s0", "e1")) and await flight.try_acquire(("s0", "e2"))
 
 
 class GatedProvider(FakeProvider):
