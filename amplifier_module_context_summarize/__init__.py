@@ -17,7 +17,7 @@ from .config import Config, parse_config
 from .invariants import check_view
 from .manager import SUMMARY_MARKER, SummarizingContextManager
 from .prompts import load_prompts
-from .stores import SummaryStore, open_store
+from .stores import RedisSettings, SummaryStore, open_store
 from .summarize import SpanSummarizer, SummarizerSettings
 from .tokens import TokenCounter
 from .wire import ToolSchemaMeter
@@ -62,16 +62,26 @@ def create_manager(
     summarizer = SpanSummarizer(backend, load_prompts(cfg.prompt_dir), counter.count_text, settings)
     if hooks is None and coordinator is not None:
         hooks = getattr(coordinator, "hooks", None)
+    if store is None:
+        store = open_store(cfg.storage_path, cfg.cache_max_entries, _redis_settings(cfg), hooks)
     tools = ToolSchemaMeter(lambda: coordinator.get("tools"), counter.count_text) if coordinator is not None else None
     return SummarizingContextManager(
         cfg,
         summarizer=summarizer,
         hooks=hooks,
-        store=store if store is not None else open_store(cfg.storage_path, cfg.cache_max_entries),
+        store=store,
         counter=counter,
         tools=tools,
         clock=clock,
         strategy=strategy,
+    )
+
+
+def _redis_settings(cfg: Config) -> RedisSettings | None:
+    if cfg.storage_url is None:
+        return None
+    return RedisSettings(
+        cfg.storage_url, cfg.storage_password_env, cfg.storage_ttl_s, cfg.storage_timeout_s, cfg.storage_retry_s
     )
 
 

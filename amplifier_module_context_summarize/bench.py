@@ -41,10 +41,19 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-sim", action="store_true", help="skip the session simulation")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target fails")
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="instead: provider calls of N worker processes sharing Redis vs each with its own SQLite "
+        "(needs redis-server)",
+    )
+    parser.add_argument("--workers", type=_turns, default=8, help="worker processes for --fleet (default 8)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fleet:
+        return run_fleet(args)
     from .benchmark.report import render
     from .benchmark.run import run_benchmark
 
@@ -53,3 +62,18 @@ def run(args: argparse.Namespace) -> int:
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
     return 1 if args.check and not all(t.passed for t in result.targets) else 0
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from .benchmark.fleet import FleetPlan, render, run_comparison
+    from .testing import RedisServer
+
+    if RedisServer.binary() is None:
+        print("bench --fleet needs redis-server (Debian: apt-get install redis-server); nothing measured")
+        return 2
+    plan = FleetPlan(workers=args.workers)
+    if args.quick:
+        plan = FleetPlan(workers=args.workers, prefix_turns=16, fork_turns=8, budget=5_000, delay_s=0.02)
+    runs = run_comparison(plan)
+    print(json.dumps([r.to_json() for r in runs], indent=2) if args.json else render(runs))
+    return 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
+from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
 DEFAULT_BUDGET = 200_000
@@ -73,6 +74,16 @@ class Config:
     """Learn how the provider's token counts differ from ours from the usage it reports (mounted sessions)."""
     initial_calibration: float = 1.1
     """Factor applied to our counts before any usage report is seen (mounted sessions)."""
+    storage_url: str | None = None
+    """``redis://`` or ``rediss://`` URL of a summary store shared by a fleet (never with a password in it)."""
+    storage_password_env: str | None = None
+    """Environment variable holding the Redis password."""
+    storage_ttl_s: float = 604_800.0
+    """Summaries in Redis unused for this long expire (7 days); 0 leaves expiry to Redis's eviction."""
+    storage_timeout_s: float = 1.0
+    """Longest wait for Redis to connect or answer; past it the local store stands in."""
+    storage_retry_s: float = 30.0
+    """While Redis is unreachable, how often (at most) to check whether it is back."""
     observation_masking: bool = True
     """Mask old tool outputs before summarizing (the hybrid); false: summarize only."""
     mask_min_chars: int = 1000
@@ -125,6 +136,9 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "initial_calibration": (float, 0.5, 2, True),
     "mask_min_chars": (int, 100, None, True),
     "mask_keep_recent": (int, 0, None, True),
+    "storage_ttl_s": (float, 0, None, True),
+    "storage_timeout_s": (float, 0, 60, False),
+    "storage_retry_s": (float, 0, None, False),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),
@@ -134,6 +148,18 @@ _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "circuit_failures": (int, 0, 1000, True),
     "circuit_open_s": (float, 0, None, True),
 }
+
+
+def _check_storage_url(value: Any) -> str | None:
+    """Errors here never quote the value: a URL can carry a password."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"config key 'storage_url': must be a redis:// or rediss:// URL, got a {type(value).__name__}")
+    problem = url_problem(value)
+    if problem is not None:
+        raise ValueError(f"config key 'storage_url': {problem}")
+    return value
 
 
 def unwrap_mount_plan(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -199,11 +225,15 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             options[key] = value
         elif key == "summarizer":
             options[key] = parse_summarizer(value)
-        elif key in ("prompt_dir", "storage_path", "token_encoding"):
+        elif key == "storage_url":
+            options[key] = _check_storage_url(value)
+        elif key in ("prompt_dir", "storage_path", "token_encoding", "storage_password_env"):
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(key, "must be a non-empty string", value)
             options[key] = value
     config = Config(**options)
+    if config.storage_password_env is not None and config.storage_url is None:
+        raise _fail("storage_password_env", "needs storage_url (it is Redis's password)", config.storage_password_env)
     if config.target_usage >= config.compact_threshold:
         raise _fail(
             "target_usage", f"must be below compact_threshold ({config.compact_threshold})", config.target_usage

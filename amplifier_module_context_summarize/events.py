@@ -14,6 +14,8 @@ from amplifier_core.events import CONTEXT_COMPACTION, CONTEXT_POST_COMPACT, CONT
 
 SUMMARY_FAILED = "context:summary_failed"
 SUMMARY_PREFETCHED = "context:summary_prefetched"
+STORE_DEGRADED = "context:store_degraded"
+STORE_RESTORED = "context:store_restored"
 
 
 class Payload:
@@ -101,7 +103,34 @@ class SummaryPrefetched(Payload):
     summarizer_output_tokens: int
 
 
-PAYLOADS: tuple[type[Payload], ...] = (PreCompact, PostCompact, Compaction, SummaryFailed, SummaryPrefetched)
+@dataclass(frozen=True)
+class StoreDegraded(Payload):
+    """The shared store (Redis) could not be reached; summaries go to the local store until it is back."""
+
+    event: ClassVar[str] = STORE_DEGRADED
+    store: str
+    reason: str
+    fallback: str
+
+
+@dataclass(frozen=True)
+class StoreRestored(Payload):
+    """The shared store answers again after a ``context:store_degraded``."""
+
+    event: ClassVar[str] = STORE_RESTORED
+    store: str
+    down_s: float
+
+
+PAYLOADS: tuple[type[Payload], ...] = (
+    PreCompact,
+    PostCompact,
+    Compaction,
+    SummaryFailed,
+    SummaryPrefetched,
+    StoreDegraded,
+    StoreRestored,
+)
 EMITTED = [p.event for p in PAYLOADS]
 PRE_COMPACT, POST_COMPACT, COMPACTION = CONTEXT_PRE_COMPACT, CONTEXT_POST_COMPACT, CONTEXT_COMPACTION
 __all__ = ["EMITTED", "LLM_RESPONSE", "PAYLOADS", "Stats", *(p.__name__ for p in PAYLOADS)]

@@ -96,6 +96,7 @@ class SummarizingContextManager:
         self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent) if c.masking else None
         self._masked_view: tuple[int, int, list[Message]] | None = None
         self.fingerprint = self._fingerprint()
+        self._scope_store()
         self._reset([])
 
     def __repr__(self) -> str:
@@ -241,7 +242,14 @@ class SummarizingContextManager:
             return False
         self.fingerprint = fingerprint
         self.history.rekey(fingerprint)
+        self._scope_store()
         return not self.state.segments
+
+    def _scope_store(self) -> None:
+        """A shared store (Redis) files summaries under the fingerprint, so one summarizer's can be found or dropped."""
+        scope = getattr(self.store, "scope", None)
+        if callable(scope):
+            scope(self.fingerprint)
 
     # ------------------------------------------------------------------ state and view
 

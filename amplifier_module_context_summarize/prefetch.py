@@ -1,7 +1,8 @@
 """Prefetch: above a lower watermark, summarize in the background the segment the next compaction will want.
 
-Single flight: one background summary at a time. The threshold compaction then finds it stored and
-turns into a cache hit (``segments.SegmentSource.ready_end``).
+Single flight: one background summary at a time, and over a shared store (Redis) none for a segment another
+worker has claimed. The threshold compaction then finds it stored and turns into a cache hit
+(``segments.SegmentSource.ready_end``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Prefetcher:
         key = self.segments.key(history, state.boundary, end)
         if await self.segments.store.get(*key) is not None:
             return
-        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, span_of))
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key, span_of))
         self._inflight[key] = task
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
 
@@ -59,9 +60,18 @@ class Prefetcher:
         state: CompactionState,
         end: int,
         provider: Any | None,
+        key: tuple[str, str],
         span_of: Callable[[int, int], list[Message]] | None,
     ) -> None:
-        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider, span_of)
+        flight = self.segments.flight
+        if not await flight.try_acquire(key):  # another worker of the fleet is summarizing it, or just did
+            return
+        try:
+            outcome = await self.segments.prefetched(
+                history, state.boundary, end, state.summary_text, provider, span_of
+            )
+        finally:
+            await flight.release(key)
         if outcome is not None:
             await self.report(outcome)
 

@@ -16,6 +16,7 @@ from typing import Any
 from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
 from .breaker import CircuitBreaker
 from .compaction import Compaction, CompactionReport
+from .flight import SingleFlight
 from .history import History
 from .messages import Message
 from .state import Segment
@@ -46,6 +47,8 @@ class SegmentSource:
         self.quiet = quiet
         """Entered around summarizer calls (the usage they report is not the agent's)."""
         self._failed: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self.flight = SingleFlight(store)
+        """Claims a segment across a fleet before paying for it, when the store can hold claims (Redis)."""
 
     @property
     def cooling_spans(self) -> int:
@@ -70,9 +73,17 @@ class SegmentSource:
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
             outcome = self.summarizer.extractive(span, previous, fallback=CIRCUIT_OPEN)
         else:
-            with self.quiet():
-                outcome = await self.summarizer.summarize(span, previous, job.provider, deadline=job.deadline)
-            self.note_health(outcome)
+            peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
+            if peer is not None:  # another worker paid for it while we waited
+                report.cache_hits += 1
+                return Segment(start, end, peer.text, peer.tokens, peer.tier)
+            try:
+                with self.quiet():
+                    outcome = await self.summarizer.summarize(span, previous, job.provider, deadline=job.deadline)
+                self.note_health(outcome)
+                return await self.record(key, start, end, outcome, tier=0, report=report)
+            finally:
+                await self.flight.release(key)
         return await self.record(key, start, end, outcome, tier=0, report=report)
 
     async def merge(self, job: Compaction, parts: list[Segment]) -> Segment:
@@ -82,14 +93,19 @@ class SegmentSource:
         key = self.key(history, start, end)
         tier = max(p.tier for p in parts) + 1
         cached = await self.store.get(*key)
+        if cached is None and self.summarizer.backend is not None:
+            cached = await self.flight.acquire(key, job.deadline)
         if cached is not None and cached.tier > 0:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
-        outcome = await self._merged(job, parts, key)
-        # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
-        # store would take it); the cooldown keeps an LLM merge from being asked again at once.
-        smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
-        return await self.record(key, start, end, outcome, tier, report, keep=smaller)
+        try:
+            outcome = await self._merged(job, parts, key)
+            # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
+            # store would take it); the cooldown keeps an LLM merge from being asked again at once.
+            smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
+            return await self.record(key, start, end, outcome, tier, report, keep=smaller)
+        finally:
+            await self.flight.release(key)
 
     async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
         """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""

@@ -379,6 +379,11 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "observation_masking": ["no", 0],
     "mask_min_chars": [50, 1000.5, "1000", True],
     "mask_keep_recent": [-1, 2.5, None],
+    "storage_url": ["", 7, "http://cache:6379", "redis://:pw@cache:6379/0", "redis://cache/zero"],
+    "storage_password_env": ["", 5, "REDIS_PASSWORD"],  # the last: without storage_url
+    "storage_ttl_s": [-1, "60", None],
+    "storage_timeout_s": [0, -1, 61, "1"],
+    "storage_retry_s": [0, -5, "30"],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],

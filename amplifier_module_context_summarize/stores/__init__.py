@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from .base import CachedSummary, SummaryStore, is_valid_entry
+from .base import CachedSummary, Claims, SummaryStore, is_valid_entry
 from .memory import MemoryStore
+from .redis_settings import RedisSettings
 from .sqlite import SqliteStore
 
-__all__ = ["CachedSummary", "MemoryStore", "SqliteStore", "SummaryStore", "is_valid_entry", "open_store"]
+__all__ = [
+    "CachedSummary",
+    "Claims",
+    "MemoryStore",
+    "RedisSettings",
+    "SqliteStore",
+    "SummaryStore",
+    "is_valid_entry",
+    "open_store",
+]
 
 
-def open_store(storage_path: str | None, max_entries: int) -> SummaryStore:
-    """The store a config names: process memory without a ``storage_path``, a SQLite file (``~`` expanded) with one.
+def open_store(
+    storage_path: str | None, max_entries: int, redis: RedisSettings | None = None, hooks: Any | None = None
+) -> SummaryStore:
+    """The store a config names: process memory without a ``storage_path``, a SQLite file (``~`` expanded) with one;
+    with ``redis`` settings, a Redis store shared by a fleet over that local store (``hooks`` hear it degrade).
 
-    Touches no disk: ``SqliteStore`` opens its file on first use, off the event loop.
+    Touches no disk and no network: ``SqliteStore`` opens its file and ``RedisStore`` connects on first use.
     """
     if storage_path:
-        return SqliteStore(Path(storage_path).expanduser(), max_entries=max_entries)
-    return MemoryStore(max_entries)
+        local: SummaryStore = SqliteStore(Path(storage_path).expanduser(), max_entries=max_entries)
+    else:
+        local = MemoryStore(max_entries)
+    if redis is None:
+        return local
+    from .redis_store import RedisStore  # imports redis only for a fleet
+
+    return RedisStore(redis, local=local, hooks=hooks)

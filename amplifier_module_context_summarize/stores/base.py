@@ -8,7 +8,7 @@ against the history; the only thing to check is that the stored row is well form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 MAX_CHARS_PER_TOKEN = 256
 """No tokenizer's token is longer (cl100k's longest is 128 bytes); more text per token is a bad row."""
@@ -51,6 +51,29 @@ class SummaryStore(Protocol):
 
     async def close(self) -> None:
         """Release the store's resources; afterwards every call is a miss or a no-op. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Claims(Protocol):
+    """What a store shared by a fleet may add: claims with expiry, so workers that need one segment at the same
+    time pay for it once (``flight.SingleFlight`` uses it; memory and SQLite stores go without).
+
+    Like the rest of a store it never raises: a store that cannot reach its claims answers ``claim`` with True
+    (summarize locally) and ``wait_for`` with None.
+    """
+
+    async def claim(self, start: str, end: str, ttl_s: float) -> bool:
+        """Claim the segment for ``ttl_s`` seconds; False when another worker holds it."""
+        ...
+
+    async def release(self, start: str, end: str) -> None:
+        """Give up this worker's claim (another worker's is left alone); a no-op when none is held."""
+        ...
+
+    async def wait_for(self, start: str, end: str, until: float) -> CachedSummary | None:
+        """The summary once its claimant stores it; None when the claim ends without one, or at ``until``
+        (a ``time.monotonic()`` value)."""
         ...
 
 

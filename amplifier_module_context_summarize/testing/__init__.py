@@ -19,6 +19,8 @@ The module's own tests, evaluation and benchmark use it; it is public for people
 * ``replay``: the orchestrator's replay loop, a request before every assistant message (``replay``, and
   ``replay_steps`` to time or count around each request), and ``extends`` for prompt-cache prefix checks.
 * ``events``: ``EventRecorder`` to pass as ``hooks=``, with ``payloads(name)``.
+* ``redis_server``: ``RedisServer``, a throwaway ``redis-server`` on a free loopback port that can be killed and
+  restarted mid-run (for a fleet's shared store; needs the ``redis-server`` binary).
 
 The context manager itself never imports the kit (the CLI, evaluation and benchmark replay through it); it needs
 only the module's own dependencies.
@@ -39,6 +41,7 @@ from .builders import (
 from .events import EventRecorder
 from .loops import LoopLike
 from .providers import TOKENIZER_RATIO, AnthropicLikeProvider, FakeProvider, ReadFileTool
+from .redis_server import RedisServer
 from .replay import ReplayStep, extends, replay, replay_steps, request_due
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "FakeProvider",
     "LoopLike",
     "ReadFileTool",
+    "RedisServer",
     "ReplayStep",
     "amplifier_turn",
     "anthropic_turn",
