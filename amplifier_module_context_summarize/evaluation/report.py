@@ -480,7 +480,7 @@ def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
         parts += ["", *retention]
     judged = judge_table(summary)
     if judged:
-        parts += ["", judged]
+        parts += ["", "judge rubric (0–5; the dimensions of Factory.ai's probe evaluation):", judged]
     return "\n".join(parts) + "\n"
 
 
