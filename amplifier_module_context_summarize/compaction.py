@@ -29,6 +29,8 @@ class CompactionReport:
 
     provider_calls: int = 0
     cache_hits: int = 0
+    summaries: int = 0
+    """Summaries and tier merges written (by the LLM or extractively), not served from the cache."""
     input_tokens: int = 0
     output_tokens: int = 0
     fallback: str | None = None

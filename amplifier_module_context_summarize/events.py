@@ -55,6 +55,7 @@ class PostCompact(Payload):
     segments: int
     provider_calls: int
     cache_hits: int
+    summaries: int
     summarizer_input_tokens: int
     summarizer_output_tokens: int
     summary_tokens: int
@@ -143,6 +144,8 @@ class Stats:
     compactions: int = 0
     provider_calls: int = 0
     cache_hits: int = 0
+    summaries: int = 0
+    """Summaries written, in compactions and in the background (a prefetch stores one summary)."""
     summarizer_input_tokens: int = 0
     summarizer_output_tokens: int = 0
 
@@ -150,6 +153,9 @@ class Stats:
         if isinstance(payload, PostCompact):
             self.compactions += 1
             self.cache_hits += payload.cache_hits
+            self.summaries += payload.summaries
+        if isinstance(payload, SummaryPrefetched):
+            self.summaries += 1
         if isinstance(payload, PostCompact | SummaryPrefetched | SummaryFailed):
             self.provider_calls += payload.provider_calls
         if isinstance(payload, PostCompact | SummaryPrefetched):

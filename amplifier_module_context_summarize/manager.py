@@ -429,6 +429,7 @@ class SummarizingContextManager:
                 segments=len(self.state.segments),
                 provider_calls=report.provider_calls,
                 cache_hits=report.cache_hits,
+                summaries=report.summaries,
                 summarizer_input_tokens=report.input_tokens,
                 summarizer_output_tokens=report.output_tokens,
                 summary_tokens=self._shown().summary_tokens,

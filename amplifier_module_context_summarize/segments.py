@@ -184,6 +184,7 @@ class SegmentSource:
         report: CompactionReport,
         keep: bool = True,
     ) -> Segment:
+        report.summaries += 1
         report.provider_calls += outcome.provider_calls
         report.input_tokens += outcome.input_tokens
         report.output_tokens += outcome.output_tokens

@@ -98,6 +98,10 @@ async def test_stats_are_the_sum_of_what_the_events_reported_on_a_warm_cache():
     assert warm.stats["cache_hits"] == sum(d["cache_hits"] for d in post)
     assert warm.stats["compactions"] == len(post)
     assert warm.stats["provider_calls"] == sum(d["provider_calls"] for d in post + background)
+    prefetched = [d for e, d in recorder.events if e == events.SUMMARY_PREFETCHED]
+    assert warm.stats["summaries"] == sum(d["summaries"] for d in post) + len(prefetched)
+    served = [d for d in post if d["cache_hits"] and not d["provider_calls"] and d["fallback"] is None]
+    assert served and all(d["summaries"] == 0 for d in served)  # a cache hit is not a summary written
 
 
 async def test_extractive_strategy_and_extractive_summarizer_share_summaries():

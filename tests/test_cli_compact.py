@@ -20,7 +20,8 @@ def test_example_runs_offline_and_says_so(capsys):
     assert main(["compact", "--example"]) == 0
     out, err = capsys.readouterr()
     assert "extractive summarizer" in err
-    assert "[CONTEXT SUMMARY]" in out and "compactions: " in out
+    assert "[CONTEXT SUMMARY]" in out or "[tool output masked: " in out  # the hybrid may only need masking
+    assert "compactions: " in out
     assert "compactions: 0" not in out
 
 

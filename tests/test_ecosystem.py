@@ -153,6 +153,7 @@ async def test_a_summary_from_another_model_than_requested_is_used_but_not_cache
 
 async def test_a_summarizer_outage_costs_one_deadline_then_the_circuit_opens():
     config = {"max_tokens": 16_000, "compaction_deadline_s": 0.3, "summarizer": {"circuit_failures": 2}}
+    config["observation_masking"] = False  # every compaction asks the summarizer (masking alone needs none)
     manager, provider, loop, events = await mounted(config, fail_summaries=True, retry_delay=0.2)
     longest = 0.0
     for turn in range(40):
@@ -184,7 +185,8 @@ async def test_the_session_provider_gets_no_module_retries_on_top_of_its_own():
 
 
 async def test_context_compaction_is_emitted_beside_pre_and_post_compact():
-    manager, provider, loop, events = await mounted({"max_tokens": 16_000})
+    # Summaries only, so the first compaction removes messages (masking alone keeps every message).
+    manager, provider, loop, events = await mounted({"max_tokens": 16_000, "observation_masking": False})
     for turn in range(25):
         await loop.turn(f"Turn {turn}: review a.py. " + "Context for the review. " * 40)
     kernel = of(events, "context:compaction")

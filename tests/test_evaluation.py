@@ -18,13 +18,37 @@ from amplifier_module_context_summarize.evaluation.models import ModelSpec
 from amplifier_module_context_summarize.evaluation.progress import make_progress
 from amplifier_module_context_summarize.evaluation.prompts import load_eval_prompts
 from amplifier_module_context_summarize.evaluation.reference import coverage, reference_view, relative_files
-from amplifier_module_context_summarize.evaluation.report import probe_scores
-from amplifier_module_context_summarize.evaluation.runner import Settings, evaluate
-from amplifier_module_context_summarize.evaluation.scoring import Judge, key_score, parse_grade, view_text
-from amplifier_module_context_summarize.evaluation.strategies import make_manager
+from amplifier_module_context_summarize.evaluation.report import (
+    console_summary,
+    markdown,
+    probe_scores,
+    summarize_runs,
+    write_results,
+)
+from amplifier_module_context_summarize.evaluation.retention import GroupArtifacts, RetentionTracker, bucket
+from amplifier_module_context_summarize.evaluation.runner import ProbeResult, Run, Settings, evaluate
+from amplifier_module_context_summarize.evaluation.scoring import (
+    DIMENSIONS,
+    Judge,
+    grade_from,
+    key_score,
+    parse_dimensions,
+    parse_grade,
+    view_text,
+)
+from amplifier_module_context_summarize.evaluation.strategies import STRATEGIES, make_manager
+from amplifier_module_context_summarize.history import History
 from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
-from amplifier_module_context_summarize.testing import mixed_history, replay
+from amplifier_module_context_summarize.testing import (
+    FILLER,
+    EventRecorder,
+    mixed_history,
+    replay,
+    tool_call,
+    tool_result,
+)
+from amplifier_module_context_summarize.tokens import TokenCounter
 
 BUDGET = 3000
 LLM = ModelSpec("anthropic", "fake-model")
@@ -43,7 +67,8 @@ class FakeBackend:
         self.calls += 1
         digest = hashlib.sha256(prompt.encode()).hexdigest()
         if "grade answers" in system:
-            return Completion(json.dumps({"score": int(digest, 16) % 6, "reason": "fake"}), 50, 10)
+            scores = {d: (int(digest, 16) >> (3 * i)) % 6 for i, d in enumerate(DIMENSIONS)}
+            return Completion(json.dumps({**scores, "reason": "fake"}), 50, 10)
         if "Question:" in prompt:
             return Completion(f"answer {digest[:6]}: {prompt[-60:]}", 100, 20)
         return Completion(f"summary {digest[:8]}: {prompt[-300:-20]}", len(prompt) // 4, 90)
@@ -256,22 +281,212 @@ async def test_naive_resummarizes_from_scratch_and_keeps_views_valid():
 
 async def test_strategies_compare_on_one_session(tmp_path):
     sessions = load_corpus(small_corpus(tmp_path), select=["alpha"])
-    runs = await evaluate(
-        sessions, Settings(BUDGET, ("summarize", "naive", "truncation"), ModelSpec("extractive")), None
-    )
+    runs = await evaluate(sessions, Settings(BUDGET, STRATEGIES, ModelSpec("extractive")), None)
     by_name = {run.strategy: run for run in runs}
-    assert set(by_name) == {"summarize", "naive", "truncation", "claude-code"}
-    for name in ("summarize", "naive", "truncation"):
-        records = by_name[name].records
+    assert set(by_name) == {"summarize", "summarize-only", "mask", "naive", "truncation", "claude-code"}
+    for name in STRATEGIES:
+        run = by_name[name]
+        records = run.records
         assert all(r.valid and r.view_tokens <= BUDGET for r in records)
         assert sum(r.compacted for r in records) >= 2
         assert any(r.probe_only for r in records)  # a3 is asked where no agent request falls
+        assert run.turns == sum(1 for m in sessions[0].messages if m["role"] == "assistant")
+        assert run.retention is not None and run.retention["measurements"] == sum(r.compacted for r in records)
+        assert sum(r.provider_calls for r in records) == 0  # offline: the extractive summarizer
+        written = sum(r.summaries for r in records)
+        assert (written > 0) == (sum(r.extractive_tokens for r in records) > 0) == (name not in ("mask", "truncation"))
+    assert by_name["claude-code"].retention is None
     early = {p.probe: p.key_score for p in by_name["summarize"].probes}
     assert early["a1"] == 1.0  # the artifact ledger keeps the early file
     assert {p.probe: p.key_score for p in by_name["truncation"].probes}["a1"] == 0.0
     reference = by_name["claude-code"]
     assert [p.probe for p in reference.probes] == ["a1", "a2", "a3", "a4"]
     assert reference.coverage["boundary"] == 50 and "oneshot" in reference.coverage
+
+
+def tool_heavy(turns: int, output_chars: int = 2500) -> list[dict]:
+    """A session where every turn reads one large tool output: what observation masking is for."""
+    messages: list[dict] = [{"role": "system", "content": "You are a careful coding agent."}]
+    for i in range(turns):
+        messages += [
+            {"role": "user", "content": f"Step {i}: check part {i}."},
+            tool_call("openai", f"c{i}", "bash", {"command": f"cat src/part_{i}.py"}),
+            tool_result("openai", f"c{i}", f"# part {i}\n" + (FILLER * 40)[:output_chars]),
+            {"role": "assistant", "content": f"Part {i} is fine."},
+        ]
+    return messages
+
+
+async def test_the_hybrid_writes_fewer_summaries_than_summarize_only():
+    history, budget, written = tool_heavy(40), 6000, {}
+    for name in ("summarize", "summarize-only"):
+        backend, recorder = FakeBackend(), EventRecorder()
+        manager = make_manager(name, budget, LLM, backend)
+        manager.hooks = recorder
+        await replay(manager, history, budget=budget)
+        stats = manager.stats
+        assert stats["summaries"] == backend.calls == stats["provider_calls"]  # one call per summary, no retries
+        assert stats["summaries"] == sum(p["summaries"] for p in recorder.payloads("context:post_compact"))
+        written[name] = stats["summaries"]
+    assert 0 < written["summarize"] < written["summarize-only"]
+
+
+async def test_summaries_per_turn_and_extractive_tokens_are_reported(tmp_path):
+    write_session(tmp_path, "heavy", tool_heavy(40), probes=[probe("h1", 158, "artifact", ["src/part_0.py"])])
+    sessions = load_corpus(tmp_path)
+    runs = await evaluate(
+        sessions, Settings(6000, ("summarize", "summarize-only", "mask"), ModelSpec("extractive")), None
+    )
+    strategies = summarize_runs(runs)["strategies"]
+    hybrid, only, mask = (strategies[n] for n in ("summarize", "summarize-only", "mask"))
+    assert hybrid["turns"] == only["turns"] == 80  # a tool call and a conclusion per step
+    assert hybrid["summaries_per_100_turns"] == 100 * hybrid["summaries"] / 80
+    assert hybrid["summaries"] > 0 and only["summaries"] > 0 and mask["summaries"] == 0
+    # Offline the cost is what the extractive summarizer read and wrote; masking makes it read less.
+    assert hybrid["summarizer_input_tokens"] == only["summarizer_input_tokens"] == 0
+    assert 0 < hybrid["summarizer_tokens"] < only["summarizer_tokens"] and mask["summarizer_tokens"] == 0
+    assert hybrid["summarizer_tokens_per_session"] == hybrid["summarizer_tokens"]
+
+
+# ---------------------------------------------------------------- artifact retention
+
+
+def step(i: int, command: str) -> list[dict]:
+    return [
+        {"role": "user", "content": f"Step {i}."},
+        tool_call("openai", f"c{i}", "bash", {"command": command}),
+        tool_result("openai", f"c{i}", "ok"),
+        {"role": "assistant", "content": f"Done {i}."},
+    ]
+
+
+def tallies(tracker: RetentionTracker) -> dict[str, tuple[int, int]]:
+    return {b: (t.named, t.total) for b, t in tracker.result.buckets.items() if t.total}
+
+
+def test_retention_buckets_by_compactions_since_last_seen_verbatim():
+    assert [bucket(n) for n in (1, 2, 3, 4, 5, 7, 8, 30)] == ["1", "2", "3-4", "3-4", "5-7", "5-7", "8+", "8+"]
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    first, second = "cat /repo/src/part_0.py", 'grep -n "def main" src/part_1.py'
+    for message in [{"role": "system", "content": "agent"}, *step(0, first), *step(1, second), *step(2, "ls")]:
+        history.append(message)
+    # groups: 0 system | 1 user, 2 call + result, 3 conclusion | 4, 5, 6 step 1 | 7, 8, 9 step 2
+    tracker = RetentionTracker(GroupArtifacts(root="/repo"))
+
+    summary = {"role": "user", "content": f"{SUMMARY_MARKER}\nRan `{first}`."}
+    tracker.measure(history, 4, 1, [summary])  # compaction 1 takes step 0 out of the verbatim tail
+    assert tallies(tracker) == {"1": (2, 2)}  # its file (relative to the root) and its command, both named
+
+    masked = [history.messages[i] for i in range(4, 8)]  # step 1 masked: its call shows as JSON, quotes escaped
+    tracker.measure(history, 7, 2, [summary, *masked])
+    assert tallies(tracker) == {"1": (4, 4), "2": (2, 2)}
+
+    tracker.measure(history, 7, 5, [])  # three more compactions and a view that names nothing
+    assert tallies(tracker) == {"1": (4, 4), "2": (2, 2), "3-4": (0, 2), "5-7": (0, 2)}
+    tracker.measure(history, 7, 9, [])
+    assert tallies(tracker)["8+"] == (0, 4)
+    assert {m["artifact"] for m in tracker.result.missing} == {first, "/repo/src/part_0.py", second, "src/part_1.py"}
+
+    for message in step(3, first):  # the agent runs the first command again: it is verbatim in the tail
+        history.append(message)
+    tracker.measure(history, 7, 10, [])
+    assert tracker.result.buckets["8+"].total == 4 + 2  # only step 1's artifacts were counted this time
+    tracker.measure(history, len(history.groups) - 1, 11, [])  # now it leaves the tail again: counting restarts
+    assert tallies(tracker)["1"] == (4, 4 + 3)  # step 0's two artifacts (seen again in step 3) and step 2's `ls`
+    assert tracker.result.measurements == 6
+    assert tracker.result.kinds["errors"].total == 0 and tracker.result.kinds["commands"].total > 0
+
+
+# ---------------------------------------------------------------- the judge's rubric
+
+
+def six(**scores) -> dict:
+    return {d: scores.get(d, 3) for d in DIMENSIONS}
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (json.dumps({**six(accuracy=5, artifact_trail=2), "reason": "ok"}), six(accuracy=5, artifact_trail=2)),
+        ("Here you go:\n```json\n" + json.dumps(six(continuity=4)) + "\n```", six(continuity=4)),
+        (
+            json.dumps({"scores": {"Accuracy": {"score": "4"}, "Artifact Trail": 1.5}}),
+            {"accuracy": 4, "artifact_trail": 1.5},
+        ),
+        (json.dumps([{"dimension": "context awareness", "score": 2}]), {"context_awareness": 2}),
+        ('{"accuracy": 4, "context_awareness": 3, "artifact_trail": 2, "completeness": 5, "contin', None),
+        ("**Accuracy**: 4\n**Instruction-following**: 5\nArtifact trail = 1", None),
+        (json.dumps({"accuracy": 7, "completeness": -1, "continuity": True, "artifact_trail": "n/a"}), {}),
+        ("no scores at all", {}),
+    ],
+)
+def test_parse_dimensions(reply, expected):
+    if expected is None:  # malformed JSON and prose: read as ``name: N``
+        expected = (
+            {"accuracy": 4, "context_awareness": 3, "artifact_trail": 2, "completeness": 5}
+            if reply.startswith("{")
+            else {"accuracy": 4, "artifact_trail": 1, "instruction_following": 5}
+        )
+    assert parse_dimensions(reply) == {k: float(v) for k, v in expected.items()}
+
+
+def test_grades_from_judge_replies():
+    grade = grade_from("a.py", json.dumps({**six(accuracy=5, artifact_trail=2), "reason": "one file missed"}))
+    assert grade.dimensions["artifact_trail"] == 2 and grade.score == pytest.approx((5 + 2 + 3 * 4) / 6)
+    assert grade.reason == "one file missed" and grade.error is None
+    partial = grade_from("a.py", '{"accuracy": 4, "completeness": 2}')  # dimensions left out: mean of the rest
+    assert partial.dimensions == {"accuracy": 4, "completeness": 2} and partial.score == 3
+    single = grade_from("a.py", '{"score": 4, "reason": "fine"}')  # a one-score judge still grades
+    assert single.score == 4 and single.dimensions == {}
+    broken = grade_from("a.py", "I cannot grade this.")
+    assert broken.score is None and broken.error == "unparsed_grade"
+
+
+class ScriptedJudge(FakeBackend):
+    """Answers like ``FakeBackend``; grades with the replies given, in turn."""
+
+    def __init__(self, verdicts: list[str]) -> None:
+        super().__init__()
+        self.verdicts = verdicts
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider=None) -> Completion:
+        if "grade answers" in system:
+            self.calls += 1
+            return Completion(self.verdicts.pop(0), 50, 10)
+        return await super().complete(system, prompt, max_output_tokens, provider)
+
+
+async def test_judge_dimensions_reach_the_report(tmp_path):
+    verdicts = [json.dumps(six(artifact_trail=1)), "```json\n{broken", '{"accuracy": 5}']
+    backend = ScriptedJudge(verdicts)
+    judge = Judge(backend, backend, load_eval_prompts())
+    view = [{"role": "user", "content": "the file is a.py"}]
+    question = Probe("p", 0, "artifact", "Which file?", "a.py", ("a.py",))
+    grades = [await judge.grade(view, question) for _ in range(3)]
+    assert [g.error for g in grades] == [None, "unparsed_grade", None]
+    results = [
+        ProbeResult(f"p{i}", "artifact", 0, 10, 1.0, ["a.py"], g.score, g.dimensions, g.answer, g.reason, g.error)
+        for i, g in enumerate(grades)
+    ]
+    summary = summarize_runs([Run("s", "summarize", 4, 2, probes=results)])
+    means = summary["strategies"]["summarize"]
+    assert means["judge_dimensions"]["artifact_trail"] == 1 and means["judge_dimensions"]["accuracy"] == 4
+    assert means["judge_graded"] == 2 and means["judge_partial"] == 1 and means["judge_errors"] == 1
+    settings = {"budget": 1000, "summarizer": "extractive", "sessions": 1, "seconds": 1.0, "judge": "fake"}
+    for text in (markdown(summary, settings), console_summary(summary, settings)):
+        assert "| accuracy | context awareness | artifact trail | completeness | continuity | instruction" in text
+        assert "| summarize | 4.00 | 3.00 | 1.00 | 3.00 | 3.00 | 3.00 | 3.83 | 2 |" in text  # overall: per probe
+        assert "| Factory.ai (published, best) | — | — | 2.45 | — | — | — | 3.70 | — |" in text
+
+
+def test_deterministic_results_fill_no_judge_columns(tmp_path):
+    run = Run("s", "summarize", 4, 2, probes=[ProbeResult("p", "recall", 0, 10, 0.5, ["x"])])
+    extra = {"judge": None, "sessions": 1, "seconds": 1.0}
+    summary = write_results(tmp_path, [run], Settings(1000, ("summarize",), ModelSpec("extractive")), extra)
+    assert summary["strategies"]["summarize"]["judge_dimensions"] is None
+    assert "Judge rubric" not in (tmp_path / "results.md").read_text()
+    settings = {"budget": 1000, "summarizer": "extractive", **extra}
+    assert "Factory.ai" not in console_summary(summary, settings)
 
 
 # ---------------------------------------------------------------- record / replay
@@ -329,7 +544,7 @@ def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
         assert (out / name).stat().st_size > 0
     data = json.loads((out / "results.json").read_text())
     assert data["settings"]["summarizer"] == "extractive"
-    assert {r["strategy"] for r in data["runs"]} == {"summarize", "naive", "truncation", "claude-code"}
+    assert {r["strategy"] for r in data["runs"]} == {*STRATEGIES, "claude-code"}
     assert all("records" in r and "probes" in r for r in data["runs"])
     assert "## Per session" in (out / "results.md").read_text()
 

@@ -3,6 +3,7 @@
 ``python -m amplifier_module_context_summarize eval`` is the entry point (``cli.py``). One job per module:
 ``loader`` reads the corpus; ``strategies`` (with ``naive``) builds the managers compared; ``runner``
 replays sessions and records every request; ``scoring`` grades probe views (key facts, optional
-answer-and-judge); ``reference`` scores Claude Code's own summaries; ``models`` picks the backends and
+answer-and-judge on a six-dimension rubric); ``retention`` measures which artifacts compacted views still
+name; ``reference`` scores Claude Code's own summaries; ``models`` picks the backends and
 ``cassette`` records and replays their calls; ``report``, ``plot`` and ``progress`` present the results.
 """

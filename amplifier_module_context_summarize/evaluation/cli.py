@@ -63,8 +63,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "eval",
         help="score compaction strategies on a corpus of recorded sessions",
-        description="Replay recorded sessions through summarize / naive / truncation at one budget, score the "
-        "request views on the corpus probes, and write results.md, results.json and view_tokens.png.",
+        description="Replay recorded sessions through summarize / summarize-only / mask / naive / truncation at one "
+        "budget, score the request views on the corpus probes, measure summarizer work and artifact retention, and "
+        "write results.md, results.json and view_tokens.png.",
     )
     add_arguments(parser)
     parser.set_defaults(run=run)

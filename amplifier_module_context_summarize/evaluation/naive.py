@@ -28,6 +28,7 @@ class NaiveStrategy:
         span = job.history.span(0, boundary)
         outcome = await self.summarizer.summarize(span, None, job.provider, deadline=job.deadline)
         report = job.report
+        report.summaries += 1
         report.provider_calls += outcome.provider_calls
         report.input_tokens += outcome.input_tokens
         report.output_tokens += outcome.output_tokens

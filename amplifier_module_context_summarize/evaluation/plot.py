@@ -7,7 +7,13 @@ from pathlib import Path
 
 from .runner import Run
 
-COLORS = {"summarize": "tab:blue", "naive": "tab:orange", "truncation": "tab:green"}
+COLORS = {
+    "summarize": "tab:blue",
+    "summarize-only": "tab:purple",
+    "mask": "tab:red",
+    "naive": "tab:orange",
+    "truncation": "tab:green",
+}
 
 
 def plot_view_tokens(runs: list[Run], budget: int, path: Path) -> Path | None:

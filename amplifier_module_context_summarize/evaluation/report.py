@@ -9,7 +9,9 @@ from statistics import mean
 from typing import Any
 
 from .loader import PROBE_KINDS
+from .retention import BUCKETS, KINDS, MATCH_CHARS, combine
 from .runner import ProbeResult, Run, Settings
+from .scoring import DIMENSIONS, PUBLISHED
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -24,8 +26,13 @@ REQUEST_FIELDS = (
     "compactions",
     "provider_calls",
     "cache_hits",
+    "summaries",
+    "summaries_per_100_turns",
     "summarizer_input_tokens",
     "summarizer_output_tokens",
+    "extractive_tokens",
+    "summarizer_tokens",
+    "summarizer_tokens_per_session",
     "invalid_views",
 )
 
@@ -38,6 +45,10 @@ def aggregate(runs: list[Run]) -> dict[str, Any]:
     full = sum(r.full_tokens for r in records)
     view = sum(r.view_tokens for r in records)
     linked = [r.extends_previous for r in records if r.extends_previous is not None]
+    turns = sum(run.turns for run in runs)
+    summaries = sum(r.summaries for r in every)
+    spent = sum(r.summarizer_input_tokens + r.summarizer_output_tokens + r.extractive_tokens for r in every)
+    graded = [p for p in probes if p.judge_dimensions]
     result = {
         "sessions": len(runs),
         "requests": len(records),
@@ -46,6 +57,11 @@ def aggregate(runs: list[Run]) -> dict[str, Any]:
         "key_score": _mean(p.key_score for p in probes),
         "judge_score": _mean(p.judge_score for p in probes),
         "judge_errors": sum(1 for p in probes if p.judge_error),
+        "judge_dimensions": {d: _mean(p.judge_dimensions.get(d) for p in graded) for d in DIMENSIONS}
+        if graded
+        else None,
+        "judge_graded": len(graded),
+        "judge_partial": sum(1 for p in graded if len(p.judge_dimensions) < len(DIMENSIONS)),
         "probe_view_tokens": _mean(p.view_tokens for p in probes),
         "full_tokens": full,
         "view_tokens": view,
@@ -56,8 +72,15 @@ def aggregate(runs: list[Run]) -> dict[str, Any]:
         "compactions": sum(r.compacted for r in every),
         "provider_calls": sum(r.provider_calls for r in every),
         "cache_hits": sum(r.cache_hits for r in every),
+        "turns": turns,
+        "summaries": summaries,
+        "summaries_per_100_turns": 100 * summaries / turns if turns else None,
         "summarizer_input_tokens": sum(r.summarizer_input_tokens for r in every),
         "summarizer_output_tokens": sum(r.summarizer_output_tokens for r in every),
+        "extractive_tokens": sum(r.extractive_tokens for r in every),
+        "summarizer_tokens": spent,
+        "summarizer_tokens_per_session": spent / len(runs) if runs else None,
+        "retention": combine(run.retention for run in runs),
         "prefix_stability": sum(linked) / len(linked) if linked else None,
         "invalid_views": sum(not r.valid for r in every),
         "mean_wall_ms": _mean(r.wall_ms for r in every),
@@ -154,9 +177,9 @@ def strategy_table(summary: dict[str, Any]) -> str:
         "tokens saved",
         "mean view tok",
         "compactions",
+        "summaries /100 turns",
+        "summ. tok /session",
         "provider calls",
-        "summ. in tok",
-        "summ. out tok",
         "prefix stable",
         "invalid",
         "ms/request",
@@ -172,14 +195,86 @@ def strategy_table(summary: dict[str, Any]) -> str:
                 _num(a["saved_share"], "pct"),
                 _num(a["mean_view_tokens"]),
                 _num(a["compactions"]),
+                _num(a["summaries_per_100_turns"], "judge"),
+                _num(a["summarizer_tokens_per_session"]),
                 _num(a["provider_calls"]),
-                _num(a["summarizer_input_tokens"]),
-                _num(a["summarizer_output_tokens"]),
                 _num(a["prefix_stability"], "pct"),
                 _num(a["invalid_views"]),
                 _num(a["mean_wall_ms"], "judge"),
             ]
         )
+    return _table(header, rows)
+
+
+BUCKET_LABELS = {"3-4": "3–4", "5-7": "5–7"}
+
+
+def retention_table(summary: dict[str, Any]) -> str:
+    header = [
+        "strategy",
+        "views",
+        "retained",
+        *KINDS,
+        *(f"after {BUCKET_LABELS.get(b, b)}" for b in BUCKETS),
+    ]
+    rows = []
+    for name, a in summary["strategies"].items():
+        kept = a.get("retention")
+        if not kept:
+            continue
+        rows.append(
+            [
+                name,
+                _num(kept["measurements"]),
+                _share_cell(kept["overall"]),
+                *(_share_cell(kept["kinds"][k]) for k in KINDS),
+                *(_share_cell(kept["buckets"][b]) for b in BUCKETS),
+            ]
+        )
+    return _table(header, rows) if rows else ""
+
+
+def _share_cell(tally: dict[str, Any]) -> str:
+    return "—" if not tally["total"] else f"{_num(tally['share'], 'pct')} (n={tally['total']:,})"
+
+
+def retention_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per strategy for the console: the share retained, overall and after 1, 2, 3–4, 5–7, 8+ compactions."""
+    measured = {n: a["retention"] for n, a in summary["strategies"].items() if a.get("retention")}
+    if not measured:
+        return []
+    width = max(len(n) for n in measured)
+    buckets = " / ".join(BUCKET_LABELS.get(b, b) for b in BUCKETS)
+    lines = [f"artifact retention (named in the view): all | after {buckets} compactions"]
+    for name, kept in measured.items():
+        after = " / ".join(_num(kept["buckets"][b]["share"], "pct") for b in BUCKETS)
+        lines.append(f"  {name:<{width}}  {_num(kept['overall']['share'], 'pct')} | {after}")
+    return lines
+
+
+def judge_table(summary: dict[str, Any]) -> str:
+    """Per-dimension means of the judge's rubric; empty when no judge graded on it."""
+    graded = {n: a for n, a in summary["strategies"].items() if a.get("judge_dimensions")}
+    if not graded:
+        return ""
+    header = ["strategy", *(d.replace("_", " ") for d in DIMENSIONS), "overall", "graded"]
+    rows = [
+        [
+            name,
+            *(_num(a["judge_dimensions"][d], "score") for d in DIMENSIONS),
+            _num(a["judge_score"], "score"),
+            _num(a["judge_graded"]),
+        ]
+        for name, a in graded.items()
+    ]
+    rows.append(
+        [
+            "Factory.ai (published, best)",
+            *(_num(PUBLISHED.get(d), "score") for d in DIMENSIONS),
+            _num(PUBLISHED["overall"], "score"),
+            "—",
+        ]
+    )
     return _table(header, rows)
 
 
@@ -210,6 +305,9 @@ def session_table(summary: dict[str, Any]) -> str:
         "judge",
         "tokens saved",
         "compactions",
+        "summaries",
+        "summ. tok",
+        "retained",
         "provider calls",
         "prefix stable",
         "invalid",
@@ -217,6 +315,7 @@ def session_table(summary: dict[str, Any]) -> str:
     rows = []
     for session, strategies in summary["sessions"].items():
         for name, a in strategies.items():
+            kept = a.get("retention")
             rows.append(
                 [
                     session,
@@ -227,6 +326,9 @@ def session_table(summary: dict[str, Any]) -> str:
                     _num(a["judge_score"], "judge"),
                     _num(a["saved_share"], "pct"),
                     _num(a["compactions"]),
+                    _num(a["summaries"]),
+                    _num(a["summarizer_tokens"]),
+                    _share_cell(kept["overall"]) if kept else "—",
                     _num(a["provider_calls"]),
                     _num(a["prefix_stability"], "pct"),
                     _num(a["invalid_views"]),
@@ -297,15 +399,50 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
         strategy_table(summary),
         "",
         "key score: share of each probe's key facts present in the view at the probe (case-insensitive); "
-        "judge: an answering model reads only that view and a judge grades its answer 0–5. tokens saved: "
-        "1 − Σ view tokens / Σ full-history tokens over all requests. prefix stable: share of requests whose "
-        "view extends the previous one (the provider's prompt cache stays warm). Reference rows (another "
-        "tool's own summary, e.g. claude-code) score only the probes asked after that summary's boundary: "
-        "compare them in the last table.",
+        "judge: an answering model reads only that view and a judge grades its answer 0–5 (the mean of the six "
+        "rubric dimensions below). tokens saved: 1 − Σ view tokens / Σ full-history tokens over all requests. "
+        "summaries /100 turns: segment summaries and tier merges written (by the LLM or extractively; cache hits "
+        "not counted) per 100 assistant messages replayed. summ. tok /session: summarizer tokens per session: "
+        "the input and output tokens the provider reported for LLM calls, plus, for extractive summaries, the "
+        "tokens of the span read and of the summary written. prefix stable: share of requests whose view extends "
+        "the previous one (the provider's prompt cache stays warm). Reference rows (another tool's own summary, "
+        "e.g. claude-code) score only the probes asked after that summary's boundary: compare them in the last "
+        "table.",
         "",
         "## Scores by probe kind",
         "",
         kind_table(summary),
+    ]
+    retention = retention_table(summary)
+    if retention:
+        parts += [
+            "",
+            "## Artifact retention",
+            "",
+            retention,
+            "",
+            "Measured on the view of every request that compacted. Artifacts: the files, commands and errors the "
+            "module's ledger finds in the groups before the view's verbatim tail (summarized, masked or dropped), "
+            "leaving out those the tail itself contains; retained: named anywhere in the view's text (paths "
+            f"relative to the project root; commands and errors on their first {MATCH_CHARS} characters, "
+            "whitespace collapsed). after N: artifacts whose last verbatim occurrence left the tail N compactions "
+            "ago (the compaction that took it out is the first). n counts (artifact, view) pairs: an artifact is "
+            "counted again at every later compaction.",
+        ]
+    judged = judge_table(summary)
+    if judged:
+        parts += [
+            "",
+            "## Judge rubric (0–5)",
+            "",
+            judged,
+            "",
+            "The six dimensions of Factory.ai's probe evaluation (\"Evaluating Context Compression for AI "
+            'Agents", 2025), each graded 0–5 by the judge on the answer given from the view; overall is their '
+            "mean. The published row is the best method there (Factory's own summarizer, on its own sessions "
+            "and probes): set beside it for scale, not as a like-for-like comparison.",
+        ]
+    parts += [
         "",
         "## Per session",
         "",
@@ -337,7 +474,14 @@ def _settings_line(settings: dict[str, Any]) -> str:
 
 
 def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
-    return "\n".join([_settings_line(settings), "", strategy_table(summary), "", kind_table(summary)]) + "\n"
+    parts = [_settings_line(settings), "", strategy_table(summary), "", kind_table(summary)]
+    retention = retention_lines(summary)
+    if retention:
+        parts += ["", *retention]
+    judged = judge_table(summary)
+    if judged:
+        parts += ["", "judge rubric (0–5; the dimensions of Factory.ai's probe evaluation):", judged]
+    return "\n".join(parts) + "\n"
 
 
 def write_results(out: Path, runs: list[Run], settings: Settings, extra: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Replaying sessions through each strategy as an orchestrator would, recording every request.
 
 A request is made before every assistant message (what an agent loop does), and after every message a
-probe is asked at, so each probe is scored on the exact view the model would have seen there.
+probe is asked at, so each probe is scored on the exact view the model would have seen there. The view of
+every request that compacted is also measured for artifact retention (``retention``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from ..tokens import TokenCounter
 from .loader import Probe, Session
 from .models import ModelSpec
 from .reference import coverage, reference_view
+from .retention import GroupArtifacts, RetentionTracker
 from .scoring import Grade, Judge, key_score, view_text
-from .strategies import make_manager
+from .strategies import ExtractiveMeter, make_manager
 
 Tick = Callable[[int], None]
 
@@ -40,8 +42,12 @@ class RequestRecord:
     compacted: bool
     provider_calls: int
     cache_hits: int
+    summaries: int
+    """Summaries and tier merges written (LLM or extractive; cache hits are not)."""
     summarizer_input_tokens: int
     summarizer_output_tokens: int
+    extractive_tokens: int
+    """Tokens the extractive summarizer read (its spans) and wrote (its summaries)."""
     extends_previous: bool | None
     """The view is the previous agent request's view plus new messages (None for the first and probe-only ones)."""
     valid: bool
@@ -59,6 +65,8 @@ class ProbeResult:
     key_score: float
     keys_found: list[str]
     judge_score: float | None = None
+    """Mean of the judge's dimension scores (or its single score when it gave none)."""
+    judge_dimensions: dict[str, float] = field(default_factory=dict)
     answer: str | None = None
     judge_reason: str | None = None
     judge_error: str | None = None
@@ -71,12 +79,16 @@ class Run:
     session: str
     strategy: str
     messages: int
+    turns: int = 0
+    """Assistant messages replayed."""
     records: list[RequestRecord] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     coverage: dict[str, Any] | None = None
     """Reference runs: file trail and size of the summary over its span."""
+    retention: dict[str, Any] | None = None
+    """Strategy runs: artifact retention over the views that compacted (``retention.Retention``)."""
     views: dict[str, tuple[Probe, list[Message]]] = field(default_factory=dict, repr=False)
     """Each probe and the view it was scored on, kept until judged (not written out)."""
 
@@ -124,13 +136,27 @@ def score_view(view: list[Message], probe: Probe, tokens: int) -> ProbeResult:
     return ProbeResult(probe.id, probe.kind, probe.at, tokens, score, found)
 
 
+def assistant_turns(messages: list[Message]) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
 async def replay_session(
-    session: Session, strategy: str, manager: SummarizingContextManager, budget: int, tick: Tick | None = None
+    session: Session,
+    strategy: str,
+    manager: SummarizingContextManager,
+    budget: int,
+    tick: Tick | None = None,
+    artifacts: GroupArtifacts | None = None,
 ) -> Run:
-    """Feed the session to ``manager`` message by message, requesting a view where an agent would."""
+    """Feed the session to ``manager`` message by message, requesting a view where an agent would.
+
+    ``artifacts``: the session's artifacts by group, for retention (shared by the strategies replaying it).
+    """
     started = time.perf_counter()
-    run = Run(session.name, strategy, len(session.messages))
+    run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
     count_view = CountingView(manager.counter)
+    meter = ExtractiveMeter(manager.summarizer, manager.counter.count_messages)
+    retention = RetentionTracker(artifacts or GroupArtifacts.of_session(session.messages))
     points = probes_by_message(session.probes)
     messages = session.messages
     full = 0
@@ -142,12 +168,15 @@ async def replay_session(
             tick(1)
         if not before_assistant and i not in points:
             continue
-        before = dict(manager.stats)
+        before, extractive = dict(manager.stats), meter.tokens
         clock = time.perf_counter()
         view = await step.request()
         wall_ms = (time.perf_counter() - clock) * 1000
         after = manager.stats
         tokens = count_view(view)
+        compacted = after["compactions"] > before["compactions"]
+        if compacted:
+            retention.measure(manager.history, manager.state.tail_start, after["compactions"], view)
         run.records.append(
             RequestRecord(
                 request=len(run.records),
@@ -155,11 +184,13 @@ async def replay_session(
                 full_tokens=full,
                 view_tokens=tokens,
                 view_messages=len(view),
-                compacted=after["compactions"] > before["compactions"],
+                compacted=compacted,
                 provider_calls=after["provider_calls"] - before["provider_calls"],
                 cache_hits=after["cache_hits"] - before["cache_hits"],
+                summaries=after["summaries"] - before["summaries"],
                 summarizer_input_tokens=after["summarizer_input_tokens"] - before["summarizer_input_tokens"],
                 summarizer_output_tokens=after["summarizer_output_tokens"] - before["summarizer_output_tokens"],
+                extractive_tokens=meter.tokens - extractive,
                 extends_previous=None if previous is None or not before_assistant else extends(previous, view),
                 valid=not check_view(view),
                 wall_ms=round(wall_ms, 3),
@@ -172,6 +203,7 @@ async def replay_session(
             run.probes.append(score_view(view, probe, tokens))
             run.views[probe.id] = (probe, view)
     run.stats = dict(manager.stats)
+    run.retention = retention.result.as_dict()
     run.seconds = time.perf_counter() - started
     return run
 
@@ -185,7 +217,8 @@ async def reference_run(session: Session, counter: TokenCounter, summarizer: Spa
     reference = session.reference
     assert reference is not None
     started = time.perf_counter()
-    run = Run(session.name, reference.source, len(session.messages))  # the row is named after its tool
+    run = Run(session.name, reference.source, len(session.messages), assistant_turns(session.messages))
+    # the row is named after its tool
     count_view = CountingView(counter)
     for probe in session.probes:
         if probe.at < reference.boundary:
@@ -218,7 +251,7 @@ async def judge_runs(runs: list[Run], judge: Judge, jobs: int, tick: Tick | None
         async with gate:
             probe, view = run.views[result.probe]
             grade: Grade = await judge.grade(view, probe)
-        result.judge_score, result.answer = grade.score, grade.answer
+        result.judge_score, result.answer, result.judge_dimensions = grade.score, grade.answer, grade.dimensions
         result.judge_reason, result.judge_error = grade.reason, grade.error
         if tick:
             tick(1)
@@ -236,11 +269,12 @@ async def evaluate(
 ) -> list[Run]:
     """Every session under every strategy (``jobs`` replays at once), the references, then the judge."""
     gate = asyncio.Semaphore(max(settings.jobs, 1))
+    artifacts = {session.name: GroupArtifacts.of_session(session.messages) for session in sessions}
 
     async def one(session: Session, strategy: str) -> Run:
         async with gate:
             manager = make_manager(strategy, settings.budget, settings.summarizer, backend)
-            return await replay_session(session, strategy, manager, settings.budget, tick)
+            return await replay_session(session, strategy, manager, settings.budget, tick, artifacts[session.name])
 
     units = [one(s, strategy) for s in sessions for strategy in settings.strategies]
     runs = list(await asyncio.gather(*units))

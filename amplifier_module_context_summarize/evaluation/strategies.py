@@ -7,13 +7,20 @@ from typing import Any
 from .. import create_manager
 from ..backends.base import Backend
 from ..manager import SummarizingContextManager
+from ..messages import Message
 from ..stores import MemoryStore
+from ..summarize import Outcome, SpanSummarizer
 from .models import ModelSpec
 from .naive import NaiveStrategy
 
-STRATEGIES = ("summarize", "naive", "truncation")
-"""``summarize``: this module. ``naive``: whole prefix re-summarized at each compaction, no cache.
-``truncation``: oldest groups dropped (``compaction_strategy: truncate``)."""
+STRATEGIES = ("summarize", "summarize-only", "mask", "naive", "truncation")
+"""``summarize``: this module as configured by default, the hybrid (old tool outputs masked first, a summary
+only when masking cannot bring the view near the target). ``summarize-only``: the same with
+``observation_masking: false``. ``mask``: masking, then dropping the oldest groups (``compaction_strategy:
+mask``, no summarizer). ``naive``: whole prefix re-summarized at each compaction, no cache. ``truncation``:
+oldest groups dropped (``compaction_strategy: truncate``)."""
+
+_COMPACTION_STRATEGY = {"truncation": "truncate", "mask": "mask"}
 
 
 def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[str, Any]:
@@ -22,11 +29,40 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
     settings: dict[str, Any] = {"provider": summarizer.provider}
     if summarizer.model:
         settings["model"] = summarizer.model
-    return {
+    config: dict[str, Any] = {
         "max_tokens": budget,
-        "compaction_strategy": "truncate" if strategy == "truncation" else "summarize",
+        "compaction_strategy": _COMPACTION_STRATEGY.get(strategy, "summarize"),
         "summarizer": settings,
     }
+    if strategy == "summarize-only":
+        config["observation_masking"] = False
+    return config
+
+
+class ExtractiveMeter:
+    """What the extractive summarizer reads and writes, in tokens: its cost, which no provider reports.
+
+    Attached to a manager's summarizer it counts every extractive summary, whether it is the configured
+    summarizer (offline) or a fallback after an LLM failure: the span's tokens plus the summary's.
+    """
+
+    def __init__(self, summarizer: SpanSummarizer, count_messages: Any) -> None:
+        self.read_tokens = 0
+        self.written_tokens = 0
+        self._count_messages = count_messages
+        self._count_text = summarizer.count_text
+        self._extractive = summarizer.extractive
+        summarizer.extractive = self  # type: ignore[method-assign]  # every caller looks it up on the instance
+
+    @property
+    def tokens(self) -> int:
+        return self.read_tokens + self.written_tokens
+
+    def __call__(self, messages: list[Message], previous_summary: str | None, fallback: str | None) -> Outcome:
+        outcome = self._extractive(messages, previous_summary, fallback)
+        self.read_tokens += self._count_messages(messages)
+        self.written_tokens += self._count_text(outcome.text)
+        return outcome
 
 
 def make_manager(
