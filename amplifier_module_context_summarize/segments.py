@@ -197,6 +197,12 @@ class SegmentSource:
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)
 
+    async def keep(self, history: History, segment: Segment) -> None:
+        """Store a summary written outside the summarizer (a re-rendered, shorter one) under its span's key."""
+        start, end = self.key(history, segment.start, segment.end)
+        entry = CachedSummary(start, end, segment.text, segment.tokens, segment.end - segment.start, segment.tier)
+        await self.store.put(entry)
+
     def note_health(self, outcome: Outcome) -> None:
         """Feed the breaker: a summary from the LLM closes it; a failed call counts toward opening it."""
         if outcome.fallback is None:

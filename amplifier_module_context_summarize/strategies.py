@@ -73,7 +73,7 @@ class SummarizeStrategy:
         planned = job.shown(state).summary_tokens + job.summary_allowance
         end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
         if not job.moves(state, end):
-            return self._fitted(job, state)  # nothing to cut, or only system messages: a summary could only add
+            return await self._fitted(job, state)  # nothing to cut, or only system messages: a summary could only add
         state = await self._extend(job, state, end)
         # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
         # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
@@ -89,13 +89,14 @@ class SummarizeStrategy:
             state = state.cut(
                 job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
             )
-        return self._fitted(job, state)
+        return await self._fitted(job, state)
 
-    def _fitted(self, job: Compaction, state: CompactionState) -> CompactionState:
+    async def _fitted(self, job: Compaction, state: CompactionState) -> CompactionState:
         """If any valid view fits the budget, one that does: the summary re-rendered shorter, else the marker.
 
         Only a view whose pinned requests and newest groups leave too little room for the summary gets here,
-        so re-reading the summarized span (offline, no LLM) is rare and worth it.
+        so re-reading the summarized span (offline, no LLM) is rare and worth it. The shorter summary is
+        stored like a tier merge, so a resumed session walks to the same view.
         """
         if job.fits(state) or not state.segments:
             return state
@@ -116,6 +117,7 @@ class SummarizeStrategy:
             segment = Segment(start, end, text, job.counter.count_text(text), tier)
             shrunk = marker.with_segments([segment], marker.boundary)
             if text and job.fits(shrunk):
+                await self.segments.keep(job.history, segment)
                 return shrunk
         return marker
 

@@ -226,7 +226,8 @@ def stored_summaries(url: str) -> int:
 
     client = redis.Redis.from_url(url)
     try:
-        return sum(client.hlen(key) for key in client.scan_iter(match="acs:v1:*:s:*"))
+        summaries = (key for key in client.scan_iter(match="acs:v1:*:s:*") if b":s:mask:" not in key)
+        return sum(client.hlen(key) for key in summaries)  # mask ends are stored beside them; not summaries
     finally:
         client.close()
 
