@@ -19,6 +19,7 @@ from .compaction import Compaction, CompactionReport
 from .flight import SingleFlight
 from .history import History
 from .messages import Message
+from .offline_merge import merge_summaries
 from .state import Segment
 from .stores import CachedSummary, SummaryStore
 from .summarize import Outcome, SpanSummarizer
@@ -108,22 +109,33 @@ class SegmentSource:
             await self.flight.release(key)
 
     async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
-        """Merge with the LLM; the extractive summary of the whole range is the fallback (and the offline way)."""
-        span = job.span(parts[0].start, parts[-1].end)
+        """Merge with the LLM; the offline merge of the parts' texts is the fallback (and the offline way).
+
+        The offline merge reads the summaries, not the span they stand for, so its cost stays bounded
+        however long the session behind them is.
+        """
+        texts = [p.text for p in parts]
         if self.summarizer.backend is None:
-            return self.summarizer.extractive(span, None, fallback=None)
+            return self._merged_offline(job, parts, None)
         if self.cooling_down(key):
-            return self.summarizer.extractive(span, None, fallback=COOLDOWN)
+            return self._merged_offline(job, parts, COOLDOWN)
         if not self.breaker.allows_call():
-            return self.summarizer.extractive(span, None, fallback=CIRCUIT_OPEN)
+            return self._merged_offline(job, parts, CIRCUIT_OPEN)
         try:
             with self.quiet():
-                outcome = await self.summarizer.merge([p.text for p in parts], job.provider, deadline=job.deadline)
+                outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline)
         except Exception as exc:
             self.breaker.record_failure()
-            return self.summarizer.extractive(span, None, fallback=getattr(exc, "category", ERROR))
+            return self._merged_offline(job, parts, getattr(exc, "category", ERROR))
         self.breaker.record_success()
         return outcome
+
+    def _merged_offline(self, job: Compaction, parts: list[Segment], fallback: str | None) -> Outcome:
+        limit = self.summarizer.settings.max_output_tokens
+        text = merge_summaries([p.text for p in parts], limit, self.summarizer.count_text)
+        if not text:  # not one item fits: read the span after all (rare; its cost is then the span's)
+            return self.summarizer.extractive(job.span(parts[0].start, parts[-1].end), None, fallback=fallback)
+        return Outcome(text=text, fallback=fallback)
 
     async def prefetched(
         self,
