@@ -7,6 +7,8 @@ turns into a cache hit (``segments.SegmentSource.ready_end``).
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,6 +16,8 @@ from .history import History
 from .plan import Limits, choose_boundary
 from .segments import SegmentSource
 from .state import CompactionState
+
+logger = logging.getLogger(__name__)
 
 
 class Prefetcher:
@@ -52,14 +56,26 @@ class Prefetcher:
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
 
     async def _run(self, history: History, state: CompactionState, end: int, provider: Any | None) -> None:
-        outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
-        if outcome is not None:
-            await self.report(outcome)
+        try:
+            outcome = await self.segments.prefetched(history, state.boundary, end, state.summary_text, provider)
+            if outcome is not None:
+                await self.report(outcome)
+        except Exception as exc:  # nobody awaits a background task: say so rather than die silently
+            logger.warning("prefetch failed (%s); the next compaction summarizes the span itself", type(exc).__name__)
 
-    async def drain(self) -> None:
-        """Let a background summary land (the compaction about to run may want it)."""
-        for task in list(self._inflight.values()):
-            await asyncio.wait([task])
+    async def drain(self, deadline: float | None = None) -> None:
+        """Let a background summary land (the compaction about to run may want it), until ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value: a background summary has no deadline of its own, so
+        one still running then is cancelled rather than holding the request past the compaction's.
+        """
+        tasks = list(self._inflight.values())
+        if not tasks:
+            return
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        _, running = await asyncio.wait(tasks, timeout=timeout)
+        for task in running:
+            task.cancel()
 
     def cancel(self) -> None:
         for task in self._inflight.values():

@@ -115,8 +115,8 @@ class SegmentSource:
         key = self.key(history, start, end)
         if self.cooling_down(key) or not self.breaker.allows_call():
             return None
-        span = history.span(start, end)
         try:
+            span = history.span(start, end)
             with self.quiet():
                 outcome = await self.summarizer.summarize(span, previous, provider)
         except Exception as exc:  # background work reports; it never raises into the loop

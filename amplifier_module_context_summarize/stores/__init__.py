@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import CachedSummary, SummaryStore, is_valid_entry
+from .base import CachedSummary, CheckedStore, SummaryStore, is_valid_entry
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
-__all__ = ["CachedSummary", "MemoryStore", "SqliteStore", "SummaryStore", "is_valid_entry", "open_store"]
+__all__ = [
+    "CachedSummary",
+    "CheckedStore",
+    "MemoryStore",
+    "SqliteStore",
+    "SummaryStore",
+    "is_valid_entry",
+    "open_store",
+]
 
 
 def open_store(storage_path: str | None, max_entries: int) -> SummaryStore:
