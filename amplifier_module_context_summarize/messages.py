@@ -522,7 +522,23 @@ def encodable(text: str) -> bool:
 
 
 def has_lone_surrogate(value: Any) -> bool:
-    """True when any string in ``value`` (keys included) holds a lone surrogate; ``value`` is validated."""
+    """True when any string in ``value`` (keys included) holds a lone surrogate; ``value`` is validated.
+
+    Every add asks, so the usual case is one pass of the C JSON encoder (values it cannot write are left
+    out: they are not sent as text); only keys it cannot write send it to the slower walk.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, check_circular=False, default=_unwritten)
+    except (TypeError, ValueError):  # keys JSON cannot hold, or integers too long to write
+        return _walk_for_surrogates(value)
+    return not encodable(text)
+
+
+def _unwritten(value: Any) -> Any:
+    return _walk_for_surrogates(value) and "\ud800" or None
+
+
+def _walk_for_surrogates(value: Any) -> bool:
     stack = [value]
     while stack:
         node = stack.pop()
