@@ -44,7 +44,7 @@ def validate_message(message: Any) -> None:
     if not isinstance(message, dict):
         raise ValueError(f"message must be a dict, got {type(message).__name__}")
     for key, value in message.items():
-        problem = nesting_problem(value)
+        problem = nesting_problem(key) or nesting_problem(value)
         if problem:
             raise ValueError(f"message field {key!r} {problem}")
     role = message.get("role")
@@ -513,7 +513,7 @@ def scrub_text(text: str) -> str:
     Python strings can hold surrogates (JSON ``"\\ud800"`` escapes, ``surrogateescape`` decoding of tool
     output) that no UTF-8 encoder, HTTP client or SQLite binding accepts.
     """
-    return text if text.isascii() else _LONE_SURROGATE.sub(REPLACEMENT, text)
+    return text if encodable(text) else _LONE_SURROGATE.sub(REPLACEMENT, text)
 
 
 def encodable(text: str) -> bool:
@@ -529,13 +529,21 @@ def has_lone_surrogate(value: Any) -> bool:
     """
     try:
         text = json.dumps(value, ensure_ascii=False, check_circular=False, default=_unwritten)
+    except _SurrogateFound:
+        return True
     except (TypeError, ValueError):  # keys JSON cannot hold, or integers too long to write
         return _walk_for_surrogates(value)
     return not encodable(text)
 
 
-def _unwritten(value: Any) -> Any:
-    return _walk_for_surrogates(value) and "\ud800" or None
+class _SurrogateFound(Exception):
+    pass
+
+
+def _unwritten(value: Any) -> None:
+    """The encoder's fallback for a value JSON cannot write (a set, an object): searched on its own."""
+    if _walk_for_surrogates(value):
+        raise _SurrogateFound
 
 
 def _walk_for_surrogates(value: Any) -> bool:

@@ -564,6 +564,18 @@ async def test_an_oversized_or_lying_row_is_never_served():
     assert all(s.tokens == trusting.counter.count_text(s.text) for s in trusting.state.segments)
 
 
+async def test_a_stored_summary_with_a_lone_surrogate_is_sent_as_replacement():
+    store, history = MemoryStore(), mixed_history(40)
+    first = make(store=store)
+    await replay(first, history, FakeProvider(), budget=BUDGET)
+    for entry in await store.starting_at(first.fingerprint):  # as another writer (or an older version) left it
+        await store.put(dataclasses.replace(entry, text=f"{entry.text} {LONE}"))
+    resumed = make(store=store)
+    await resumed.set_messages(history)
+    assert resumed.state.segments and all(encodable(s.text) for s in resumed.state.segments)
+    assert sendable(await resumed.get_messages_for_request(BUDGET, FakeProvider()))
+
+
 # ------------------------------------------------------------------------------- 8. provider info
 
 

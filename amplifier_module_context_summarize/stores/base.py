@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from ..messages import scrub_text
+
 log = logging.getLogger(__name__)
 
 MAX_CHARS_PER_TOKEN = 256
@@ -97,8 +99,9 @@ class CheckedStore:
 
     Whatever comes out (of a third-party store, a hand-edited or shared file) is validated like any other
     input on every read path: a row that fails :func:`is_valid_entry`, answers another key, or is larger
-    than ``max_tokens`` is a miss, and a served row carries our own token count of its text, never its claim.
-    A store that raises reads as a miss too, and writes as a no-op.
+    than ``max_tokens`` is a miss, and a served row carries our own token count of its text, never its claim
+    (and its text with any lone surrogate as U+FFFD). A store that raises reads as a miss too, and writes as
+    a no-op.
     """
 
     def __init__(self, inner: SummaryStore, count_text: Callable[[str], int], max_tokens: int) -> None:
@@ -155,11 +158,12 @@ class CheckedStore:
         if len(entry.text) > self.max_tokens * CHARS_PER_TOKEN_CAP:
             self._warn("an oversized row")
             return None
-        tokens = self.count_text(entry.text)
+        text = scrub_text(entry.text)  # a row another writer left with lone surrogates: sendable as U+FFFD
+        tokens = self.count_text(text)
         if tokens > self.max_tokens:
             self._warn("an oversized row")
             return None
-        return entry if tokens == entry.tokens else replace(entry, tokens=tokens)
+        return entry if (text, tokens) == (entry.text, entry.tokens) else replace(entry, text=text, tokens=tokens)
 
     def _fault(self, op: str, exc: Exception) -> None:
         self._warn(f"{op} failing ({type(exc).__name__})")
