@@ -16,8 +16,9 @@ from typing import Any
 
 from .backends.base import cancelled_by_caller
 
-MAX_REPORTED_TOKENS = 2**31 - 1
-"""Larger than any context window; a larger report is garbage, not a window."""
+MAX_REPORTED_TOKENS = 10**12
+"""Far beyond any context window (the benchmark's never-compacting window is 10**10); a larger report is
+garbage, and float arithmetic on the budget would start to overflow or lose whole tokens."""
 
 
 async def request_budget(
@@ -40,7 +41,9 @@ async def _provider_budget(provider: Any | None, safety_margin: int) -> int | No
 
 def token_count(value: Any) -> int | None:
     """``value`` as a positive whole number of tokens, or None when it is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if type(value) is int:  # the usual report, checked first: this runs on every request
+        return value if 0 < value <= MAX_REPORTED_TOKENS else None
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return None
@@ -63,7 +66,8 @@ async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
             if info is None:
                 continue
             defaults = _info_field(info, "defaults")
-            defaults = defaults if isinstance(defaults, Mapping) else {}
+            if type(defaults) is not dict and not isinstance(defaults, Mapping):
+                defaults = {}
             window = token_count(_info_field(info, "context_window")) or token_count(defaults.get("context_window"))
             output = token_count(_info_field(info, "max_output_tokens")) or token_count(
                 defaults.get("max_output_tokens")
