@@ -361,28 +361,33 @@ def sanitize(messages: list[Message]) -> list[Message]:
     that answer. Untouched messages are returned as the same objects (thinking blocks and signatures stay
     byte-for-byte).
     """
+    made: set[str] = set()
     open_calls: set[str] = set()
     answered: set[str] = set()
     kept: list[set[str]] = []
     """Per message: the calls its results answer in the view (empty for a message that makes calls)."""
+    stray = False
     for m in messages:
-        calls = call_ids(m)
+        calls, results = call_ids(m), result_ids(m)
         if calls:
+            made.update(calls)
             open_calls = set(calls)
             kept.append(set())
+            stray = stray or bool(results)
             continue
-        answers = {r for r in result_ids(m) if r in open_calls}
+        answers = {r for r in results if r in open_calls}
+        stray = stray or len(answers) < len(set(results))
         open_calls -= answers
         answered |= answers
         kept.append(answers)
+    if not stray and made == answered:
+        return messages  # the usual group: every call answered once, nothing else
     out: list[Message] = []
-    changed = False
     for m, answers in zip(messages, kept, strict=True):
         cleaned = strip_tool_blocks(m, keep_calls=answered, keep_results=answers)
-        changed = changed or cleaned is not m
         if cleaned is not None:
             out.append(cleaned)
-    return out if changed else messages
+    return out
 
 
 def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[str]) -> Message | None:
