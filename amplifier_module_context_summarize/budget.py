@@ -1,12 +1,24 @@
 """The token budget of one request: an explicit ``token_budget`` argument, else what the provider reports
 capped by a configured ``max_tokens`` (a user who sets it means it), else ``max_tokens`` or the default.
+
+What a provider reports is untrusted: a value that is not a plausible token count (a string, a bool, NaN,
+infinity, zero, negative, absurdly large) is ignored as if it had not been reported.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import math
+from collections.abc import Mapping
 from typing import Any
+
+from .backends.base import cancelled_by_caller
+
+MAX_REPORTED_TOKENS = 10**12
+"""Far beyond any context window (the benchmark's never-compacting window is 10**10); a larger report is
+garbage, and float arithmetic on the budget would start to overflow or lose whole tokens."""
 
 
 async def request_budget(
@@ -23,8 +35,19 @@ async def request_budget(
 async def _provider_budget(provider: Any | None, safety_margin: int) -> int | None:
     for window, output in await _provider_limits(provider):
         if window and output and window - output - safety_margin > 0:
-            return int(window - output - safety_margin)
+            return window - output - safety_margin
     return None
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a positive whole number of tokens, or None when it is not one."""
+    if type(value) is int:  # the usual report, checked first: this runs on every request
+        return value if 0 < value <= MAX_REPORTED_TOKENS else None
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if 0 < value <= MAX_REPORTED_TOKENS else None
 
 
 async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
@@ -33,20 +56,28 @@ async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
         return []
     found = []
     for getter in ("get_model_info", "get_info"):
-        method = getattr(provider, getter, None)
-        if not callable(method):
-            continue
         try:
+            method = getattr(provider, getter, None)
+            if not callable(method):
+                continue
             info = method()
             if _awaitable(info):
                 info = await info
+            if info is None:
+                continue
+            defaults = _info_field(info, "defaults")
+            if type(defaults) is not dict and not isinstance(defaults, Mapping):
+                defaults = {}
+            window = token_count(_info_field(info, "context_window")) or token_count(defaults.get("context_window"))
+            output = token_count(_info_field(info, "max_output_tokens")) or token_count(
+                defaults.get("max_output_tokens")
+            )
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            continue  # the provider cancelled its own work: as if it reported nothing
         except Exception:
             continue
-        if info is None:
-            continue
-        defaults = _info_field(info, "defaults") or {}
-        window = _info_field(info, "context_window") or defaults.get("context_window")
-        output = _info_field(info, "max_output_tokens") or defaults.get("max_output_tokens")
         found.append((window, output))
     return found
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import create_manager
-from .messages import message_text
+from .messages import message_text, scrub_text
 from .prompts import clip_middle
 from .session_io import SessionFileError, load_messages
 from .testing import EventRecorder, replay_steps
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(render_view(result["view"]))
     print()
-    print(f"session: {path}")
+    print(f"session: {scrub_text(str(path))}")  # a file name need not be valid UTF-8
     for key, value in result["report"].items():
         print(f"  {key}: {value}")
     return 0

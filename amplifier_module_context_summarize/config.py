@@ -8,6 +8,7 @@ from typing import Any
 
 from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
+from .redact import ENV_NAME, describe, env_name, redact_url
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
@@ -42,6 +43,14 @@ class SummarizerConfig:
     @property
     def key_env(self) -> str | None:
         return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+
+    def __repr__(self) -> str:
+        """Fields as the dataclass shows them, but a ``base_url``'s credentials and a key pasted as
+        ``api_key_env`` are hidden."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["api_key_env"] = None if self.api_key_env is None else env_name(self.api_key_env)
+        shown["base_url"] = redact_url(self.base_url)
+        return f"SummarizerConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def effective_model(self) -> str | None:
@@ -108,7 +117,8 @@ class Config:
 
 
 def _fail(key: str, allowed: str, value: Any) -> ValueError:
-    return ValueError(f"config key '{key}': {allowed}, got {value!r}")
+    """The error naming ``key``; a string value is described, never echoed (it may be a misplaced key)."""
+    return ValueError(f"config key '{key}': {allowed}, got {describe(value)}")
 
 
 def _check_number(key: str, value: Any, kind: type, low: float, high: float | None, inclusive_low: bool) -> Any:
@@ -185,6 +195,10 @@ def parse_summarizer(value: Any) -> SummarizerConfig:
         raise _fail("summarizer", f"must be one of {', '.join(SUMMARIZER_PROVIDERS)} or a mapping", value)
     known = {f.name for f in fields(SummarizerConfig)}
     for key in value:
+        if key == "api_key":
+            raise _fail(
+                "summarizer.api_key", "is not accepted: name the environment variable holding it in api_key_env", ""
+            )
         if key not in known:
             raise _fail(f"summarizer.{key}", f"is not a known key (known: {', '.join(sorted(known))})", value[key])
     options: dict[str, Any] = dict(value)
@@ -197,6 +211,12 @@ def parse_summarizer(value: Any) -> SummarizerConfig:
     for key in ("model", "base_url", "api_key_env", "session_provider"):
         if options.get(key) is not None and (not isinstance(options[key], str) or not options[key]):
             raise _fail(f"summarizer.{key}", "must be a non-empty string", options[key])
+    if options.get("api_key_env") is not None and not ENV_NAME.fullmatch(options["api_key_env"]):
+        raise _fail(
+            "summarizer.api_key_env",
+            "must be the name of an environment variable (letters, digits, _), not the key itself",
+            options["api_key_env"],
+        )
     return SummarizerConfig(**options)
 
 

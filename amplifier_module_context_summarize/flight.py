@@ -25,7 +25,8 @@ say): bounds the loop even when waiting cannot work."""
 class SingleFlight:
     def __init__(self, store: SummaryStore) -> None:
         self.store = store
-        self.claims: Claims | None = store if isinstance(store, Claims) else None
+        inner = getattr(store, "inner", store)  # claims live on the store itself, behind the read checks
+        self.claims: Claims | None = inner if isinstance(inner, Claims) else None
         self.waits = 0
         """Times this worker waited for another's summary (diagnostics)."""
         self.served = 0
@@ -45,6 +46,8 @@ class SingleFlight:
                 return await self._stored_meanwhile(key)
             self.waits += 1
             found = await claims.wait_for(*key, until)
+            if found is not None:
+                found = await self.store.get(*key)  # read again through the checks every stored row passes
             if found is not None:
                 self.served += 1
                 return found

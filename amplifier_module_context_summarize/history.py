@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from .messages import Group, Grouper, Message, canonical_json, content_hash, is_user_turn, sanitize
+from .messages import (
+    Group,
+    Grouper,
+    Message,
+    canonical_json,
+    content_hash,
+    has_lone_surrogate,
+    is_user_turn,
+    sanitize,
+)
 from .tokens import TokenCounter
 from .wire import without_response_chain
 
@@ -38,6 +47,8 @@ class History:
         """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
         self.irregular: list[int] = []
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
+        self.unencodable = False
+        """Some message holds a lone surrogate, so views are scrubbed before they are sent (``scrub_value``)."""
         self._grouper = Grouper()
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
@@ -57,10 +68,10 @@ class History:
         return max(len(self.groups) - 1, 0)
 
     def append(self, message: Message) -> None:
+        tokens = self.counter.count_message(message)  # first: should it fail, nothing has changed
         index = len(self.messages)
         self.messages.append(message)
         is_system = self.preserve_system and message.get("role") == "system"
-        tokens = self.counter.count_message(message)
         groups = self.groups
         if self._grouper.push(message, index):
             self._open_stored += tokens
@@ -79,6 +90,8 @@ class History:
             self.latest_request = index
             if self.first_request < 0:
                 self.first_request = index
+        if not self.unencodable and has_lone_surrogate(message):
+            self.unencodable = True
 
     def rekey(self, fingerprint: str) -> None:
         """Chain hashes under another fingerprint (they are recomputed lazily)."""

@@ -24,13 +24,14 @@ from .compaction import Compaction, CompactionReport, Strategy
 from .config import Config
 from .history import History, from_hook
 from .masking import Masks, MaskSettings
-from .messages import Message, canonical_json, content_hash, copy_message, validate_message
+from .messages import Message, canonical_json, content_hash, copy_message, scrub_value, validate_message
 from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
 from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pins_for, shown
-from .stores import CachedSummary, MemoryStore, SummaryStore
+from .stores import CachedSummary, CheckedStore, MemoryStore, SummaryStore
+from .stores.base import OVERSIZE_FACTOR
 from .strategies import STRATEGIES
 from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
@@ -76,8 +77,10 @@ class SummarizingContextManager:
         self.calibration = UsageCalibration(initial=1.0, enabled=False)
         """Off until ``listen_to_usage`` wires it to the provider's reports (``mount`` does)."""
         self.breaker = CircuitBreaker(c.summarizer.circuit_failures, c.summarizer.circuit_open_s, self.clock)
+        reads = CheckedStore(self.store, self.counter.count_text, OVERSIZE_FACTOR * c.summary_output_tokens)
+        """What the store returns is checked like any other input before a view may use it."""
         self.segments = SegmentSource(
-            summarizer, self.store, self.breaker, c.failure_cooldown_s, self.clock, self.calibration.quiet
+            summarizer, reads, self.breaker, c.failure_cooldown_s, self.clock, self.calibration.quiet
         )
         self.strategy: Strategy = strategy or STRATEGIES[c.compaction_strategy](
             self.segments, c.summary_budget_ratio, c.prefetch
@@ -128,8 +131,10 @@ class SummarizingContextManager:
             except ValueError as exc:
                 raise ValueError(f"messages[{i}]: {exc}") from None
         async with self._lock:
-            self._reset([copy_message(m) for m in messages])
-            await self._resume()
+            # Built aside and installed only once whole: a failure leaves the previous history as it was.
+            history = self._history_of([copy_message(m) for m in messages])
+            state = await self._resumed(history)
+            self._install(history, state)
 
     async def clear(self) -> None:
         async with self._lock:
@@ -154,6 +159,8 @@ class SummarizingContextManager:
             if tokens > limits.budget:
                 view, _ = clip_tool_outputs(view, limits.budget, self.counter.count_messages)
                 sent = self.counter.count_messages(view)
+            if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
+                view = [scrub_value(m) for m in view]
             self.calibration.expect(sent + self._tool_tokens)
             if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
@@ -254,26 +261,39 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ state and view
 
     def _reset(self, messages: list[Message]) -> None:
-        self.prefetcher.cancel()
-        self.history = History(self.counter, self.fingerprint, self.config.preserve_system)
-        self.masks = Masks(self.history, self.mask_settings) if self.mask_settings is not None else None
-        self._masked_view = None
-        self.state = CompactionState()
-        self._shown_memo: tuple[CompactionState, int, Shown] | None = None
+        self._install(self._history_of(messages), CompactionState())
+
+    def _history_of(self, messages: list[Message]) -> History:
+        history = History(self.counter, self.fingerprint, self.config.preserve_system)
         for message in messages:
-            self.history.append(message)
+            history.append(message)
+        return history
+
+    def _install(self, history: History, state: CompactionState) -> None:
+        self.prefetcher.cancel()
+        self.history = history
+        self.masks = Masks(history, self.mask_settings) if self.mask_settings is not None else None
+        self._masked_view = None
+        self.state = state
+        self._shown_memo: tuple[CompactionState, int, Shown] | None = None
 
     async def _resume(self) -> None:
         if self.config.compaction_strategy != "truncate":
-            self.state = await walk(self.history, self.store, self.history.last_cuttable)
-        if self.masks is not None:
-            self.state = self.state.masked_to(await self._stored_mask_end())
+            self.state = await self._resumed(self.history)
 
-    async def _stored_mask_end(self) -> int:
-        """The furthest mask end recorded for this history at the current boundary (0 when none)."""
-        history, boundary = self.history, self.state.boundary
+    async def _resumed(self, history: History) -> CompactionState:
+        """The state stored summaries and the mask end give ``history`` (none for ``truncate``: it stores nothing)."""
+        if self.config.compaction_strategy == "truncate":
+            return CompactionState()
+        state = await walk(history, self.segments.store, history.last_cuttable)
+        if self.mask_settings is not None:
+            state = state.masked_to(await self._stored_mask_end(history, state.boundary))
+        return state
+
+    async def _stored_mask_end(self, history: History, boundary: int) -> int:
+        """The furthest mask end recorded for this history at ``boundary`` (0 when none)."""
         best = 0
-        for entry in await self.store.starting_at(MASK_MARK + history.chain_at(boundary)):
+        for entry in await self.segments.store.starting_at(MASK_MARK + history.chain_at(boundary)):
             end = boundary + entry.groups
             if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
                 best = end
@@ -287,7 +307,7 @@ class SummarizingContextManager:
         if state.mask_end == before.mask_end and state.boundary == before.boundary:
             return
         start = MASK_MARK + history.chain_at(state.boundary)
-        await self.store.put(
+        await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
 
@@ -366,7 +386,9 @@ class SummarizingContextManager:
     async def _compact(self, limits: Limits, provider: Any | None, force: bool) -> None:
         started = time.perf_counter()
         c = self.config
-        await self.prefetcher.drain()
+        # One deadline for all this request waits for: a background summary, then every summarizer call.
+        deadline = time.monotonic() + c.compaction_deadline_s
+        await self.prefetcher.drain(deadline)
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
         await self._emit(
             events.PreCompact(
@@ -386,7 +408,7 @@ class SummarizingContextManager:
             counter=self.counter,
             summary_allowance=c.summary_output_tokens,
             provider=provider,
-            deadline=time.monotonic() + c.compaction_deadline_s,
+            deadline=deadline,
             masks=self.masks,
         )
         job.remember(self.state, self._shown())

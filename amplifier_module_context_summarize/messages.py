@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +36,17 @@ Message = dict[str, Any]
 
 
 def validate_message(message: Any) -> None:
-    """Raise ``ValueError`` naming the field that makes ``message`` unusable."""
+    """Raise ``ValueError`` naming the field that makes ``message`` unusable.
+
+    Runs before anything is stored, so a message is accepted whole or not at all: every later step
+    (copying, counting, hashing, grouping) may then rely on bounded nesting and string ids.
+    """
     if not isinstance(message, dict):
         raise ValueError(f"message must be a dict, got {type(message).__name__}")
+    for key, value in message.items():
+        problem = nesting_problem(key) or nesting_problem(value)
+        if problem:
+            raise ValueError(f"message field {key!r} {problem}")
     role = message.get("role")
     if role not in VALID_ROLES:
         allowed = ", ".join(sorted(VALID_ROLES))
@@ -55,6 +64,9 @@ def validate_message(message: Any) -> None:
                 raise ValueError(f"message field 'content[{i}]' must be a block dict, got {type(block).__name__}")
             if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES and not block.get("id"):
                 raise ValueError(f"message field 'content[{i}]' is a {block['type']} block without an 'id'")
+            if isinstance(block, dict):
+                for key in ("id", "tool_use_id", "tool_call_id"):
+                    _check_id(f"content[{i}].{key}", block.get(key))
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
         if not isinstance(tool_calls, list):
@@ -62,8 +74,120 @@ def validate_message(message: Any) -> None:
         for i, call in enumerate(tool_calls):
             if not isinstance(call, dict) or not call.get("id"):
                 raise ValueError(f"message field 'tool_calls[{i}]' has no 'id'")
+            _check_id(f"tool_calls[{i}].id", call.get("id"))
+    _check_id("tool_call_id", message.get("tool_call_id"))
     if role == "tool" and not message.get("tool_call_id") and not _result_blocks(content):
         raise ValueError("message with role 'tool' has no 'tool_call_id'")
+
+
+MAX_NESTING = 100
+"""Deepest nesting of lists and dicts a message may have: far beyond any real tool output, far below
+Python's recursion limit, which copying, counting and hashing would otherwise hit."""
+MAX_VALUES = 1_000_000
+"""Most values (containers and scalars) one message field may hold once shared containers are counted at
+every place they appear: copying, counting and hashing visit each place, so sharing must not multiply it."""
+_NESTED = (dict, list, tuple, set, frozenset)
+
+
+def nesting_problem(value: Any, limit: int = MAX_NESTING, max_values: int = MAX_VALUES) -> str | None:
+    """Why ``value`` cannot be walked safely (a cycle, nesting deeper than ``limit``, more than ``max_values``
+    values once shared containers are counted at every place), or None.
+
+    Every add pays for this, so the usual case is one plain walk that recurses at most ``limit`` levels and
+    stops after ``max_values`` values: hostile input can neither exhaust the stack nor make it slow (a cycle
+    only runs into the depth limit). Only a value that fails is walked again, remembering each container,
+    to say which problem it has.
+    """
+    if not isinstance(value, _NESTED):
+        return None
+    try:
+        _count_values(value, 1, limit, max_values)
+    except _Unsafe:
+        try:
+            _measure(value, 1, _Walk(limit, max_values))
+        except _Unsafe as exc:
+            return str(exc)
+        return f"is nested more than {limit} levels deep or holds more than {max_values:,} values"
+    return None
+
+
+def _count_values(node: Any, depth: int, limit: int, budget: int) -> int:
+    """``budget`` less the values in ``node``; raises ``_Unsafe`` past ``limit`` levels or the budget."""
+    if depth > limit:
+        raise _Unsafe
+    if isinstance(node, dict):
+        for key in node:
+            if type(key) is not str and isinstance(key, _NESTED):
+                budget = _count_values(key, depth + 1, limit, budget)
+        node = node.values()
+    for child in node:
+        budget -= 1
+        if type(child) not in _SCALARS and isinstance(child, _NESTED):
+            budget = _count_values(child, depth + 1, limit, budget)
+    if budget < 0:
+        raise _Unsafe
+    return budget
+
+
+class _Unsafe(Exception):
+    """Raised inside the walks; ``nesting_problem`` turns it into its answer."""
+
+
+class _Walk:
+    __slots__ = ("limit", "max_values", "known", "on_path")
+
+    def __init__(self, limit: int, max_values: int) -> None:
+        self.limit = limit
+        self.max_values = max_values
+        self.known: dict[int, tuple[int, int]] = {}
+        """id -> (height, values inside counted at every place they appear) of each container measured."""
+        self.on_path: set[int] = set()
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _measure(node: Any, depth: int, walk: _Walk) -> int:
+    """Values in ``node`` (itself included), expanded; ``node`` sits ``depth`` levels deep."""
+    key = id(node)
+    known = walk.known.get(key)
+    if known is not None:
+        if depth + known[0] - 1 > walk.limit:
+            raise _Unsafe(f"is nested more than {walk.limit} levels deep")
+        return known[1]
+    if key in walk.on_path:
+        raise _Unsafe("contains itself (a cycle)")
+    if depth > walk.limit:
+        raise _Unsafe(f"is nested more than {walk.limit} levels deep")
+    walk.on_path.add(key)
+    height = size = 1
+    if isinstance(node, dict):
+        children: Any = node.values()
+        size += len(node)
+        for k in node:
+            if type(k) not in _SCALARS and isinstance(k, _NESTED):
+                size += _measure(k, depth + 1, walk) - 1
+    else:
+        children = node
+    for child in children:
+        if type(child) in _SCALARS or not isinstance(child, _NESTED):
+            size += 1
+            continue
+        size += _measure(child, depth + 1, walk)
+        height = max(height, walk.known[id(child)][0] + 1)
+        if size > walk.max_values:
+            break
+    walk.on_path.discard(key)
+    if size > walk.max_values:
+        raise _Unsafe(f"holds more than {walk.max_values:,} values (shared lists or dicts repeated)")
+    walk.known[key] = (height, size)
+    return size
+
+
+def _check_id(field: str, value: Any) -> None:
+    """Call ids are matched and hashed as text: anything but a string (or absent) is refused."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"message field {field!r} must be a string id, got {type(value).__name__}")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -228,35 +352,54 @@ def group_messages(messages: list[Message]) -> list[Group]:
 
 
 def sanitize(messages: list[Message]) -> list[Message]:
-    """Return the messages of one group made valid on their own.
+    """Return the messages of one group made valid on their own (``invariants.ToolPairing`` holds).
 
-    Unanswered calls and results whose call is not in the group are removed; a message left with
-    nothing to say is dropped. Untouched messages are returned as the same objects (thinking
-    blocks and signatures stay byte-for-byte).
+    Unanswered calls are removed, and so is every stray part of a result: a result for a call not in the
+    group, a second result for a call already answered, a result inside the message that makes the call
+    (the rule reads those as calls), and a ``tool_call_id`` that answers nothing while the message's
+    blocks do answer. A message left with nothing to say is dropped; one that answers a call always keeps
+    that answer. Untouched messages are returned as the same objects (thinking blocks and signatures stay
+    byte-for-byte).
     """
-    calls: set[str] = set()
+    made: set[str] = set()
+    open_calls: set[str] = set()
     answered: set[str] = set()
+    kept: list[set[str]] = []
+    """Per message: the calls its results answer in the view (empty for a message that makes calls)."""
+    stray = False
     for m in messages:
-        calls.update(call_ids(m))
-    for m in messages:
-        answered.update(r for r in result_ids(m) if r in calls)
-    if calls == answered and not any(set(result_ids(m)) - calls for m in messages):
-        return messages
+        calls, results = call_ids(m), result_ids(m)
+        if calls:
+            made.update(calls)
+            open_calls = set(calls)
+            kept.append(set())
+            stray = stray or bool(results)
+            continue
+        answers = {r for r in results if r in open_calls}
+        stray = stray or len(answers) < len(set(results))
+        open_calls -= answers
+        answered |= answers
+        kept.append(answers)
+    if not stray and made == answered:
+        return messages  # the usual group: every call answered once, nothing else
     out: list[Message] = []
-    for m in messages:
-        cleaned = strip_tool_blocks(m, keep_calls=answered, keep_results=answered)
+    for m, answers in zip(messages, kept, strict=True):
+        cleaned = strip_tool_blocks(m, keep_calls=answered, keep_results=answers)
         if cleaned is not None:
             out.append(cleaned)
     return out
 
 
 def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[str]) -> Message | None:
+    """``message`` without the calls and results not kept (itself when nothing goes); None when nothing is left.
+
+    A ``tool`` message lives to answer: it is kept only while it still answers a kept call (through
+    ``tool_call_id`` or a result block), and a ``tool_call_id`` that answers nothing kept is removed.
+    """
     own_calls = set(call_ids(message))
     own_results = set(result_ids(message))
     if own_calls <= keep_calls and own_results <= keep_results:
         return message
-    if message.get("role") == "tool" and message.get("tool_call_id") not in keep_results:
-        return None
     new = dict(message)
     if message.get("tool_calls"):
         kept = [c for c in message["tool_calls"] if c.get("id") in keep_calls]
@@ -280,6 +423,14 @@ def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[
                 )
             )
         ]
+    if message.get("role") == "tool":
+        if message.get("tool_call_id") not in keep_results:
+            new.pop("tool_call_id", None)
+        if not result_ids(new):
+            return None
+        if isinstance(content, list) and not new["content"]:
+            new["content"] = ""  # the call's answer stays; only stray blocks were in it
+        return new
     if not new.get("content") and not new.get("tool_calls"):
         return None
     return new
@@ -329,6 +480,12 @@ def _json_default(value: Any) -> Any:
 
 def _plain(value: Any, path: set[int]) -> Any:
     """``value`` with every dict key a string and cycles cut, so ``json.dumps`` cannot fail on it."""
+    if type(value) is int:
+        try:
+            str(value)
+        except ValueError:  # more digits than Python converts to text: written in hex instead
+            return f"<int {hex(value)}>"
+        return value
     if not isinstance(value, dict | list | tuple):
         return value
     if id(value) in path:
@@ -343,11 +500,87 @@ def _plain(value: Any, path: set[int]) -> Any:
 
 
 def content_hash(*parts: str) -> str:
+    """SHA-256 of the parts; a lone surrogate (text that is not valid UTF-8) hashes as its own code point."""
     digest = hashlib.sha256()
     for part in parts:
-        digest.update(part.encode("utf-8"))
+        digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD: what can be encoded as UTF-8 and sent.
+
+    Python strings can hold surrogates (JSON ``"\\ud800"`` escapes, ``surrogateescape`` decoding of tool
+    output) that no UTF-8 encoder, HTTP client or SQLite binding accepts.
+    """
+    return text if encodable(text) else _LONE_SURROGATE.sub(REPLACEMENT, text)
+
+
+def encodable(text: str) -> bool:
+    """True when ``text`` can be encoded as UTF-8 (it holds no lone surrogate)."""
+    return text.isascii() or not _LONE_SURROGATE.search(text)
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when any string in ``value`` (keys included) holds a lone surrogate; ``value`` is validated.
+
+    Every add asks, so the usual case is one pass of the C JSON encoder (values it cannot write are left
+    out: they are not sent as text); only keys it cannot write send it to the slower walk.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, check_circular=False, default=_unwritten)
+    except _SurrogateFound:
+        return True
+    except (TypeError, ValueError):  # keys JSON cannot hold, or integers too long to write
+        return _walk_for_surrogates(value)
+    return not encodable(text)
+
+
+class _SurrogateFound(Exception):
+    pass
+
+
+def _unwritten(value: Any) -> None:
+    """The encoder's fallback for a value JSON cannot write (a set, an object): searched on its own."""
+    if _walk_for_surrogates(value):
+        raise _SurrogateFound
+
+
+def _walk_for_surrogates(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not encodable(node):
+                return True
+        elif isinstance(node, dict):
+            stack += node.keys()
+            stack += node.values()
+        elif isinstance(node, list | tuple | set | frozenset):
+            stack += node
+    return False
+
+
+def scrub_value(value: Any) -> Any:
+    """``value`` with ``scrub_text`` applied to every string; containers are copied only where one changes."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        items = [(scrub_value(k), scrub_value(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list | tuple):
+        scrubbed = [scrub_value(v) for v in value]
+        if all(a is b for a, b in zip(scrubbed, value, strict=True)):
+            return value
+        return scrubbed if isinstance(value, list) else tuple(scrubbed)
+    return value
 
 
 def message_text(message: Message) -> str:

@@ -8,6 +8,8 @@ worker has claimed. The threshold compaction then finds it stored and turns into
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,6 +18,8 @@ from .messages import Message
 from .plan import Limits, choose_boundary
 from .segments import SegmentSource
 from .state import CompactionState
+
+logger = logging.getLogger(__name__)
 
 
 class Prefetcher:
@@ -64,21 +68,33 @@ class Prefetcher:
         span_of: Callable[[int, int], list[Message]] | None,
     ) -> None:
         flight = self.segments.flight
-        if not await flight.try_acquire(key):  # another worker of the fleet is summarizing it, or just did
-            return
         try:
-            outcome = await self.segments.prefetched(
-                history, state.boundary, end, state.summary_text, provider, span_of
-            )
-        finally:
-            await flight.release(key)
-        if outcome is not None:
-            await self.report(outcome)
+            if not await flight.try_acquire(key):  # another worker of the fleet is summarizing it, or just did
+                return
+            try:
+                outcome = await self.segments.prefetched(
+                    history, state.boundary, end, state.summary_text, provider, span_of
+                )
+            finally:
+                await flight.release(key)
+            if outcome is not None:
+                await self.report(outcome)
+        except Exception as exc:  # nobody awaits a background task: say so rather than die silently
+            logger.warning("prefetch failed (%s); the next compaction summarizes the span itself", type(exc).__name__)
 
-    async def drain(self) -> None:
-        """Let a background summary land (the compaction about to run may want it)."""
-        for task in list(self._inflight.values()):
-            await asyncio.wait([task])
+    async def drain(self, deadline: float | None = None) -> None:
+        """Let a background summary land (the compaction about to run may want it), until ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value: a background summary has no deadline of its own, so
+        one still running then is cancelled rather than holding the request past the compaction's.
+        """
+        tasks = list(self._inflight.values())
+        if not tasks:
+            return
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        _, running = await asyncio.wait(tasks, timeout=timeout)
+        for task in running:
+            task.cancel()
 
     def cancel(self) -> None:
         for task in self._inflight.values():

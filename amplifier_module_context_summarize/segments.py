@@ -153,8 +153,8 @@ class SegmentSource:
         key = self.key(history, start, end)
         if self.cooling_down(key) or not self.breaker.allows_call():
             return None
-        span = (span_of or history.span)(start, end)
         try:
+            span = (span_of or history.span)(start, end)
             with self.quiet():
                 outcome = await self.summarizer.summarize(span, previous, provider)
         except Exception as exc:  # background work reports; it never raises into the loop

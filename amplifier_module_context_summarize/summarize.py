@@ -18,7 +18,7 @@ from .backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, 
 from .backends.retrying import RetryingBackend, retries_for
 from .extractive import extractive_summary
 from .ledger import build_ledger
-from .messages import Message
+from .messages import Message, scrub_text
 from .prompts import PromptSet, fence_safe, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class SpanSummarizer:
         except Exception as exc:  # the last rung before truncation must not take the agent down
             logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
             return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
-        return Outcome(text=text, fallback=fallback)
+        return Outcome(text=scrub_text(text), fallback=fallback)
 
     @property
     def max_retries(self) -> int:
@@ -135,7 +135,7 @@ class SpanSummarizer:
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
         ledger = build_ledger(messages).render(max_chars=int(self.settings.max_output_tokens * LEDGER_SHARE * 4))
-        outcome.text = "\n\n".join([*parts, ledger] if ledger else parts)
+        outcome.text = scrub_text("\n\n".join([*parts, ledger] if ledger else parts))
         return outcome
 
     async def merge(self, summaries: list[str], provider: Any | None = None, deadline: float | None = None) -> Outcome:
@@ -207,11 +207,12 @@ class SpanSummarizer:
         """Ask the backend; a rejected answer (empty, refusal, not smaller) gets one more try."""
         backend = self._retrying(outcome)
         rejection = ERROR
+        system, prompt = scrub_text(self.prompts.system(kind)), scrub_text(prompt)  # sendable as UTF-8
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
             completion = await backend.complete(
-                self.prompts.system(kind), prompt, self.settings.max_output_tokens, provider, deadline=deadline
+                system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
@@ -219,7 +220,7 @@ class SpanSummarizer:
                 outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, source_tokens)
             if rejection is None:
-                return completion.text.strip()
+                return scrub_text(completion.text.strip())
         raise BackendError(rejection)
 
     def _rejection(self, text: str, source_tokens: int) -> str | None:

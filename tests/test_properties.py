@@ -4,12 +4,19 @@ Every generated history is replayed through a fresh manager with requests at ran
 view: it is valid (``check_view``), it keeps the history's order, it shows the latest user request,
 and it fits the budget whenever a fitting view exists. The stored history is exactly what was added,
 and a fresh manager with a fresh cache given the same inputs returns the same views.
+
+The histories hold what found the bugs of issue 13: results carrying stray parts (an unknown id's block,
+no or a stray ``tool_call_id``, a second answer, a call answered in its own message) and lone surrogates
+(views must carry them as U+FFFD). Hostile values get their own properties: nesting and cycles, provider
+limits of any type, and store rows of any shape.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import functools
 import itertools
 import json
 from typing import Any
@@ -20,20 +27,24 @@ from hypothesis import strategies as st
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.invariants import check_view as view_rules
 from amplifier_module_context_summarize.messages import (
+    MAX_NESTING,
     block_text,
+    encodable,
     group_messages,
     is_user_turn,
     sanitize,
+    scrub_value,
     strip_tool_blocks,
 )
-from amplifier_module_context_summarize.stores import MemoryStore
-from amplifier_module_context_summarize.testing import FakeProvider, replay_steps
+from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, replay_steps
 
 # fmt: off
 WORDS = [
     "alpha", "beta", "gamma", "delta", "src/app.py", "tests/test_app.py", "pytest", "failed", "passed", "import",
     "error", "TypeError", "refactor", "the", "function", "returns", "None", "when", "the", "cache", "is", "empty;",
     "retry", "with", "backoff", "https://example.com/api", "git", "diff", "--stat", "commit", "3f2a1b", "ok",
+    "lone\ud800surrogate", "\udcffbinary",  # not valid UTF-8: views must carry them as U+FFFD
 ]
 # fmt: on
 
@@ -187,6 +198,44 @@ def orphan_result(draw, ids: Ids) -> list[dict[str, Any]]:
     ]
 
 
+@st.composite
+def stray_results(draw, ids: Ids) -> list[dict[str, Any]]:
+    """A call answered by a result that also carries a stray part, or a call answered in its own message."""
+    form = draw(st.sampled_from(["no_id", "stray_block", "stray_id", "only_stray", "twice", "self_answer"]))
+    call, other = ids.new("stray"), ids.new("stray")
+    ghost = "ghost_" + str(next(ids.counter))
+    fn = {"name": "bash", "arguments": "{}"}
+    calls = [{"id": c, "type": "function", "function": fn} for c in (call, other)]
+    opener = {"role": "assistant", "content": None, "tool_calls": calls[:1]}
+    answer = {"type": "tool_result", "tool_call_id": call, "output": draw(text(30))}
+    stray = {"type": "tool_result", "tool_call_id": ghost, "output": draw(text(10))}
+    if form == "no_id":
+        return [opener, {"role": "tool", "content": draw(st.permutations([answer, stray]))}]
+    if form == "stray_block":
+        return [opener, {"role": "tool", "tool_call_id": call, "content": [answer, stray]}]
+    if form == "stray_id":
+        return [opener, {"role": "tool", "tool_call_id": ghost, "content": [answer]}]
+    if form == "only_stray":
+        return [opener, {"role": "tool", "tool_call_id": call, "content": [stray]}]
+    if form == "twice":
+        again = {"type": "tool_result", "tool_use_id": call, "content": draw(text(10))}
+        last = {"type": "tool_result", "tool_use_id": other, "content": draw(text(10))}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": call, "content": draw(text(20))},
+            {"role": "user", "content": [again, last]},
+        ]
+    own = [
+        {"type": "text", "text": draw(text(20))},
+        {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}},
+        {"type": "tool_result", "tool_use_id": call, "content": draw(text(10))},
+    ]
+    messages = [{"role": "assistant", "content": own}]
+    if draw(st.booleans()):  # and maybe answered properly too
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "ok"}]})
+    return messages
+
+
 PARTS = {
     "user": user_turn,
     "assistant": assistant_text,
@@ -195,6 +244,7 @@ PARTS = {
     "anthropic": anthropic_tools,
     "amplifier": amplifier_tools,
     "orphan": orphan_result,
+    "stray": stray_results,
 }
 WEIGHTED = [
     "user",
@@ -209,6 +259,7 @@ WEIGHTED = [
     "amplifier",
     "system",
     "orphan",
+    "stray",
 ]
 
 
@@ -220,7 +271,7 @@ def histories(draw, shape: str | None = None) -> list[dict[str, Any]]:
     if draw(st.booleans()):
         history.append({"role": "system", "content": "You are a careful coding agent."})
     history += draw(user_turn(ids))
-    kinds = WEIGHTED if shape is None else ["user", "assistant", shape, shape, shape, "system", "orphan"]
+    kinds = WEIGHTED if shape is None else ["user", "assistant", shape, shape, shape, "system", "orphan", "stray"]
     for _ in range(draw(st.integers(1, 30))):
         history += draw(PARTS[draw(st.sampled_from(kinds))](ids))
     return history
@@ -245,6 +296,16 @@ def scenarios(draw, shape: str | None = None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- checks
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _clipped_text(view_value: Any, stored: Any) -> bool:
@@ -297,17 +358,26 @@ def _subsequence(small: list[Any], big: list[Any], match) -> bool:
 
 
 def derived_from(v: dict[str, Any], h: dict[str, Any]) -> bool:
-    """``v`` is ``h`` itself, or a copy with tool traffic stripped (``sanitize``) and/or outputs clipped."""
+    """``v`` is ``h`` itself, or a copy with tool traffic stripped (``sanitize``) and/or outputs clipped.
+
+    Stripping a ``tool`` message may take its stray ``tool_call_id`` (its blocks answer), or all its stray
+    blocks (its ``tool_call_id`` answers: the content is then empty text).
+    """
     if v == h:
         return True
     if v.get("role") != h.get("role"):
         return False
-    if any(v.get(k) != h.get(k) for k in (v.keys() | h.keys()) - {"content", "tool_calls"}):
+    free = {"content", "tool_calls"}
+    if v.get("role") == "tool" and "tool_call_id" not in v:
+        free.add("tool_call_id")
+    if any(v.get(k) != h.get(k) for k in (v.keys() | h.keys()) - free):
         return False
     if "tool_calls" in v and not _subsequence(v["tool_calls"], h.get("tool_calls") or [], _value_derived):
         return False
     vc, hc = v.get("content"), h.get("content")
     if isinstance(hc, list):
+        if vc == "" and v.get("role") == "tool":
+            return True
         return isinstance(vc, list) and _subsequence(vc, hc, _value_derived)
     if hc is not None and isinstance(vc, str) and vc.startswith("[tool output masked: "):
         return _masked_output(vc, hc) or _masked_output(vc, block_text({"type": "tool_result", "content": hc}))
@@ -349,8 +419,11 @@ def minimal_view_tokens(manager: Any, history: list[dict[str, Any]], summary: di
 
 
 def check_view(view: list[dict[str, Any]], history: list[dict[str, Any]], manager: Any, budget: int) -> None:
+    """``history`` as stored; the view is judged against it as sent (lone surrogates as U+FFFD)."""
     problems = view_rules(view)
     assert problems == [], problems
+    assert all(encodable(s) for s in _strings(view)), "a lone surrogate would be sent"
+    history = [scrub_value(m) for m in history]
 
     # System messages first, verbatim, all of them, in order.
     systems = [m for m in history if m["role"] == "system"]
@@ -455,5 +528,149 @@ def test_resume_from_cache_matches_and_history_is_kept(scenario):
         assert await second.get_messages() == history
         view = await second.get_messages_for_request(token_budget=scenario["budget"], provider=provider)
         check_view(view, history, second, scenario["budget"])
+
+    asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------------------------- hostile values
+
+HOSTILE = settings(SETTINGS, max_examples=60)
+
+
+@st.composite
+def nested_values(draw) -> tuple[Any, int, bool]:
+    """(value, its nesting depth, whether it contains itself): lists and dicts, sometimes shared or cyclic."""
+    depth = draw(st.integers(1, MAX_NESTING + 30))
+    value: Any = draw(st.sampled_from(["leaf", 7, None, 1.5]))
+    pairs = 0  # a pair shares its element twice: at most 8 keep the expanded size small (the bound has its own test)
+    for _ in range(depth):
+        kind = draw(st.sampled_from(["list", "dict", "pair"])) if pairs < 8 else "list"
+        pairs += kind == "pair"
+        value = [value] if kind == "list" else {"k": value} if kind == "dict" else [value, value]
+    cyclic = draw(st.integers(0, 4)) == 0
+    if cyclic:
+        holder: list[Any] = [value]
+        holder.append(holder)
+        value = holder
+    return value, depth, cyclic
+
+
+@HOSTILE
+@given(nested_values(), st.sampled_from(["content", "metadata", "tool_calls"]))
+def test_nesting_is_refused_exactly_past_the_limit_and_nothing_half_stored(nested, field):
+    """add_message raises ``ValueError`` naming the field iff the value is cyclic or nested too deeply."""
+    value, depth, cyclic = nested
+
+    async def go():
+        manager = create_manager({"max_tokens": 8_000})
+        await manager.add_message({"role": "user", "content": "go"})
+        if field == "content":  # content list, block dict, then the value
+            message, total = {"role": "user", "content": [{"type": "text", "text": "x", "data": value}]}, depth + 2
+        elif field == "tool_calls":
+            message = {"role": "assistant", "content": "x", "tool_calls": [{"id": "c", "arguments": value}]}
+            total = depth + 2
+        else:
+            message, total = {"role": "user", "content": "x", "metadata": value}, depth
+        refused = cyclic or total > MAX_NESTING
+        try:
+            await manager.add_message(message)
+        except ValueError as exc:
+            assert refused, exc
+            assert f"message field '{field}'" in str(exc)
+        else:
+            assert not refused
+        history = manager.history
+        assert len(history.messages) == history.groups[-1].end == (1 if refused else 2)
+        view = await manager.get_messages_for_request(8_000)
+        assert view_rules(view) == []
+
+    asyncio.run(go())
+
+
+REPORTED = st.one_of(
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+class _Info:
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+@HOSTILE
+@given(REPORTED, REPORTED, REPORTED, st.booleans())
+def test_provider_limits_of_any_type_never_break_a_request(window, output, defaults, as_attributes):
+    """Whatever a provider reports, the request returns a valid view within the configured cap."""
+
+    class Provider(FakeProvider):
+        def get_info(self) -> Any:
+            if as_attributes:
+                return _Info(context_window=window, max_output_tokens=output, defaults=defaults)
+            return _Info(defaults={"context_window": window, "max_output_tokens": output})
+
+    async def go():
+        manager = create_manager({"max_tokens": 5_000})
+        views = await replay(manager, mixed_history(8), Provider())
+        assert all(view_rules(v) == [] and manager.counter.count_messages(v) <= 5_000 for v in views)
+
+    asyncio.run(go())
+
+
+_HISTORY = mixed_history(30)
+_ROW_BUDGET = 5_000
+
+
+@functools.cache
+def _stored_rows() -> tuple[CachedSummary, ...]:
+    """Real summaries of ``_HISTORY`` (made once): the rows the corrupting store hands out changed."""
+
+    async def go():
+        store = MemoryStore()
+        manager = create_manager({"max_tokens": 200_000}, store=store)
+        await replay(manager, _HISTORY, FakeProvider(), budget=_ROW_BUDGET)
+        return tuple(await store.starting_at(manager.fingerprint))
+
+    return asyncio.run(go())
+
+
+ROW_VALUES = st.one_of(
+    st.integers(-3, 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.binary(max_size=8),
+    st.booleans(),
+    st.none(),
+    st.builds(lambda n: "word " * n, st.integers(0, 100_000)),
+)
+
+
+@settings(SETTINGS, max_examples=40)
+@given(st.dictionaries(st.sampled_from(["start", "end", "text", "tokens", "groups", "tier"]), ROW_VALUES, max_size=3))
+def test_store_rows_of_any_shape_never_break_resume_or_a_view(changes):
+    """A store handing out rows with any fields changed: resume and requests never raise, views fit."""
+    rows = _stored_rows()
+    assert rows
+
+    class Corrupting(MemoryStore):
+        async def get(self, start: str, end: str) -> Any:
+            return next((dataclasses.replace(r, **changes) for r in rows if (r.start, r.end) == (start, end)), None)
+
+        async def starting_at(self, start: str) -> Any:
+            return [dataclasses.replace(r, **changes) for r in rows if r.start == start]
+
+    async def go():
+        manager = create_manager({"max_tokens": 200_000}, store=Corrupting())
+        await manager.set_messages(_HISTORY)
+        assert all(
+            isinstance(s.text, str) and s.tokens == manager.counter.count_text(s.text) for s in manager.state.segments
+        )
+        view = await manager.get_messages_for_request(_ROW_BUDGET, FakeProvider())
+        assert view_rules(view) == [] and manager.counter.count_messages(view) <= _ROW_BUDGET
 
     asyncio.run(go())

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import anthropic
 
+from ..redact import redact_url
 from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
 from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
@@ -59,7 +60,7 @@ class AnthropicBackend:
         )
 
     def __repr__(self) -> str:
-        return f"AnthropicBackend(model={self.model!r}, base_url={self.base_url!r})"
+        return f"AnthropicBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None

@@ -7,6 +7,7 @@ A backend only turns (system prompt, user prompt) into text, once. Retries live 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +31,16 @@ CIRCUIT_OPEN = "circuit_open"
 COOLDOWN = "cooldown"
 
 RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
+
+
+def cancelled_by_caller() -> bool:
+    """True when the running task is being cancelled (``Task.cancel`` was called and not undone).
+
+    Tells a real cancellation, which must propagate, from a ``CancelledError`` that awaited provider code
+    raised by itself, which is only a fault of that provider.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class BackendError(Exception):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..redact import env_name
+
 if TYPE_CHECKING:
     from ..config import SummarizerConfig
 
@@ -19,5 +21,7 @@ def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:
 
 
 def missing_key(cfg: SummarizerConfig) -> ValueError:
-    """The error naming the variable to set (never a value)."""
-    return ValueError(f"summarizer provider {cfg.provider!r} needs an API key in environment variable {cfg.key_env}")
+    """The error naming the variable to set (never a value, nor a key pasted where its name belongs)."""
+    return ValueError(
+        f"summarizer provider {cfg.provider!r} needs an API key in environment variable {env_name(cfg.key_env)}"
+    )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from ..redact import redact_url
 from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
 from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
@@ -84,7 +85,7 @@ class OpenAIBackend:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None

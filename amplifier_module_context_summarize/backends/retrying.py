@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
-from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion
+from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion, cancelled_by_caller
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,13 @@ class RetryingBackend:
             raise
         except TimeoutError:
             raise BackendError(DEADLINE if remaining < self.timeout_s else TIMEOUT) from None
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise  # the request itself was cancelled: that must reach the caller
+            # The backend raised CancelledError on its own (an SDK or provider cancelling its own work):
+            # a provider fault like any other, never a crash of the agent loop.
+            logger.debug("summarizer backend %s raised CancelledError on its own", getattr(self.inner, "name", "?"))
+            raise BackendError(ERROR) from None
         except Exception as exc:  # anything unclassified is a plain ERROR
             # Class name only: provider messages can echo request data or keys.
             logger.debug("summarizer backend %s raised %s", getattr(self.inner, "name", "?"), type(exc).__name__)

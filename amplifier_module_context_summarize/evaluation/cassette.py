@@ -15,6 +15,7 @@ from typing import Any
 
 from ..backends.base import Backend, BackendError, Completion
 from ..messages import canonical_json, content_hash
+from ..session_io import UnreadableFile, parse_json, read_text
 
 FORMAT_VERSION = 1
 
@@ -58,11 +59,15 @@ class Cassette:
         """Replay needs the file; recording extends it when it exists."""
         cassette = cls(Path(path), mode)
         file = Path(path)
-        if file.is_file():
+        if file.exists():
             try:
-                data = json.loads(file.read_text(encoding="utf-8"))
+                data = parse_json(read_text(file))
+            except UnreadableFile as exc:
+                raise ValueError(f"{file}: {exc}") from None
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{file}:{exc.lineno}: malformed cassette ({exc.msg})") from None
+            except ValueError as exc:
+                raise ValueError(f"{file}:1: malformed cassette ({exc})") from None
             if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
                 raise ValueError(f"{file}:1: not a cassette (expected an object with 'entries')")
             cassette.entries = data["entries"]

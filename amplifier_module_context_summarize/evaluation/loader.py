@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..messages import Message, validate_message
+from ..session_io import UnreadableFile, parse_json, read_text
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
 PROBE_FIELDS = ("id", "at", "kind", "question", "answer", "keys")
@@ -20,6 +21,24 @@ PROBE_FIELDS = ("id", "at", "kind", "question", "answer", "keys")
 
 class CorpusError(ValueError):
     """A corpus file that cannot be used; the message starts with ``path:line:``."""
+
+
+def _read(path: Path) -> str:
+    """The file's text, read as untrusted input (``session_io.read_text``: regular files only, bounded)."""
+    try:
+        return read_text(path)
+    except UnreadableFile as exc:
+        raise CorpusError(f"{path}:1: {exc}") from None
+
+
+def _parse(path: Path, text: str, what: str = "malformed JSON") -> Any:
+    """``json.loads`` of ``text``, every failure a ``CorpusError`` naming the file and line."""
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path}:{exc.lineno}: {what} ({exc.msg})") from None
+    except ValueError as exc:
+        raise CorpusError(f"{path}:1: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -80,10 +99,7 @@ def session_names(root: Path) -> list[str]:
     index = root / "index.json"
     if not index.is_file():
         return found
-    try:
-        entries = json.loads(index.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise CorpusError(f"{index}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    entries = _parse(index, _read(index))
     listed = [e.get("name") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
     for name in listed:
         if name not in found:
@@ -108,13 +124,15 @@ def load_session(path: Path) -> Session:
 def read_messages(path: Path) -> list[Message]:
     """One message per line. Split on ``\\n`` only: U+2028 may sit unescaped inside a JSON string."""
     messages: list[Message] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+    for number, line in enumerate(_read(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            message = json.loads(line)
+            message = parse_json(line)
         except json.JSONDecodeError as exc:
             raise CorpusError(f"{path}:{number}: malformed JSON line ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:
+            raise CorpusError(f"{path}:{number}: {exc}") from None
         try:
             validate_message(message)
         except ValueError as exc:
@@ -127,11 +145,8 @@ def read_messages(path: Path) -> list[Message]:
 
 def _json_items(path: Path) -> list[tuple[int, Any]]:
     """(line, value) of each element of a top-level JSON list, so errors can point at the element."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CorpusError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    text = _read(path)
+    _parse(path, text)
     decoder = json.JSONDecoder()
     position = len(text) - len(text.lstrip())
     if not text.startswith("[", position):
@@ -180,11 +195,8 @@ def read_probes(path: Path, message_count: int) -> list[Probe]:
 
 
 def read_reference(path: Path, message_count: int) -> Reference:
-    text = path.read_text(encoding="utf-8")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CorpusError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    text = _read(path)
+    raw = _parse(path, text)
 
     def fail(field_name: str, problem: str) -> CorpusError:
         offset = text.find(f'"{field_name}"')

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import CachedSummary, Claims, SummaryStore, is_valid_entry
+from .base import CachedSummary, CheckedStore, Claims, SummaryStore, is_valid_entry
 from .memory import MemoryStore
 from .redis_settings import RedisSettings
 from .sqlite import SqliteStore
 
 __all__ = [
     "CachedSummary",
+    "CheckedStore",
     "Claims",
     "MemoryStore",
     "RedisSettings",

@@ -7,8 +7,14 @@ against the history; the only thing to check is that the stored row is well form
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
+
+from ..messages import scrub_text
+
+log = logging.getLogger(__name__)
 
 MAX_CHARS_PER_TOKEN = 256
 """No tokenizer's token is longer (cl100k's longest is 128 bytes); more text per token is a bad row."""
@@ -101,3 +107,91 @@ def is_valid_entry(entry: object) -> bool:
     if chars > MAX_TEXT_CHARS or chars > MAX_CHARS_PER_TOKEN * max(entry.tokens, 1):
         return False  # too much text for its tokens: the budget would be undercounted
     return entry.tokens <= 4 * chars + 1  # more tokens than UTF-8 bytes (+1 for estimators) is no count of this text
+
+
+OVERSIZE_FACTOR = 4
+"""A served summary is at most this many summary allowances: an LLM summary is held to one by its output
+limit, the artifact ledger adds a quarter, and a span cut into fragments a few more. Past it, a row is not
+a summary this module wrote with this allowance, and serving it could overrun any budget."""
+CHARS_PER_TOKEN_CAP = 16
+"""Characters a served summary may have per allowed token, checked before it is counted."""
+
+
+class CheckedStore:
+    """Any ``SummaryStore`` behind a check of what it returns, since rows are only as trustworthy as the file.
+
+    Whatever comes out (of a third-party store, a hand-edited or shared file) is validated like any other
+    input on every read path: a row that fails :func:`is_valid_entry`, answers another key, or is larger
+    than ``max_tokens`` is a miss, and a served row carries our own token count of its text, never its claim
+    (and its text with any lone surrogate as U+FFFD). A store that raises reads as a miss too, and writes as
+    a no-op.
+    """
+
+    def __init__(self, inner: SummaryStore, count_text: Callable[[str], int], max_tokens: int) -> None:
+        self.inner = inner
+        self.count_text = count_text
+        self.max_tokens = max_tokens
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"CheckedStore({self.inner!r}, max_tokens={self.max_tokens})"
+
+    async def get(self, start: str, end: str) -> CachedSummary | None:
+        try:
+            entry = await self.inner.get(start, end)
+        except Exception as exc:
+            self._fault("get", exc)
+            return None
+        if entry is None:
+            return None
+        return self.accept(entry, start, end)
+
+    async def starting_at(self, start: str) -> list[CachedSummary]:
+        try:
+            found = list(await self.inner.starting_at(start))
+        except Exception as exc:
+            self._fault("starting_at", exc)
+            return []
+        accepted = (self.accept(entry, start, None) for entry in found)
+        return [entry for entry in accepted if entry is not None]
+
+    async def put(self, entry: CachedSummary) -> None:
+        if not is_valid_entry(entry) or entry.tokens > self.max_tokens:
+            return  # it could never be served
+        try:
+            await self.inner.put(entry)
+        except Exception as exc:
+            self._fault("put", exc)
+
+    async def close(self) -> None:
+        try:
+            await self.inner.close()
+        except Exception as exc:
+            self._fault("close", exc)
+
+    def accept(self, entry: object, start: str, end: str | None) -> CachedSummary | None:
+        """``entry`` with our count of its text when it may be served under ``(start, end)``; else None."""
+        if not is_valid_entry(entry):
+            self._warn("a malformed row")
+            return None
+        assert isinstance(entry, CachedSummary)
+        if entry.start != start or (end is not None and entry.end != end):
+            self._warn("a row under another key")
+            return None
+        if len(entry.text) > self.max_tokens * CHARS_PER_TOKEN_CAP:
+            self._warn("an oversized row")
+            return None
+        text = scrub_text(entry.text)  # a row another writer left with lone surrogates: sendable as U+FFFD
+        tokens = self.count_text(text)
+        if tokens > self.max_tokens:
+            self._warn("an oversized row")
+            return None
+        return entry if (text, tokens) == (entry.text, entry.tokens) else replace(entry, text=text, tokens=tokens)
+
+    def _fault(self, op: str, exc: Exception) -> None:
+        self._warn(f"{op} failing ({type(exc).__name__})")
+
+    def _warn(self, what: str) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            log.warning("summary store: ignoring %s (read as a miss)", what)

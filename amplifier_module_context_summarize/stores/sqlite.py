@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -22,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
+from ..messages import encodable, scrub_text
 from .base import CachedSummary, is_valid_entry
 from .sqlite_file import (
     APPLICATION_ID,
@@ -86,12 +88,19 @@ class SqliteStore:
     # -- SummaryStore -----------------------------------------------------------------------------
 
     async def get(self, start: str, end: str) -> CachedSummary | None:
+        if not _storable(start, end):
+            return None
         return await self._run(self._get, start, end)
 
     async def starting_at(self, start: str) -> list[CachedSummary]:
+        if not _storable(start):
+            return []
         return await self._run(self._starting_at, start)
 
     async def put(self, entry: CachedSummary) -> None:
+        """Store ``entry``; its text with any lone surrogate as U+FFFD (as it is sent: SQLite holds UTF-8 only)."""
+        if is_valid_entry(entry) and not _storable(entry.text):
+            entry = dataclasses.replace(entry, text=scrub_text(entry.text))
         await self._run(self._put, entry)
 
     async def close(self) -> None:
@@ -174,7 +183,7 @@ class SqliteStore:
             return valid
 
     def _put(self, entry: CachedSummary) -> None:
-        if not is_valid_entry(entry):
+        if not is_valid_entry(entry) or not _storable(entry.start, entry.end, entry.text):
             log.warning("summary store %s: refusing a malformed entry %r", self.path, entry)
             return
         size = len(entry.text.encode()) + len(entry.start.encode()) + len(entry.end.encode())
@@ -290,3 +299,8 @@ class SqliteStore:
             return False
         self._warned.add(kind)
         return True
+
+
+def _storable(*texts: str) -> bool:
+    """Every text is valid UTF-8 (no lone surrogate), which is all SQLite can bind: other keys are misses."""
+    return all(encodable(text) for text in texts)

@@ -7,12 +7,17 @@ and each write is a single ``BEGIN IMMEDIATE`` transaction, so a crash leaves th
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
+
+log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x41435331
 """``PRAGMA application_id`` ("ACS1"): tells our file from any other SQLite database."""
@@ -60,22 +65,59 @@ _UMASK_LOCK = threading.Lock()
 """The umask is process-wide: two opens interleaving their save/restore could leave it at 0o077."""
 
 
+class UnsafeFile(OSError):
+    """A file at the store's path that must not be used: a link, not a regular file, or open to others.
+
+    Raised where the file is opened, so the store logs it once and carries on without the file.
+    """
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection any thread may use (callers serialise it with their own lock); autocommit mode."""
-    return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    """A connection any thread may use (callers serialise it with their own lock); autocommit mode.
+
+    ``nofollow=1``: SQLite itself refuses the database if its path is a symbolic link.
+    """
+    uri = f"file://{quote(str(path.absolute()))}?nofollow=1"
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
 
 
 def create_private(path: Path) -> None:
-    """Create the directory and file owner-only before SQLite sees them; SQLite gives -wal and -shm
-    the database file's mode, so they come out 0o600 too."""
+    """Create the directory and file owner-only before SQLite sees them, or check the file that is there.
+
+    The file is created 0o600 without following a link (``O_NOFOLLOW | O_EXCL``); SQLite gives -wal and
+    -shm the database file's mode, so they come out 0o600 too. An existing file (and -wal, -shm) must be a
+    regular file of ours that no one else may write (``UnsafeFile`` otherwise); one others may read is used
+    with a warning, since the summaries in it quote the sessions.
+    """
     with _UMASK_LOCK:
         old = os.umask(0o077)
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            with contextlib.suppress(FileExistsError):  # a dangling link counts as existing: checked below
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         finally:
             os.umask(old)
+    for suffix in ("", "-wal", "-shm"):
+        check_private(Path(f"{path}{suffix}"))
+
+
+def check_private(path: Path) -> None:
+    """Raise ``UnsafeFile`` unless ``path`` is absent or a regular file of ours that only we may write."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFile(f"{path} is a symbolic link; refusing to follow it (point storage_path at the real file)")
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFile(f"{path} is not a regular file")
+    if info.st_uid != os.geteuid():
+        raise UnsafeFile(f"{path} belongs to another user (uid {info.st_uid}); refusing to use it")
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeFile(f"{path} is writable by other users (mode {mode:o}); refusing to use it (chmod 600)")
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        log.warning("summary store %s is readable by other users (mode %o); chmod 600 to keep it private", path, mode)
 
 
 def classify(conn: sqlite3.Connection) -> str | None:
