@@ -73,6 +73,8 @@ class Config:
     """Learn how the provider's token counts differ from ours from the usage it reports (mounted sessions)."""
     initial_calibration: float = 1.1
     """Factor applied to our counts before any usage report is seen (mounted sessions)."""
+    ledger_share: float = 0.4
+    """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
 
     @property
     def budget_fallback(self) -> int:
@@ -81,6 +83,10 @@ class Config:
     @property
     def summary_output_tokens(self) -> int:
         return self.summarizer.max_output_tokens or self.summary_max_tokens
+
+    def working_set_tokens(self, budget: int) -> int:
+        """Most tokens the working set may take in a view planned against ``budget``."""
+        return int(budget * self.summary_budget_ratio * self.ledger_share)
 
 
 def _fail(key: str, allowed: str, value: Any) -> ValueError:
@@ -110,6 +116,7 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "failure_cooldown_s": (float, 0, None, True),
     "compaction_deadline_s": (float, 0, None, False),
     "initial_calibration": (float, 0.5, 2, True),
+    "ledger_share": (float, 0, 0.8, True),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),

@@ -1,7 +1,8 @@
-"""The offline summary: the user's asks, the assistant's conclusions and the artifact ledger, verbatim.
+"""The offline summary: the user's asks and the assistant's conclusions, verbatim.
 
 Used when no summarizer model is configured and as the fallback when the model fails, so it must
 never need the network, must be the same for the same span, and must fit the summary allowance.
+Files, commands, errors and ids are the working set's (``working_set.py``), which ends the summary message.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .ledger import Ledger, authored_text, build_ledger, clip
+from .ledger import authored_text, clip
 from .messages import Message, is_user_turn
 
 REQUEST_MAX_CHARS = 300
@@ -19,7 +20,9 @@ LAST_CONCLUSION_MAX_CHARS = 600
 QUOTE_MIN_CHARS = 20
 """Shorter asks ("yes", "go on") stay even when the previous summary contains them: that proves little."""
 MIN_CLIP_CHARS = 20
-EMPTY_SPAN = "(This part of the conversation had no requests, conclusions or artifacts worth keeping.)"
+EMPTY_SPAN = (
+    "(No requests or conclusions in this part of the conversation; its files and commands are in the working set.)"
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -38,17 +41,16 @@ def extractive_summary(
     """
     requests = _requests(messages, previous_summary or "")
     conclusions = _conclusions(messages)
-    ledger = build_ledger(messages)
-    if not requests and not conclusions and not ledger.render():
+    if not requests and not conclusions:
         return EMPTY_SPAN if count_tokens(EMPTY_SPAN) <= max_tokens else ""
 
     def compose(keep: int) -> str:
-        return _compose(requests[-keep:], conclusions[-keep:], ledger.render(keep))
+        return _compose(requests[-keep:], conclusions[-keep:])
 
     if count_tokens(compose(1)) > max_tokens:
-        return _squeeze(requests[-1:], conclusions[-1:], ledger, max_tokens, count_tokens)
+        return _squeeze(requests[-1:], conclusions[-1:], max_tokens, count_tokens)
     low = 1
-    high = max(len(requests), len(conclusions), *(len(items) for items in vars(ledger).values()))
+    high = max(len(requests), len(conclusions))
     while low < high:  # the most items per section that still fit
         middle = (low + high + 1) // 2
         if count_tokens(compose(middle)) <= max_tokens:
@@ -104,32 +106,25 @@ def _tail(text: str, limit: int) -> str:
     return " ".join(" ".join(pieces).split())
 
 
-def _compose(requests: list[str], conclusions: list[str], artifacts: str) -> str:
+def _compose(requests: list[str], conclusions: list[str]) -> str:
     sections = []
     if requests:
         sections.append("\n".join(["### User requests", *(f"- {r}" for r in requests)]))
     if conclusions:
         sections.append("\n".join(["### Assistant progress", *(f"- {c}" for c in conclusions)]))
-    if artifacts:
-        sections.append(artifacts)
     return "\n\n".join(sections)
 
 
 def _squeeze(
     requests: list[str],
     conclusions: list[str],
-    ledger: Ledger,
     max_tokens: int,
     count_tokens: Callable[[str], int],
 ) -> str:
-    """The latest request and conclusion with a shrinking ledger, then clipped; "" when nothing fits."""
-    for ledger_chars in (2000, 1000, 500, 250, 0):
-        text = _compose(requests, conclusions, ledger.render(1, max_chars=ledger_chars))
-        if text and count_tokens(text) <= max_tokens:
-            return text
+    """The latest request and conclusion, clipped shorter and shorter; "" when nothing fits."""
     limit = max((len(text) for text in [*requests, *conclusions]), default=0) // 2
     while limit >= MIN_CLIP_CHARS:
-        text = _compose([clip(r, limit) for r in requests], [_tail(c, limit) for c in conclusions], "")
+        text = _compose([clip(r, limit) for r in requests], [_tail(c, limit) for c in conclusions])
         if count_tokens(text) <= max_tokens:
             return text
         limit //= 2

@@ -11,6 +11,7 @@ from bisect import bisect_left
 from .messages import Group, Grouper, Message, canonical_json, content_hash, is_user_turn, sanitize
 from .tokens import TokenCounter
 from .wire import without_response_chain
+from .working_set import WorkingSetIndex
 
 
 class History:
@@ -38,6 +39,7 @@ class History:
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
         self._grouper = Grouper()
         self._chain = [fingerprint]
+        self._working_set: WorkingSetIndex | None = None
 
     @property
     def groups(self) -> list[Group]:
@@ -51,6 +53,13 @@ class History:
     def last_cuttable(self) -> int:
         """Groups before this index may be compacted: the newest group may still wait for tool results."""
         return max(len(self.groups) - 1, 0)
+
+    @property
+    def working_set(self) -> WorkingSetIndex:
+        """The working set of these messages, folded group by group on first use (see ``working_set.py``)."""
+        if self._working_set is None:
+            self._working_set = WorkingSetIndex(self)
+        return self._working_set
 
     def append(self, message: Message) -> None:
         index = len(self.messages)

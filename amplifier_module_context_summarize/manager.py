@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SUMMARY_MARKER", "Segment", "SummarizingContextManager"]
 
-FINGERPRINT_VERSION = "2"
-"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries)."""
+FINGERPRINT_VERSION = "3"
+"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries).
+3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
 MIN_PLAN_SHARE = 4
 """Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
 SystemPromptFactory = Callable[[], Awaitable[str]]
@@ -277,7 +278,8 @@ class SummarizingContextManager:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
-            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance))
+            ws = self.config.working_set_tokens(self._last_budget)
+            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance, ws))
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pin_for(self.history, self.state.boundary, self.counter, allowance)
             memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
@@ -333,6 +335,7 @@ class SummarizingContextManager:
             summary_allowance=c.summary_output_tokens,
             provider=provider,
             deadline=time.monotonic() + c.compaction_deadline_s,
+            working_set_tokens=c.working_set_tokens(limits.budget),
         )
         job.remember(self.state, self._shown())
         try:

@@ -376,6 +376,7 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "compaction_deadline_s": [0, -1, "30"],
     "calibrate_from_usage": ["yes", 1],
     "initial_calibration": [0.2, 3, "1.1"],
+    "ledger_share": [-0.1, 0.9, "0.4", True],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],
