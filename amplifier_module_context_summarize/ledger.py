@@ -68,6 +68,7 @@ _READERS = frozenset({
 })
 # fmt: on
 _GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep"})
 _COMMAND_PREFIXES = frozenset({"sudo", "time", "nohup", "env", "command", "exec"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
 _PATH_TOKEN = re.compile(r"^[\w.~+@/-]+$")
@@ -429,6 +430,8 @@ def _simple_command(
         return base, True
     if program == "git" and args:
         program, args = f"git {args[0]}", args[1:]
+    if program in _SEARCHERS:
+        args = _without_pattern(args)
     operands = [a for a in (_path_operand(a) for a in args) if a]
     if program in ("rm", "unlink", "git rm"):
         files += [FileAction(DELETE, _join(base, p)) for p in operands]
@@ -454,6 +457,20 @@ def _simple_command(
     else:
         files += [FileAction(USE, _join(base, p)) for p in operands]
     return base, False
+
+
+def _without_pattern(args: list[str]) -> list[str]:
+    """A search's arguments without its pattern (``-e PATTERN``, else the first operand): it names no file."""
+    if any(a in ("-e", "--regexp") for a in args):
+        return [
+            a
+            for i, a in enumerate(args)
+            if a not in ("-e", "--regexp") and args[i - 1 : i] not in (["-e"], ["--regexp"])
+        ]
+    if any(a in ("-f", "--file") or a.startswith("--regexp=") for a in args):
+        return args
+    pattern = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    return args if pattern is None else args[:pattern] + args[pattern + 1 :]
 
 
 def _path_operand(token: str) -> str:

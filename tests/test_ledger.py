@@ -290,6 +290,15 @@ def test_shell_commands_create_edit_delete_and_move_files() -> None:
     assert facts.workdirs == ("/repo",)
 
 
+def test_a_search_pattern_is_not_a_file() -> None:
+    messages = [
+        tool_call("openai", "c", "bash", {"command": "grep -rn src/app.py docs/ && rg -e main.py -- lib/x.py"}),
+        tool_result("openai", "c", ""),
+    ]
+
+    assert paths(extract(messages)) == ["lib/x.py"]
+
+
 def test_workdir_arguments_resolve_relative_paths() -> None:
     messages = [
         tool_call("openai", "c", "exec_command", {"cmd": "pytest tests/test_a.py", "workdir": "/work/proj"}),
