@@ -278,7 +278,7 @@ class SummarizingContextManager:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
-            ws = self.config.working_set_tokens(self._last_budget)
+            ws = self.config.working_set_tokens(self._wire_budget)  # not calibrated: a resume renders the same
             memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance, ws))
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pin_for(self.history, self.state.boundary, self.counter, allowance)
@@ -335,7 +335,7 @@ class SummarizingContextManager:
             summary_allowance=c.summary_output_tokens,
             provider=provider,
             deadline=time.monotonic() + c.compaction_deadline_s,
-            working_set_tokens=c.working_set_tokens(limits.budget),
+            working_set_tokens=c.working_set_tokens(self._wire_budget),
         )
         job.remember(self.state, self._shown())
         try:

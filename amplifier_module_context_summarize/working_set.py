@@ -4,18 +4,20 @@ It ends the ``[CONTEXT SUMMARY]`` message as its own section, rendered from the 
 or rewritten by an LLM) for the groups the summary covers:
 
 * files with their state (created, edited, moved, deleted; read or used), one spelling each, relative to
-  the workspace root the session shows, grouped by folder, changed files first;
-* commands de-duplicated with their latest outcome and run count; the last failure of each command (or
-  tool call) with whether a later run passed; identifiers; URLs.
+  the workspace root the session shows, changed files first, grouped by folder when room is short;
+* commands de-duplicated with their latest outcome, run count and last failure (said to be resolved when
+  a later run passed); failures of other tools; identifiers; URLs.
 
 ``WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end asked for, so
 rendering after a compaction costs the new groups, not the history. The text is a function of the history
 and the arguments alone, so a resumed session renders it byte for byte the same.
 
-Within ``max_tokens`` the section shrinks along a fixed ladder: read folders fold (``lib/x/ — 7 read or
-used: a.ex, b.ex, c.ex, +4 more``), then URLs, succeeded commands, resolved errors, read folders,
-identifiers, failed commands and open errors are dropped oldest first, and only then do changed folders
-fold and go. Whatever is dropped is counted in the text (``+12 more read or used files in 3 folders``).
+Within ``max_tokens`` the section shrinks along a fixed ladder (``_Layout._ladder``): folders fold to the
+names of their files (``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs,
+succeeded commands (reads first), a command's earlier failures, the older names of read folders
+(``lib/x/ — 7 read or used: a.ex, b.ex, c.ex, +4 more``), resolved failures, read folders, identifiers and
+failing commands go; only then do changed folders keep just their newest names, and go. Whatever is
+dropped is counted in the text (``- +12 more read or used files in 3 folders``).
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ FOLD, TRIM, DROP = "fold", "trim", "drop"
 _CHANGED_ORDER = (CREATED, EDITED, MOVED, DELETED)
 _SEEN_ORDER = (READ_STATE, USED)
 
-Record = tuple[int, int, str, int, str, str]
-"""Per spelling of a path: first seq, last seq, state, seq of its last change (-1: none), moved from, moved to."""
+Record = tuple[int, int, str, int, str]
+"""Per spelling of a path: first seq, last seq, state, seq of its last change (-1: none), moved from."""
 
 
 class WorkingSet:
@@ -95,7 +97,7 @@ class WorkingSet:
         for action in facts.files:
             self.seq += 1
             if action.action == MOVE:
-                self._touch(action.path, MOVE, to=action.target)
+                self._touch(action.path, MOVE)
                 self._touch(action.target, "moved in", moved_from=action.path)
             else:
                 self._touch(action.path, action.action)
@@ -124,12 +126,12 @@ class WorkingSet:
         for folder in facts.workdirs:
             self.votes[folder] += 1
 
-    def _touch(self, path: str, action: str, to: str = "", moved_from: str = "") -> None:
+    def _touch(self, path: str, action: str, moved_from: str = "") -> None:
         record = self.files.get(path)
         if record is None:
             self._register(path)
-            record = (self.seq, self.seq, "", -1, "", "")
-        first, _, state, changed, source, target = record
+            record = (self.seq, self.seq, "", -1, "")
+        first, _, state, changed, source = record
         if action == READ:
             state = READ_STATE if state in ("", USED) else state
         elif action == USE:
@@ -143,10 +145,10 @@ class WorkingSet:
             elif action == DELETE:
                 state = DELETED
             elif action == MOVE:
-                state, target = MOVED_AWAY, to
+                state = MOVED_AWAY
             else:  # moved in
                 state, source = MOVED, moved_from
-        self.files[path] = (first, self.seq, state, changed, source, target)
+        self.files[path] = (first, self.seq, state, changed, source)
 
     def _register(self, path: str) -> None:
         """Root evidence from a new spelling: an absolute path that ends with a relative one seen (or vice versa)."""
