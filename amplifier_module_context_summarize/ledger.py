@@ -87,6 +87,7 @@ _TICKET_NOT = frozenset({
     "WIN", "ECMA", "ES", "HS", "RS", "PS", "LATIN", "KOI", "COVID", "DDR", "USB",
 })
 # fmt: on
+_TICKET_HINT = re.compile(r"[A-Z0-9]-[1-9]")
 _CVE = re.compile(r"(?<![\w-])CVE-\d{4}-\d{4,7}(?![\w-])")
 # Beads-style ids (``spotter-a0y``, ``bd-a3f8e9.1``): the suffix must mix letters and digits,
 # which keeps ordinary hyphenated words (``pre-commit``) out.
@@ -548,15 +549,22 @@ def _urls(text: str) -> list[str]:
 
 
 def _identifiers(text: str, commits: bool) -> list[str]:
-    """Ticket, beads, PR and (when ``commits``) commit ids, in the order they appear in ``text``."""
+    """Ticket, beads, PR and (when ``commits``) commit ids, in the order they appear in ``text``.
+
+    Each pattern runs only where a plain substring (or a simpler pattern) it needs is present: tool outputs
+    are long, and most hold none of them.
+    """
     found: list[tuple[int, str]] = []
-    for match in _TICKET.finditer(text):
-        if match.group(1) not in _TICKET_NOT:
-            found.append((match.start(), match.group(0)))
-    found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
+    if _TICKET_HINT.search(text):
+        for match in _TICKET.finditer(text):
+            if match.group(1) not in _TICKET_NOT:
+                found.append((match.start(), match.group(0)))
+    if "CVE-" in text:
+        found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
     found += [(m.start(), m.group(0)) for m in _SHORT_ID.finditer(text)]
-    found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
-    if commits:
+    if "#" in text:
+        found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
+    if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
         for match in _COMMIT.finditer(text):
             sha = match.group(1) or match.group(2)
             if any(c.isdigit() for c in sha):

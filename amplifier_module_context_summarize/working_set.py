@@ -22,14 +22,17 @@ dropped is counted in the text (``- +12 more read or used files in 3 folders``).
 
 from __future__ import annotations
 
+import marshal
 import posixpath
 import re
+import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
-from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts, clip, extract
+from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
 from .messages import Message
 
 if TYPE_CHECKING:
@@ -69,8 +72,9 @@ class WorkingSet:
         self.folders: Counter[str] = Counter()
         """Ancestor folders of the absolute paths (the fallback root is the deepest holding most of them)."""
         self.absolute = 0
-        self.absolute_by_name: dict[str, list[str]] = {}
-        self.relative_by_name: dict[str, list[str]] = {}
+        self.absolute_by_name: dict[str, str | tuple[str, ...]] = {}
+        self.relative_by_name: dict[str, str | tuple[str, ...]] = {}
+        """Spellings by file name (one string, or a tuple when there are several): the root votes look them up."""
         self.commands: dict[str, tuple[int, int, bool, str, bool]] = {}
         """Command -> (last seq, runs, latest ok, latest label, only reads), in first-run order."""
         self.errors: dict[str, tuple[int, str, bool, tuple[str, ...]]] = {}
@@ -85,8 +89,7 @@ class WorkingSet:
         other.seq, other.absolute = self.seq, self.absolute
         other.files = dict(self.files)
         other.votes, other.folders = self.votes.copy(), self.folders.copy()
-        other.absolute_by_name = {k: list(v) for k, v in self.absolute_by_name.items()}
-        other.relative_by_name = {k: list(v) for k, v in self.relative_by_name.items()}
+        other.absolute_by_name, other.relative_by_name = dict(self.absolute_by_name), dict(self.relative_by_name)
         other.commands, other.errors, other.resolved = dict(self.commands), dict(self.errors), dict(self.resolved)
         other.urls, other.ids = dict(self.urls), dict(self.ids)
         return other
@@ -158,16 +161,16 @@ class WorkingSet:
             parts = path.split("/")[1:-1]
             for depth in range(1, len(parts) + 1):
                 self.folders["/" + "/".join(parts[:depth])] += 1
-            for relative in self.relative_by_name.get(name, ()):
+            for relative in _spellings(self.relative_by_name, name):
                 if path.endswith("/" + relative):
                     self.votes[path[: -len(relative) - 1]] += 1
-            self.absolute_by_name.setdefault(name, []).append(path)
+            _add_spelling(self.absolute_by_name, name, path)
         elif not path.startswith(("~", "../")):
             relative = path.removeprefix("./")
-            for absolute in self.absolute_by_name.get(name, ()):
+            for absolute in _spellings(self.absolute_by_name, name):
                 if absolute.endswith("/" + relative):
                     self.votes[absolute[: -len(relative) - 1]] += 1
-            self.relative_by_name.setdefault(name, []).append(relative)
+            _add_spelling(self.relative_by_name, name, relative)
 
     def _identifier(self, identifier: str) -> None:
         """Like the URLs, except that a short commit SHA and a longer one already seen (or vice versa) are one."""
@@ -194,7 +197,8 @@ class WorkingSet:
         return root
 
     def _relative_firsts(self) -> set[str]:
-        return {r.split("/", 1)[0] for paths in self.relative_by_name.values() for r in paths if "/" in r}
+        names = self.relative_by_name
+        return {r.split("/", 1)[0] for name in names for r in _spellings(names, name) if "/" in r}
 
     def entries(self) -> list[FileEntry]:
         """One entry per file (spellings merged), in first-seen order, paths relative to ``root()``."""
@@ -205,24 +209,50 @@ class WorkingSet:
         return [_merge(path, records, root) for path, records in merged.items() if path not in (".", "/")]
 
     def render(self, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
-        """The section within ``max_tokens`` ("" when empty or when not even its counts fit)."""
+        """The section within ``max_tokens`` ("" when empty or when not even its counts fit).
+
+        The ladder is searched on an estimate, each distinct line counted once with its newline (within a
+        token or two of the whole text's count); the text chosen is then counted whole, and shrunk further
+        in the rare case the estimate was short.
+        """
         if max_tokens <= 0:
             return ""
-        layout = _Layout(self)
+        known: dict[str, int] = {}
+
+        def measure(line: str) -> int:
+            tokens = known.get(line)
+            if tokens is None:
+                tokens = known[line] = count_tokens(line + "\n")
+            return tokens
+
+        layout = _Layout(self, max_tokens, measure)
         if layout.empty:
             return ""
-        low, high = 0, len(layout.ladder)
-        if count_tokens(layout.text(low)) <= max_tokens:
-            return layout.text(low)
-        if count_tokens(layout.text(high)) > max_tokens:
-            return ""
-        while high - low > 1:  # the fewest ladder steps that fit
+
+        def estimate(steps: int) -> int:
+            return sum(measure(line) for line in layout.lines(steps))
+
+        low, high = -1, len(layout.ladder)
+        while high - low > 1:  # the fewest ladder steps whose estimate fits
             middle = (low + high) // 2
-            if count_tokens(layout.text(middle)) <= max_tokens:
+            if estimate(middle) <= max_tokens:
                 high = middle
             else:
                 low = middle
-        return layout.text(high)
+        for steps in range(high, len(layout.ladder) + 1):
+            text = "\n".join(layout.lines(steps))
+            if count_tokens(text) <= max_tokens:
+                return text
+        return ""
+
+
+def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:
+    known = index.get(name)
+    return () if known is None else (known,) if isinstance(known, str) else known
+
+
+def _add_spelling(index: dict[str, str | tuple[str, ...]], name: str, spelling: str) -> None:
+    index[name] = (*_spellings(index, name), spelling) if name in index else spelling
 
 
 @dataclass(frozen=True)
@@ -284,11 +314,24 @@ class _Item:
     ident: int = 0
 
 
+def _last(item: _Folder | _Item) -> int:
+    return item.last
+
+
 @dataclass
 class _Layout:
-    """Every line the section can show, and the ladder of folds and drops that shrinks it, lowest value first."""
+    """Every line the section can show, and the ladder of folds and drops that shrinks it, lowest value first.
+
+    What cannot fit whatever else goes is dropped up front and only counted: within each kind (and rank) the
+    ladder drops the oldest first, so of the commands and errors only the newest whose lines (at their
+    shortest) add up to ``max_tokens`` can ever be shown, and of the rest only the newest ``max_tokens // 3``
+    (a line costs at least 3 tokens, an id 2). Rendering thus costs what can be shown, not the history.
+    """
 
     working_set: WorkingSet
+    max_tokens: int
+    measure: Callable[[str], int]
+    """Tokens of one line with its newline (a text costs about the sum of its lines)."""
     root: str | None = None
     changed: list[_Folder] = field(default_factory=list)
     seen: list[_Folder] = field(default_factory=list)
@@ -298,20 +341,29 @@ class _Layout:
     urls: list[_Item] = field(default_factory=list)
     ladder: list[tuple[str, int]] = field(default_factory=list)
     relative: bool = False
+    folder_lines: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+    """A folder's lines by its shape on the ladder, made once per render."""
+    gone: Counter[str] = field(default_factory=Counter)
+    """Dropped up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
 
     def __post_init__(self) -> None:
         ws = self.working_set
+        limit = max(self.max_tokens // 3, 1)
         self.root = ws.root()
         entries = [e for e in ws.entries() if e.state != MOVED_AWAY]
         self.relative = self.root is not None and any(not e.path.startswith(("/", "~")) for e in entries)
-        self.changed = _folders([e for e in entries if e.changed], changed=True)
-        self.seen = _folders([e for e in entries if not e.changed], changed=False)
-        self.commands = sorted(
-            (self._command(key, *value) for key, value in ws.commands.items()), key=lambda item: item.last
-        )
+        self.changed = self._newest_folders(_folders([e for e in entries if e.changed], changed=True), limit)
+        self.seen = self._newest_folders(_folders([e for e in entries if not e.changed], changed=False), limit)
+        self.commands = self._commands()
         self.errors = self._errors()
-        self.ids = [_Item(identifier, seq) for identifier, seq in ws.ids.items()]
-        self.urls = [_Item(clip(url, URL_MAX_CHARS), seq) for url, seq in ws.urls.items()]
+        ids = sorted(ws.ids.items(), key=itemgetter(1))[-max(self.max_tokens // 2, 1) :]
+        self.gone["id"] = len(ws.ids) - len(ids)
+        kept = {identifier for identifier, _ in ids}
+        self.ids = [_Item(identifier, seq) for identifier, seq in ws.ids.items() if identifier in kept]
+        urls = sorted(ws.urls.items(), key=itemgetter(1))[-limit:]
+        self.gone["URL"] = len(ws.urls) - len(urls)
+        kept = {url for url, _ in urls}
+        self.urls = [_Item(clip(url, URL_MAX_CHARS), seq) for url, seq in ws.urls.items() if url in kept]
         items: list[_Folder | _Item] = [*self.changed, *self.seen, *self.commands, *self.errors, *self.ids, *self.urls]
         for ident, item in enumerate(items):
             item.ident = ident
@@ -321,28 +373,69 @@ class _Layout:
     def empty(self) -> bool:
         return not (self.changed or self.seen or self.commands or self.errors or self.ids or self.urls)
 
-    def _command(self, key: str, seq: int, runs: int, ok: bool, label: str, reads: bool) -> _Item:
-        """A command, its latest outcome and run count, and its last failure (said to be resolved if it is)."""
+    def _newest_folders(self, folders: list[_Folder], limit: int) -> list[_Folder]:
+        if len(folders) <= limit:
+            return folders
+        newest = {id(f) for f in sorted(folders, key=_last)[-limit:]}
+        noun = "changed" if folders[0].changed else "seen"
+        for folder in folders:
+            if id(folder) not in newest:
+                self.gone[noun] += len(folder.files)
+                self.gone[f"{noun} folders"] += 1
+        return [f for f in folders if id(f) in newest]
+
+    def _commands(self) -> list[_Item]:
+        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is)."""
+        ws = self.working_set
+        ranked = []
+        for key, (seq, runs, ok, label, reads) in ws.commands.items():
+            failure = ws.errors.get(key)
+            rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
+            ranked.append((rank, seq, key, runs, label, failure))
+        items = self._newest_fitting(ranked, self._command_item)
+        self.gone["command"] = len(ranked) - len(items)
+        return items
+
+    @staticmethod
+    def _command_item(row: tuple[Any, ...]) -> _Item:
+        rank, seq, key, runs, label, failure = row
         text = f"`{clip(key, COMMAND_MAX_CHARS)}` — {label}" + (f", {runs} runs" if runs > 1 else "")
-        failure = self.working_set.errors.get(key)
         if failure is None:
-            return _Item(text, seq, rank=0 if reads else 1)
+            return _Item(text, seq, rank=rank)
         _, line, _, earlier = failure
-        text = f"{text}; an earlier failure is resolved: {line}" if ok else f"{text}: {line}"
+        text = f"{text}: {line}" if rank == 3 else f"{text}; an earlier failure is resolved: {line}"
         history = f" (failed before with: {'; '.join(earlier)})" if earlier else ""
-        return _Item(text + history, seq, short=text if earlier else "", rank=2 if ok else 3)
+        return _Item(text + history, seq, short=text if earlier else "", rank=rank)
+
+    def _newest_fitting(self, ranked: list[tuple[Any, ...]], make: Callable[[tuple[Any, ...]], _Item]) -> list[_Item]:
+        """Per rank, items made newest first until their shortest lines alone pass the room; oldest first."""
+        items = []
+        for rank in sorted({row[0] for row in ranked}):
+            room = self.max_tokens
+            for row in sorted((row for row in ranked if row[0] == rank), key=itemgetter(1), reverse=True):
+                item = make(row)
+                room -= self.measure(f"- {item.short or item.text}")
+                if room < 0:
+                    break
+                items.append(item)
+        return sorted(items, key=_last)
 
     def _errors(self) -> list[_Item]:
         """Failures of calls other than commands: the last of each tool and path, and whether a later call worked."""
         ws = self.working_set
-        items = []
-        for key, (seq, line, command, _) in ws.errors.items():
-            if command:
-                continue
-            resolved = key in ws.resolved
-            note = " — resolved: a later call succeeded" if resolved else ""
-            items.append(_Item(f"{self._relative_key(key)}: {line}{note}", seq, rank=2 if resolved else 3))
-        return sorted(items, key=lambda item: item.last)
+        ranked = [
+            (2 if key in ws.resolved else 3, seq, key, line)
+            for key, (seq, line, command, _) in ws.errors.items()
+            if not command
+        ]
+        items = self._newest_fitting(ranked, self._error_item)
+        self.gone["error"] = len(ranked) - len(items)
+        return items
+
+    def _error_item(self, row: tuple[Any, ...]) -> _Item:
+        rank, seq, key, line = row
+        note = " — resolved: a later call succeeded" if rank == 2 else ""
+        return _Item(f"{self._relative_key(key)}: {line}{note}", seq, rank=rank)
 
     def _relative_key(self, key: str) -> str:
         name, _, path = key.partition(" ")
@@ -350,7 +443,7 @@ class _Layout:
 
     def _ladder(self) -> list[tuple[str, int]]:
         def oldest(items: Iterable[_Folder | _Item]) -> list[_Folder | _Item]:
-            return sorted(items, key=lambda item: item.last)
+            return sorted(items, key=_last)
 
         steps: list[tuple[str, int]] = []
         steps += [(FOLD, f.ident) for f in oldest(self.seen) if len(f.files) > 1]
@@ -369,28 +462,32 @@ class _Layout:
         steps += [(DROP, f.ident) for f in oldest(self.changed)]
         return steps
 
-    def text(self, steps: int) -> str:
-        """The section after the first ``steps`` rungs of the ladder."""
+    def lines(self, steps: int) -> list[str]:
+        """The section's lines after the first ``steps`` rungs of the ladder."""
         shape: dict[int, str] = {}
         for kind, ident in self.ladder[:steps]:
             shape[ident] = kind
         lines = [HEADING]
         if self.relative:
             lines.append(f"Paths are relative to {self.root}.")
-        for title, folders, noun in (
-            ("Files changed:", self.changed, "changed"),
-            ("Files read or used:", self.seen, "read or used"),
+        for title, folders, kind, noun in (
+            ("Files changed:", self.changed, "changed", "changed"),
+            ("Files read or used:", self.seen, "seen", "read or used"),
         ):
             if not folders:
                 continue
             lines.append(title)
             for folder in folders:
-                lines += _folder_lines(folder, shape.get(folder.ident, ""))
+                key = (folder.ident, shape.get(folder.ident, ""))
+                shown = self.folder_lines.get(key)
+                if shown is None:
+                    shown = self.folder_lines[key] = _folder_lines(folder, key[1])
+                lines += shown
             gone = [f for f in folders if shape.get(f.ident) == DROP]
-            if gone:
-                files = sum(len(f.files) for f in gone)
-                where = f"{len(gone)} {_noun(len(gone), 'folder')}"
-                lines.append(f"- +{files} more {noun} {_noun(files, 'file')} in {where}")
+            files = sum(len(f.files) for f in gone) + self.gone[kind]
+            if files:
+                where = len(gone) + self.gone[f"{kind} folders"]
+                lines.append(f"- +{files} more {noun} {_noun(files, 'file')} in {where} {_noun(where, 'folder')}")
         for title, items, noun in (
             ("Commands (latest outcome, last failure):", self.commands, "command"),
             ("Tool errors (last failure of each):", self.errors, "error"),
@@ -398,7 +495,7 @@ class _Layout:
             if not items:
                 continue
             lines.append(title)
-            gone_count = sum(1 for item in items if shape.get(item.ident) == DROP)
+            gone_count = sum(1 for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
             if gone_count:
                 lines.append(f"- +{gone_count} earlier {_noun(gone_count, noun)}")
             for item in items:
@@ -408,16 +505,16 @@ class _Layout:
                     lines.append(f"- {item.short}")
         if self.ids:
             kept_ids = [item.text for item in self.ids if item.ident not in shape]
-            gone_count = len(self.ids) - len(kept_ids)
+            gone_count = len(self.ids) - len(kept_ids) + self.gone["id"]
             prefix = f"(+{gone_count} more) " if gone_count else ""
             lines.append(f"Identifiers: {prefix}{', '.join(kept_ids)}".rstrip())
         if self.urls:
             lines.append("URLs:")
             lines += [f"- {item.text}" for item in self.urls if item.ident not in shape]
-            gone_count = sum(1 for item in self.urls if item.ident in shape)
+            gone_count = sum(1 for item in self.urls if item.ident in shape) + self.gone["URL"]
             if gone_count:
                 lines.append(f"- +{gone_count} more {_noun(gone_count, 'URL')}")
-        return "\n".join(lines)
+        return lines
 
 
 def _folders(entries: list[FileEntry], changed: bool) -> list[_Folder]:
@@ -465,18 +562,68 @@ def _noun(count: int, noun: str) -> str:
 # ---------------------------------------------------------------------------------------------- index
 
 
+class FactsLog:
+    """The facts of closed groups in order, kept compressed in blocks of ``BLOCK`` groups.
+
+    They are read back only to fold a nearer end than the furthest one, which normal use never asks for;
+    kept as objects they would cost more than the rest of the manager's own memory per message.
+    """
+
+    BLOCK = 64
+
+    def __init__(self) -> None:
+        self._blocks: list[bytes] = []
+        self._open: list[Facts] = []
+
+    def __len__(self) -> int:
+        return len(self._blocks) * self.BLOCK + len(self._open)
+
+    def append(self, facts: Facts) -> None:
+        self._open.append(facts)
+        if len(self._open) == self.BLOCK:
+            self._blocks.append(zlib.compress(marshal.dumps([_plain(f) for f in self._open])))
+            self._open = []
+
+    def __getitem__(self, group: int) -> Facts:
+        block, offset = divmod(group, self.BLOCK)
+        if block == len(self._blocks):
+            return self._open[offset]
+        return _facts(marshal.loads(zlib.decompress(self._blocks[block]))[offset])
+
+    def first(self, count: int) -> Iterator[Facts]:
+        """The facts of groups ``[0, count)``, each block decompressed once."""
+        for block in self._blocks[: -(-count // self.BLOCK)]:
+            for plain in marshal.loads(zlib.decompress(block))[:count]:
+                yield _facts(plain)
+            count -= self.BLOCK
+        yield from self._open[: max(count, 0)]
+
+
+def _plain(facts: Facts) -> tuple[Any, ...]:
+    files = tuple((f.action, f.path, f.target) for f in facts.files)
+    outcomes = tuple((o.key, o.command, o.ok, o.label, o.error, o.reads) for o in facts.outcomes)
+    return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs)
+
+
+def _facts(plain: Any) -> Facts:
+    files, outcomes, urls, identifiers, workdirs = plain
+    return Facts(
+        tuple(FileAction(*f) for f in files), tuple(CallOutcome(*o) for o in outcomes), urls, identifiers, workdirs
+    )
+
+
 class WorkingSetIndex:
     """The working set of a ``History``, folded group by group and rendered for any end.
 
-    Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept;
-    the folded state at the furthest end asked for is kept too, so a further end folds only the new groups.
-    A nearer end is folded again from the kept facts. The newest group may still change, so it is read
-    afresh and never kept.
+    Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept
+    (``FactsLog``); the folded state at the furthest end asked for is kept too, so a further end folds only
+    the new groups. A nearer end is folded again from the kept facts. The newest group may still change, so
+    it is read afresh and never kept.
     """
 
     def __init__(self, history: History) -> None:
         self.history = history
-        self._facts: list[Facts] = []
+        self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
         self._rendered: tuple[tuple[int, int, Callable[[str], int]], str] | None = None
@@ -502,8 +649,8 @@ class WorkingSetIndex:
             folded = self._state
         else:
             folded = WorkingSet()
-            for group in range(closed):
-                folded.add(self.facts(group))
+            for facts in self._facts.first(closed):
+                folded.add(facts)
         if end > closed:
             folded = folded.copy() if folded is self._state else folded
             for group in range(closed, end):

@@ -382,3 +382,16 @@ async def test_ledger_share_zero_leaves_the_working_set_out() -> None:
 )
 def test_a_file_is_named_by_its_path_or_by_its_name_under_its_folder(text: str, named: bool) -> None:
     assert named_files(text, ["lib/spotter/services/a.ex"]) == (["lib/spotter/services/a.ex"] if named else [])
+
+
+def test_kept_facts_read_back_as_they_were_extracted() -> None:
+    history = history_of(long_session())
+    extracted = [working_set.extract(history.shown(g)) for g in range(len(history.groups) - 1)]
+    log = working_set.FactsLog()
+    for facts in extracted:
+        log.append(facts)
+
+    assert len(log) == len(extracted) > 2 * log.BLOCK
+    assert [log[g] for g in range(len(log))] == extracted
+    for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
+        assert list(log.first(count)) == extracted[:count]
