@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 
 from amplifier_module_context_summarize import create_manager, working_set
+from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
 from amplifier_module_context_summarize.history import History
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
+from amplifier_module_context_summarize.messages import message_calls
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import CALL_SHAPES, mixed_history, replay, tool_call, tool_result
 from amplifier_module_context_summarize.tokens import TokenCounter
@@ -395,3 +398,22 @@ def test_kept_facts_read_back_as_they_were_extracted() -> None:
     assert [log[g] for g in range(len(log))] == extracted
     for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
         assert list(log.first(count)) == extracted[:count]
+
+
+async def test_the_extractive_view_names_the_summarized_tool_call_paths_of_a_generated_session() -> None:
+    generator = SessionGenerator(SMALL, seed=11)
+    messages = [generator.system()]
+    for _ in range(60):
+        messages += generator.turn()
+    manager = create_manager({"max_tokens": 20_000, "compaction_strategy": "extractive"})
+    view = (await replay(manager, messages, budget=20_000))[-1]
+    summarized = messages[: manager.history.groups[manager.state.boundary - 1].end]
+    paths = []
+    for message in summarized:
+        for _, _, args in message_calls(message) if message.get("role") == "assistant" else []:
+            args = json.loads(args) if isinstance(args, str) else args
+            paths.append(args["path"] if "path" in args else args["command"].split()[1])  # cat <path> | grep ...
+    summary = next(m["content"] for m in view if str(m["content"]).startswith(SUMMARY_MARKER))
+
+    assert len(set(paths)) > 100
+    assert len(named_files(summary, list(set(paths)))) >= 0.9 * len(set(paths))
