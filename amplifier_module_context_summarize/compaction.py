@@ -54,6 +54,8 @@ class Compaction:
     provider: Any | None = None
     deadline: float | None = None
     """``time.monotonic()`` value past which no summarizer call runs."""
+    working_set_tokens: int = 0
+    """Most tokens the working set (the summary message's last section) may take."""
     report: CompactionReport = field(default_factory=CompactionReport)
     masks: Masks | None = None
     """Masked forms of the groups, when observation masking is on."""
@@ -63,7 +65,8 @@ class Compaction:
         """What ``state`` shows before the tail (remembered: planning asks about the same states repeatedly)."""
         known = self._memo.get(id(state))
         if known is None or known[0] is not state:
-            known = self._memo[id(state)] = (state, shown(state, self.history, self.counter, self.summary_allowance))
+            shows = shown(state, self.history, self.counter, self.summary_allowance, self.working_set_tokens)
+            known = self._memo[id(state)] = (state, shows)
         return known[1]
 
     def remember(self, state: CompactionState, shows: Shown) -> None:

@@ -99,6 +99,8 @@ class Config:
     """Tool outputs and call arguments longer than this are masked; shorter ones stay as they are."""
     mask_keep_recent: int = 5
     """The newest tool outputs, which always stay verbatim."""
+    ledger_share: float = 0.4
+    """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
 
     @property
     def masking(self) -> bool:
@@ -114,6 +116,10 @@ class Config:
     @property
     def summary_output_tokens(self) -> int:
         return self.summarizer.max_output_tokens or self.summary_max_tokens
+
+    def working_set_tokens(self, budget: int) -> int:
+        """Most tokens the working set may take in a view planned against ``budget``."""
+        return int(budget * self.summary_budget_ratio * self.ledger_share)
 
 
 def _fail(key: str, allowed: str, value: Any) -> ValueError:
@@ -149,6 +155,7 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "storage_ttl_s": (float, 0, None, True),
     "storage_timeout_s": (float, 0, 60, False),
     "storage_retry_s": (float, 0, None, False),
+    "ledger_share": (float, 0, 0.8, True),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),

@@ -20,6 +20,7 @@ from .messages import (
 )
 from .tokens import TokenCounter
 from .wire import without_response_chain
+from .working_set import WorkingSetIndex
 
 
 class History:
@@ -53,6 +54,7 @@ class History:
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
         self._chain = [fingerprint]
+        self._working_set: WorkingSetIndex | None = None
 
     @property
     def groups(self) -> list[Group]:
@@ -66,6 +68,13 @@ class History:
     def last_cuttable(self) -> int:
         """Groups before this index may be compacted: the newest group may still wait for tool results."""
         return max(len(self.groups) - 1, 0)
+
+    @property
+    def working_set(self) -> WorkingSetIndex:
+        """The working set of these messages, folded group by group on first use (see ``working_set.py``)."""
+        if self._working_set is None:
+            self._working_set = WorkingSetIndex(self)
+        return self._working_set
 
     def append(self, message: Message) -> None:
         tokens = self.counter.count_message(message)  # first: should it fail, nothing has changed

@@ -1,31 +1,33 @@
-"""The artifact ledger: files, commands, URLs, ids and errors pulled verbatim from a span.
+"""Artifact extraction: what a run of messages says about files, commands and their outcomes, URLs and ids.
 
-Summaries paraphrase; the exact strings an agent needs to carry on (a path, the failing command,
-the ticket id, the last error) must survive compaction unchanged. Everything here is plain pattern
-matching so the ledger is the same for the same messages, with or without an LLM.
+Summaries paraphrase; the exact strings an agent needs to carry on (a path, the failing command, the
+ticket id, the last error) must survive compaction unchanged. Everything here is plain pattern matching
+over the tool calls (in any of the shapes ``messages.py`` lists), their results and the authored text, so
+the same messages always give the same ``Facts``. ``working_set.py`` folds them group by group into the
+working set the summary message ends with.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls
 
-ITEM_MAX_CHARS = 200
 ERROR_MAX_CHARS = 200
+KEY_MAX_CHARS = 200
+"""Longest command or tool key kept (a one-line command is rarely longer; a script pasted inline is)."""
+HITS_PER_SEARCH = 50
+"""Files a single search result may add (a search listing thousands of files adds its first ones)."""
 
-_HEADINGS = {
-    "files": "Files:",
-    "commands": "Commands:",
-    "urls": "URLs:",
-    "identifiers": "Identifiers:",
-    "errors": "Errors:",
-}
+WRITE, EDIT, READ, USE, DELETE, MOVE = "write", "edit", "read", "use", "delete", "move"
+"""File actions: ``write`` creates or overwrites, ``use`` names a file in a command (``git add``, ``pytest``)."""
+CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE})
 
 # Shell-like tools are recognised by name fragments, so MCP-prefixed names (``mcp__x__bash``) count too.
 _SHELL_NAME_PARTS = ("bash", "shell", "terminal", "exec", "run_command", "powershell")
@@ -33,11 +35,20 @@ _SHELL_NAME_PARTS = ("bash", "shell", "terminal", "exec", "run_command", "powers
 _READ_NAME_PARTS = ("read", "view", "grep", "glob", "search", "fetch", "find", "list")
 _PATH_KEYS = frozenset(
     {"path", "paths", "file", "files", "file_path", "filepath", "filename", "target_file", "notebook_path"}
-    | {"old_path", "new_path"}
 )
+_MOVE_KEYS = (
+    ("old_path", "new_path"),
+    ("source", "destination"),
+    ("src", "dst"),
+    ("source_path", "destination_path"),
+    ("from", "to"),
+)
+_WORKDIR_KEYS = ("cwd", "workdir", "working_dir", "working_directory", "directory")
 _COMMAND_KEYS = ("command", "cmd")
+_EDITOR_COMMANDS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
+"""``str_replace_based_edit_tool`` and its kin: one tool, the action named by its ``command`` argument."""
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
-_NOT_FILES = frozenset({".", "..", "/", "~", "./", "/dev/null", "/dev/stdout", "/dev/stderr"})
+_NOT_FILES = frozenset({".", "..", "/", "~", "./", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
 # Bare names (no slash) count as files only with one of these extensions, so ``foo.bar`` modules
 # and ``example.com`` hosts stay out.
 # fmt: off
@@ -47,15 +58,24 @@ _FILE_EXTENSIONS = frozenset({
     "scss", "xml", "sql", "sh", "bash", "zsh", "ps1", "go", "rs", "java", "kt", "scala", "c", "h", "cc",
     "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "r", "log", "patch", "diff", "proto", "graphql",
     "tf", "dockerfile", "gradle", "mk", "pem", "ps", "svg", "png", "jpg", "jpeg", "gif", "pdf", "zip",
-    "gz", "tar",
+    "gz", "tar", "ex", "exs", "heex", "eex", "erl", "hs", "ml", "vue", "svelte", "dart", "lockb",
+})
+# Commands whose output is what they read: error words in it are data (unless the command itself failed).
+_READERS = frozenset({
+    "cat", "head", "tail", "less", "more", "bat", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack",
+    "sed", "awk", "cut", "sort", "uniq", "diff", "cmp", "file", "stat", "ls", "tree", "find", "pwd", "cd",
+    "echo", "printf", "jq", "yq", "xxd", "od", "strings", "column", "tr", "true",
 })
 # fmt: on
+_GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep"})
+_COMMAND_PREFIXES = frozenset({"sudo", "time", "nohup", "env", "command", "exec"})
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
 _PATH_TOKEN = re.compile(r"^[\w.~+@/-]+$")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
-_PATCH_PATH = re.compile(
-    r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |(?:---|\+\+\+) (?:[ab]/)?)(\S+)",
-    re.MULTILINE,
-)
+_LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
+_ASSIGNMENT = re.compile(r"^\w+=")
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S+)|^\*\*\* Move to: (\S+)|^(---|\+\+\+) (\S+)")
 _URL = re.compile(r"https?://[^\s<>\"'`\\)\]}]+")
 _URL_TRAILING = ".,;:!?*"
 _JSON_FIELD = re.compile(r'"(\w+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)')
@@ -67,6 +87,7 @@ _TICKET_NOT = frozenset({
     "WIN", "ECMA", "ES", "HS", "RS", "PS", "LATIN", "KOI", "COVID", "DDR", "USB",
 })
 # fmt: on
+_TICKET_HINT = re.compile(r"[A-Z0-9]-[1-9]")
 _CVE = re.compile(r"(?<![\w-])CVE-\d{4}-\d{4,7}(?![\w-])")
 # Beads-style ids (``spotter-a0y``, ``bd-a3f8e9.1``): the suffix must mix letters and digits,
 # which keeps ordinary hyphenated words (``pre-commit``) out.
@@ -81,13 +102,17 @@ _COMMIT = re.compile(
 )
 
 # Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
-_FAILURE_HINTS = ("Traceback", "rror:", "ERROR:", "FAILED", "fatal:")
-_FAILURE = re.compile(r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:")
+_FAILURE_HINTS = ("Traceback", "rror:", "ERROR:", "FAILED", "fatal:", "fail")
+_FAILURE = re.compile(
+    r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
+    r"|\b[1-9]\d* (?:failed|failures?)\b"
+)
+_PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
-    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=]?\s*(-?\d+)"
+    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=>]?\s*(-?\d+)"
 )
 _EXCEPTION_LINE = re.compile(
-    r"^(?:E\s+)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::.*)?$"
+    r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
 _FAILED_LINE = re.compile(r"\bFAILED\b")
 _ERROR_LINE = re.compile(r"(?:\b|(?<=[a-z]))(?:[Ee]rror|ERROR|fatal)\b[:!]")
@@ -96,44 +121,52 @@ _OUTPUT_KEYS = ("error", "message", "stderr", "stdout", "output", "content", "re
 _EXIT_KEYS = ("returncode", "return_code", "exit_code", "exitCode")
 
 
-@dataclass
-class Ledger:
-    """Artifacts of a span, each kind de-duplicated in first-seen order."""
+@dataclass(frozen=True, slots=True)
+class FileAction:
+    """``action`` on ``path`` (as written, joined to the folder the call ran in); a move names its ``target``."""
 
-    files: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-    urls: list[str] = field(default_factory=list)
-    identifiers: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def merge(self, other: Ledger) -> Ledger:
-        """The ledger of two consecutive spans (summaries are built segment by segment)."""
-        return Ledger(**{f.name: _dedup([*getattr(self, f.name), *getattr(other, f.name)]) for f in fields(self)})
-
-    def render(self, max_items_per_kind: int = 25, max_chars: int = 4000) -> str:
-        """Compact Markdown; over a cap, the oldest items go first because the latest state matters most."""
-        everything = {f.name: getattr(self, f.name) for f in fields(self)}
-        low, high = 0, min(max(max_items_per_kind, 0), max(map(len, everything.values())))
-        while low < high:  # the largest per-kind cap whose rendering fits
-            middle = (low + high + 1) // 2
-            if len(_format(everything, middle)) <= max_chars:
-                low = middle
-            else:
-                high = middle - 1
-        return _format(everything, low)
+    action: str
+    path: str
+    target: str = ""
 
 
-def _format(everything: dict[str, list[str]], cap: int) -> str:
-    lines: list[str] = []
-    for kind, items in everything.items():
-        shown = items[max(len(items) - cap, 0) :]
-        if not shown:
-            continue
-        lines.append(_HEADINGS[kind])
-        if len(items) > len(shown):
-            lines.append(f"- (+{len(items) - len(shown)} more)")
-        lines.extend(f"- {clip(item, ITEM_MAX_CHARS)}" for item in shown)
-    return "\n".join(["### Artifacts", *lines]) if lines else ""
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How one tool call ended. ``key`` is the one-line command for shell calls, else the tool and its path."""
+
+    key: str
+    command: bool
+    ok: bool
+    label: str
+    """``passed`` (a test run said so), ``ok``, ``failed`` or ``failed (exit N)``."""
+    error: str = ""
+    """The most telling line of a failure."""
+    reads: bool = False
+    """The call only read (a file viewer, ``cat``, ``grep``): what it read is in the files."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Everything one run of messages (usually one group) contributes to the working set, in order."""
+
+    files: tuple[FileAction, ...] = ()
+    outcomes: tuple[CallOutcome, ...] = ()
+    urls: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    workdirs: tuple[str, ...] = ()
+    """Absolute folders commands ran in (``cd /x && ...``, a ``cwd`` argument): evidence of the workspace root."""
+
+
+NO_FACTS = Facts()
+
+
+@dataclass(slots=True)
+class _Call:
+    key: str
+    command: bool
+    reader: bool
+    files: list[FileAction]
+    search: bool = False
 
 
 def clip(text: str, limit: int) -> str:
@@ -142,32 +175,51 @@ def clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
-def _dedup(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
-def build_ledger(messages: list[Message]) -> Ledger:
-    """Extract the artifacts of a span in any of the tool-call shapes (or a mix)."""
-    ledger = Ledger()
-    tool_names: dict[str, str] = {}
+def extract(messages: list[Message]) -> Facts:
+    """The facts of ``messages`` (calls paired with their results by id), in any of the tool-call shapes."""
+    files: list[FileAction] = []
+    outcomes: list[CallOutcome] = []
+    urls: list[str] = []
+    ids: list[str] = []
+    workdirs: list[str] = []
+    waiting: dict[str, _Call] = {}
     for message in messages:
         role = message.get("role")
         if is_user_turn(message) or role == "assistant":
             text = authored_text(message)
-            ledger.urls += _urls(text)
-            ledger.identifiers += _identifiers(text, commits=role == "assistant")
+            if text:
+                urls += _urls(text)
+                ids += _identifiers(text, commits=role == "assistant")
         for call_id, name, args in _calls(message):
-            tool_names[call_id] = name
-            _add_call(ledger, name, args)
+            call = _read_call(name, args, workdirs)
+            for text in _strings(args):
+                urls += _urls(text)
+                ids += _identifiers(text, commits=False)
+            if call_id and call_id not in waiting:
+                waiting[call_id] = call
+            else:
+                files += call.files
         for ref, body, flagged in _results(message):
-            _add_result(ledger, tool_names.get(ref, ""), body, flagged)
-    return Ledger(
-        files=_dedup(ledger.files),
-        commands=_dedup(ledger.commands),
-        urls=_dedup(ledger.urls),
-        identifiers=_dedup_ids(ledger.identifiers),
-        errors=_dedup(ledger.errors),
-    )
+            body = _decode_json_object(body)
+            text = _body_text(body)
+            urls += _urls(text)
+            ids += _identifiers(text, commits=True)
+            call = waiting.pop(ref, None)
+            if call is None:
+                continue
+            outcome = _outcome(call, body, text, flagged)
+            outcomes.append(outcome)
+            if outcome.ok:
+                files += call.files
+                if call.search:
+                    files += _search_hits(text)
+            else:  # a call that failed read or changed nothing: its files were only named
+                files += [FileAction(USE, f.path) for f in call.files]
+    for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
+        files += call.files
+    if not (files or outcomes or urls or ids or workdirs):
+        return NO_FACTS
+    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs))
 
 
 def authored_text(message: Message) -> str:
@@ -215,25 +267,68 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _add_call(ledger: Ledger, name: str, args: Any) -> None:
-    if isinstance(args, dict):
-        for key in _PATH_KEYS.intersection(args):
-            ledger.files += [p.strip() for p in _strings(args[key]) if _is_path_value(p)]
-        if _is_shell(name):
-            for key in _COMMAND_KEYS:
-                command = _command_text(args.get(key))
-                if command:
-                    ledger.commands.append(_command_summary(command))
-                    ledger.files += _command_paths(command)
-    for text in _strings(args):
-        ledger.files += [p for p in _PATCH_PATH.findall(text) if p not in _NOT_FILES]
-        ledger.urls += _urls(text)
-        ledger.identifiers += _identifiers(text, commits=False)
+# ---------------------------------------------------------------------------------------------- calls
 
 
-def _is_shell(name: str) -> bool:
-    lowered = name.lower()
-    return any(part in lowered for part in _SHELL_NAME_PARTS)
+def _tool_kind(name: str) -> str:
+    """What a tool does, from its name (the part after an MCP ``server__`` prefix)."""
+    lowered = name.lower().rsplit("__", 1)[-1]
+    if any(part in lowered for part in _SHELL_NAME_PARTS):
+        return "shell"
+    if "move" in lowered or "rename" in lowered or lowered == "mv":
+        return MOVE
+    if "delete" in lowered or "remove" in lowered or lowered in ("rm", "unlink"):
+        return DELETE
+    if any(part in lowered for part in ("edit", "replace", "patch", "insert", "diff")):
+        return EDIT
+    if "write" in lowered or "create" in lowered or lowered == "touch":
+        return WRITE
+    if "grep" in lowered or "search" in lowered:
+        return "search"
+    if any(part in lowered for part in ("glob", "find", "list", "tree")) or lowered == "ls":
+        return "list"
+    if "read" in lowered or "view" in lowered or lowered == "cat":
+        return READ
+    return USE
+
+
+def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
+    kind = _tool_kind(name)
+    reader = any(part in name.lower() for part in _READ_NAME_PARTS)
+    if not isinstance(args, dict):
+        return _Call(clip(name, KEY_MAX_CHARS), False, reader, [])
+    base = next((v.strip() for k in _WORKDIR_KEYS if isinstance(v := args.get(k), str) and v.strip()), None)
+    if base and base.startswith("/"):
+        workdirs.append(posixpath.normpath(base))
+    command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
+    if kind == "shell" and command:
+        files, reader = _shell_files(command, base, workdirs)
+        return _Call(clip(_command_summary(command), KEY_MAX_CHARS), True, reader, files)
+    if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
+        kind = _EDITOR_COMMANDS[args["command"]]
+    files: list[FileAction] = []
+    keys = _PATH_KEYS
+    if kind == MOVE:
+        for old_key, new_key in _MOVE_KEYS:
+            old, new = args.get(old_key), args.get(new_key)
+            if isinstance(old, str) and isinstance(new, str) and _is_path_value(old) and _is_path_value(new):
+                files.append(FileAction(MOVE, _join(base, old.strip()), _join(base, new.strip())))
+    else:
+        keys = keys | {"old_path", "new_path"}
+    paths = [p.strip() for key in sorted(keys.intersection(args)) for p in _strings(args[key])]
+    if kind in ("search", "list"):
+        paths = [p for p in paths if _looks_like_file(p)]
+    if kind != "list":
+        action = READ if kind == "search" else kind if kind in (READ, WRITE, EDIT, DELETE) else USE
+        files += [FileAction(action, _join(base, p)) for p in paths if _is_path_value(p)]
+    if kind in (EDIT, WRITE):
+        for text in _strings(args):
+            if "\n" in text:
+                files += _patch_files(text, base)
+    target = next((p for p in paths if _is_path_value(p)), "")
+    key = f"{name} {target}" if target else name
+    search = kind == "search" and ("grep" in name.lower() or any(k in args for k in ("pattern", "regex")))
+    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search)
 
 
 def _is_path_value(value: str) -> bool:
@@ -241,12 +336,11 @@ def _is_path_value(value: str) -> bool:
     return bool(value) and value not in _NOT_FILES and "\n" not in value and len(value) <= 300
 
 
-def _command_summary(command: str) -> str:
-    """The command on one line; a heredoc's body is file content, so only its opening line is kept."""
-    first, _, rest = command.partition("\n")
-    if "<<" in first and rest:
-        return " ".join(first.split()) + " …"
-    return " ".join(command.split())
+def _join(base: str | None, path: str) -> str:
+    """``path`` as seen from the folder the call ran in (kept relative when that folder is unknown)."""
+    if path.startswith(("/", "~")) or not base:
+        return posixpath.normpath(path) if path.startswith("/") else path
+    return posixpath.normpath(posixpath.join(base, path))
 
 
 def _command_text(value: Any) -> str:
@@ -260,24 +354,132 @@ def _command_text(value: Any) -> str:
     return ""
 
 
-def _command_paths(command: str) -> list[str]:
-    """Path-like words of a command; a heredoc body is data, so only its first line is read."""
-    if "<<" in command:
-        command = command.splitlines()[0]
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+def _script(command: str) -> tuple[str, bool]:
+    """The lines of a command up to its first heredoc (whose body is file content, not commands)."""
+    lines = command.splitlines()
+    for i, line in enumerate(lines):
+        if "<<" in line:
+            return "\n".join(lines[: i + 1]), i + 1 < len(lines)
+    return command, False
+
+
+def _command_summary(command: str) -> str:
+    """The command on one line; a heredoc's body is left out (its first line is kept, then ``…``)."""
+    script, cut = _script(command)
+    return " ".join(script.split()) + (" …" if cut else "")
+
+
+def _shell_tokens(script: str) -> list[str]:
+    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
-        tokens = list(lexer)
-    except ValueError:
-        tokens = command.split()
-    paths = []
-    for token in tokens:
-        if token.startswith("-"):
-            token = token.partition("=")[2]
-        token = token.rstrip(":,;")
-        if _looks_like_path(token):
-            paths.append(token)
-    return paths
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: plain words are still worth reading
+        return script.replace("\n", " ; ").split()
+
+
+def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[list[FileAction], bool]:
+    """The files each simple command of a shell line acts on, and whether the line only reads."""
+    script, _ = _script(command)
+    files: list[FileAction] = []
+    reader = True
+    words: list[str] = []
+    tokens = _shell_tokens(script)
+    i = 0
+    while i <= len(tokens):
+        token = tokens[i] if i < len(tokens) else ";"
+        i += 1
+        if token in _SEPARATORS:
+            if words:
+                base, reads = _simple_command(words, base, files, workdirs)
+                reader = reader and reads
+            words = []
+        elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
+            target = tokens[i] if i < len(tokens) else ""
+            i += 1
+            if not token.endswith("&") and _looks_like_path(target):
+                files.append(FileAction(WRITE, _join(base, target)))
+                reader = False
+        elif token in ("<<", "<<<", "<<-"):
+            i += 1  # the heredoc delimiter or here-string
+        elif token == "<":
+            target = tokens[i] if i < len(tokens) else ""
+            i += 1
+            if _looks_like_path(target):
+                files.append(FileAction(READ, _join(base, target)))
+        else:
+            words.append(token)
+    return files, reader
+
+
+def _simple_command(
+    words: list[str], base: str | None, files: list[FileAction], workdirs: list[str]
+) -> tuple[str | None, bool]:
+    """Record what one simple command does to files; return the folder the next one runs in, and if it only reads."""
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _COMMAND_PREFIXES):
+        words = words[1:]
+    if not words:
+        return base, True
+    program, args = posixpath.basename(words[0]), words[1:]
+    if program == "cd":
+        target = next((a for a in args if not a.startswith("-")), "")
+        if not target or target.startswith("~"):
+            return None, True
+        base = _join(base, target)
+        if base.startswith("/"):
+            workdirs.append(base)
+        return base, True
+    if program == "git" and args:
+        program, args = f"git {args[0]}", args[1:]
+    if program in _SEARCHERS:
+        args = _without_pattern(args)
+    operands = [a for a in (_path_operand(a) for a in args) if a]
+    if program in ("rm", "unlink", "git rm"):
+        files += [FileAction(DELETE, _join(base, p)) for p in operands]
+    elif program in ("mv", "git mv", "cp") and len(operands) >= 2:
+        *sources, destination = operands
+        for source in sources:
+            target = destination
+            if len(sources) > 1 or destination.endswith("/"):
+                target = posixpath.join(destination, posixpath.basename(source))
+            if program == "cp":
+                files += [FileAction(READ, _join(base, source)), FileAction(WRITE, _join(base, target))]
+            else:
+                files.append(FileAction(MOVE, _join(base, source), _join(base, target)))
+    elif program in ("touch", "tee"):
+        files += [FileAction(WRITE, _join(base, p)) for p in operands]
+    elif program in ("sed", "perl") and any(a.startswith("-i") or a.startswith("-pi") for a in args):
+        files += [FileAction(EDIT, _join(base, p)) for p in operands]
+    elif program in _READERS or (program.startswith("git ") and program[4:] in _GIT_READERS):
+        files += [FileAction(READ, _join(base, p)) for p in operands]
+        return base, True
+    elif program in ("git apply", "patch"):
+        files += [FileAction(USE, _join(base, p)) for p in operands]
+    else:
+        files += [FileAction(USE, _join(base, p)) for p in operands]
+    return base, False
+
+
+def _without_pattern(args: list[str]) -> list[str]:
+    """A search's arguments without its pattern (``-e PATTERN``, else the first operand): it names no file."""
+    if any(a in ("-e", "--regexp") for a in args):
+        return [
+            a
+            for i, a in enumerate(args)
+            if a not in ("-e", "--regexp") and args[i - 1 : i] not in (["-e"], ["--regexp"])
+        ]
+    if any(a in ("-f", "--file") or a.startswith("--regexp=") for a in args):
+        return args
+    pattern = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    return args if pattern is None else args[:pattern] + args[pattern + 1 :]
+
+
+def _path_operand(token: str) -> str:
+    """``token`` as a file path when it looks like one (``--out=x.py``, ``tests/a.py::test_b``, ``a.py:12``)."""
+    if token.startswith("-"):
+        token = token.partition("=")[2]
+    token = _LINE_REF.sub("", token.split("::", 1)[0].rstrip(":,;"))
+    return token if _looks_like_path(token) else ""
 
 
 def _looks_like_path(token: str) -> bool:
@@ -289,20 +491,80 @@ def _looks_like_path(token: str) -> bool:
     return bool(extension) and extension.group(1).lower() in _FILE_EXTENSIONS
 
 
+def _looks_like_file(token: str) -> bool:
+    """A path naming a file, not a folder: its last part has an extension."""
+    return _looks_like_path(token) and bool(_EXTENSION.search(token.rstrip("/").rsplit("/", 1)[-1]))
+
+
+def _patch_files(text: str, base: str | None) -> list[FileAction]:
+    """Files an ``apply_patch`` envelope or a unified diff adds, changes, deletes or moves."""
+    files: list[FileAction] = []
+    updating = ""
+    old = ""
+    for line in text.splitlines():
+        match = _PATCH_HEADER.match(line)
+        if not match:
+            continue
+        verb, path, moved, marker, diff_path = match.groups()
+        if verb:
+            updating = path if verb == "Update" else ""
+            files.append(FileAction({"Add": WRITE, "Update": EDIT, "Delete": DELETE}[verb], _join(base, path)))
+        elif moved and updating:
+            files.append(FileAction(MOVE, _join(base, updating), _join(base, moved)))
+        elif marker == "---":
+            old = "" if diff_path == "/dev/null" else _strip_diff_prefix(diff_path)
+        elif marker == "+++":
+            if diff_path == "/dev/null":
+                if old:
+                    files.append(FileAction(DELETE, _join(base, old)))
+            else:
+                files.append(FileAction(EDIT if old else WRITE, _join(base, _strip_diff_prefix(diff_path))))
+            old = ""
+    return files
+
+
+def _strip_diff_prefix(path: str) -> str:
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def _search_hits(text: str) -> list[FileAction]:
+    """Files a search result names at the start of its lines (``path`` or ``path:line:match``)."""
+    hits: list[FileAction] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        candidate = line.strip().split(":", 1)[0].strip()
+        if candidate not in seen and _looks_like_file(candidate):
+            seen.add(candidate)
+            hits.append(FileAction(READ, candidate))
+            if len(hits) >= HITS_PER_SEARCH:
+                break
+    return hits
+
+
+# ---------------------------------------------------------------------------------------------- text
+
+
 def _urls(text: str) -> list[str]:
     return [url.rstrip(_URL_TRAILING) for url in _URL.findall(text)]
 
 
 def _identifiers(text: str, commits: bool) -> list[str]:
-    """Ticket, beads, PR and (when ``commits``) commit ids, in the order they appear in ``text``."""
+    """Ticket, beads, PR and (when ``commits``) commit ids, in the order they appear in ``text``.
+
+    Each pattern runs only where a plain substring (or a simpler pattern) it needs is present: tool outputs
+    are long, and most hold none of them.
+    """
     found: list[tuple[int, str]] = []
-    for match in _TICKET.finditer(text):
-        if match.group(1) not in _TICKET_NOT:
-            found.append((match.start(), match.group(0)))
-    found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
+    if _TICKET_HINT.search(text):
+        for match in _TICKET.finditer(text):
+            if match.group(1) not in _TICKET_NOT:
+                found.append((match.start(), match.group(0)))
+    if "CVE-" in text:
+        found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
     found += [(m.start(), m.group(0)) for m in _SHORT_ID.finditer(text)]
-    found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
-    if commits:
+    if "#" in text:
+        found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
+    if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
         for match in _COMMIT.finditer(text):
             sha = match.group(1) or match.group(2)
             if any(c.isdigit() for c in sha):
@@ -310,22 +572,20 @@ def _identifiers(text: str, commits: bool) -> list[str]:
     return [item for _, item in sorted(found, key=lambda pair: pair[0])]
 
 
-def _dedup_ids(items: list[str]) -> list[str]:
-    """Like ``_dedup``, also folding a short commit SHA into a longer one already seen (or vice versa)."""
-    kept: list[str] = []
-    for item in _dedup(items):
-        if item.startswith("commit ") and any(
-            k.startswith("commit ") and (k.startswith(item) or item.startswith(k)) for k in kept
-        ):
-            continue
-        kept.append(item)
-    return kept
+# ---------------------------------------------------------------------------------------------- results
 
 
 def _results(message: Message) -> Iterator[tuple[str, Any, bool]]:
     """(call id, raw result body, flagged as an error by the provider) for each result a message carries."""
     if message.get("role") == "tool" and message.get("tool_call_id"):
-        yield str(message["tool_call_id"]), message.get("content"), False
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if len(blocks) == 1 and blocks[0].get("type") == RESULT_BLOCK_TYPE:  # Amplifier's block inside
+            block = blocks[0]
+            body = block["content"] if "content" in block else block.get("output")
+            yield str(message["tool_call_id"]), body, block.get("is_error") is True
+        else:
+            yield str(message["tool_call_id"]), content, False
         return
     content = message.get("content")
     for block in content if isinstance(content, list) else []:
@@ -335,18 +595,21 @@ def _results(message: Message) -> Iterator[tuple[str, Any, bool]]:
             yield str(ref), body, block.get("is_error") is True
 
 
-def _add_result(ledger: Ledger, tool: str, body: Any, flagged: bool) -> None:
-    body = _decode_json_object(body)
-    text = _body_text(body)
-    ledger.urls += _urls(text)
-    ledger.identifiers += _identifiers(text, commits=True)
+def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
+    """Failed when flagged, a non-zero exit is reported, or (outside reads) the output shows a failure."""
     flagged = flagged or _structured_failure(body)
-    exit_codes = [int(code) for code in _EXIT_CODE.findall(text)]
-    textual = any(exit_codes) or (any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text)))
-    if flagged or (textual and not any(part in tool.lower() for part in _READ_NAME_PARTS)):
-        line = _error_line(text)
-        if line:
-            ledger.errors.append(clip(line, ERROR_MAX_CHARS))
+    scope = text.split("\n", 2)[:2] if call.reader else [text]  # a read's exit code leads its output
+    codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
+    code = next((c for c in reversed(codes) if c), 0)
+    if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
+        code, flagged = 0, False
+    textual = not call.reader and any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
+    if flagged or code or textual:
+        label = f"failed (exit {code})" if code else "failed"
+        error = clip(_error_line(text), ERROR_MAX_CHARS)
+        return CallOutcome(call.key, call.command, False, label, error, call.reader)
+    passed = call.command and not call.reader and bool(_PASSED.search(text))
+    return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
 
 def _decode_json_object(body: Any) -> Any:
@@ -391,8 +654,8 @@ def _error_line(text: str) -> str:
         for line in lines:
             if pattern.search(line):
                 return line
-    meaningful = [line for line in lines if not _EXIT_CODE.fullmatch(line)]
-    return (meaningful or lines or [""])[-1]
+    meaningful = [line for line in lines if not _EXIT_CODE.fullmatch(line) and not line.isdigit()]
+    return (meaningful or [""])[-1]
 
 
 def looks_failed(text: str) -> bool:

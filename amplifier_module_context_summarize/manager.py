@@ -42,8 +42,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SUMMARY_MARKER", "Segment", "SummarizingContextManager"]
 
-FINGERPRINT_VERSION = "2"
-"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries)."""
+FINGERPRINT_VERSION = "3"
+"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries).
+3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
 MASK_MARK = "mask:"
 """Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
 MIN_PLAN_SHARE = 4
@@ -339,7 +340,8 @@ class SummarizingContextManager:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
-            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance))
+            ws = self.config.working_set_tokens(self._wire_budget)  # not calibrated: a resume renders the same
+            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance, ws))
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
             memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
@@ -410,6 +412,7 @@ class SummarizingContextManager:
             provider=provider,
             deadline=deadline,
             masks=self.masks,
+            working_set_tokens=c.working_set_tokens(self._wire_budget),
         )
         job.remember(self.state, self._shown())
         before = self.state

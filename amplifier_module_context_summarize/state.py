@@ -108,15 +108,20 @@ class Shown:
         return replace(self, pins=pins)
 
 
-def shown(state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int) -> Shown:
-    summary = summary_message(state, history)
+def shown(
+    state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int, working_set_tokens: int = 0
+) -> Shown:
+    summary = summary_message(state, history, working_set_tokens)
     tokens = counter.count_message(summary) if summary is not None else 0
     return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
-def summary_message(state: CompactionState, history: History) -> Message | None:
+def summary_message(state: CompactionState, history: History, working_set_tokens: int = 0) -> Message | None:
+    """The summary message; its last section is the working set of the summarized groups (``working_set.py``)."""
     if state.segments:
-        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{SUMMARY_PREAMBLE}\n\n{state.summary_text}"}
+        working_set = history.working_set.render(state.segments[-1].end, working_set_tokens, history.counter.count_text)
+        text = "\n\n".join(p for p in (state.summary_text, working_set) if p)
+        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{SUMMARY_PREAMBLE}\n\n{text}"}
     if state.boundary > 0:
         return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(state.boundary))}
     return None

@@ -23,6 +23,7 @@ from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
 from .segments import SegmentSource
 from .state import CompactionState, Segment
+from .working_set import shown_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ class SummarizeStrategy:
 
     async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
         """Fold the oldest segment summaries into one higher tier while the summary is over its share."""
-        allowance = int(job.limits.budget * self.summary_budget_ratio)
+        allowance = int(job.limits.budget * self.summary_budget_ratio) - shown_tokens(job, state)
         while True:
             count = split_for_tiers([s.tokens for s in state.segments], allowance)
             if count == 0:

@@ -17,7 +17,6 @@ from typing import Any
 from .backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
 from .backends.retrying import RetryingBackend, retries_for
 from .extractive import extractive_summary
-from .ledger import build_ledger
 from .messages import Message, scrub_text
 from .prompts import PromptSet, fence_safe, render_transcript
 
@@ -27,8 +26,6 @@ _REFUSAL = re.compile(
     r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply|do that)|i won'?t|as an ai\b|sorry, but)",
     re.IGNORECASE,
 )
-LEDGER_SHARE = 0.25
-"""Share of the summary allowance the artifact ledger may add on top of an LLM summary."""
 MAX_SPLIT_DEPTH = 6
 
 
@@ -134,8 +131,7 @@ class SpanSummarizer:
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
-        ledger = build_ledger(messages).render(max_chars=int(self.settings.max_output_tokens * LEDGER_SHARE * 4))
-        outcome.text = scrub_text("\n\n".join([*parts, ledger] if ledger else parts))
+        outcome.text = scrub_text("\n\n".join(parts))
         return outcome
 
     async def merge(self, summaries: list[str], provider: Any | None = None, deadline: float | None = None) -> Outcome:

@@ -17,7 +17,7 @@ from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.clip import clip_tool_outputs
 from amplifier_module_context_summarize.extractive import extractive_summary
 from amplifier_module_context_summarize.invariants import ToolPairing, check_view
-from amplifier_module_context_summarize.ledger import build_ledger
+from amplifier_module_context_summarize.ledger import extract
 from amplifier_module_context_summarize.messages import (
     call_ids,
     canonical_json,
@@ -31,6 +31,7 @@ from amplifier_module_context_summarize.messages import (
 from amplifier_module_context_summarize.prompts import render_transcript
 from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
 from amplifier_module_context_summarize.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set import working_set_of
 
 ARGS = {"path": "src/app.py", "offset": 120, "limit": 200, "pattern": "def handle_request(self, request: Request)"}
 THINKING = {
@@ -204,11 +205,12 @@ def test_canonical_hash_is_stable_and_sees_the_arguments() -> None:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_ledger_and_extractive_summary_name_the_path(shape: str) -> None:
+def test_working_set_names_the_path_the_extractive_summary_does_not_repeat_it(shape: str) -> None:
     messages = turn(SHAPES[shape](), tool_result())
-    assert build_ledger(messages).files == ["src/app.py"]
+    assert [f.path for f in extract(messages).files] == ["src/app.py"]
+    assert "- src/app.py — read" in working_set_of(messages).render(500, counter.count_text)
     summary = extractive_summary(messages, previous_summary=None, max_tokens=500, count_tokens=counter.count_text)
-    assert "- src/app.py" in summary
+    assert "src/app.py" not in summary
 
 
 def test_huge_tool_output_is_clipped_and_the_call_kept_whole() -> None:

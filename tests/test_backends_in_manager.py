@@ -60,7 +60,7 @@ async def test_anthropic_repeated_500s_fall_back_to_extractive_with_the_category
     first = posts(recorder)[0]
     assert first["fallback"] == "server_error" and first["provider_calls"] == 3
     assert route.call_count >= 3
-    assert "### Artifacts" in views[-1][1]["content"]
+    assert "### Working set" in views[-1][1]["content"]
 
 
 async def test_openai_compatible_server_through_base_url(monkeypatch):

@@ -17,7 +17,7 @@ from amplifier_module_context_summarize.evaluation.loader import CorpusError, Pr
 from amplifier_module_context_summarize.evaluation.models import ModelSpec
 from amplifier_module_context_summarize.evaluation.progress import make_progress
 from amplifier_module_context_summarize.evaluation.prompts import load_eval_prompts
-from amplifier_module_context_summarize.evaluation.reference import coverage, reference_view, relative_files
+from amplifier_module_context_summarize.evaluation.reference import coverage, reference_view
 from amplifier_module_context_summarize.evaluation.report import (
     console_summary,
     markdown,
@@ -26,7 +26,7 @@ from amplifier_module_context_summarize.evaluation.report import (
     write_results,
 )
 from amplifier_module_context_summarize.evaluation.retention import GroupArtifacts, RetentionTracker, bucket
-from amplifier_module_context_summarize.evaluation.runner import ProbeResult, Run, Settings, evaluate
+from amplifier_module_context_summarize.evaluation.runner import ProbeResult, Run, Settings, evaluate, replay_session
 from amplifier_module_context_summarize.evaluation.scoring import (
     DIMENSIONS,
     Judge,
@@ -49,6 +49,7 @@ from amplifier_module_context_summarize.testing import (
     tool_result,
 )
 from amplifier_module_context_summarize.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set import named_files
 
 BUDGET = 3000
 LLM = ModelSpec("anthropic", "fake-model")
@@ -243,19 +244,19 @@ def test_reference_view_and_file_coverage():
     view = reference_view(messages, reference, at=len(messages) - 1)
     assert view[0]["role"] == "system" and view[1]["content"].startswith("Worked on")
     assert not check_view(view)
-    assert relative_files(["/home/u/p/lib/a.ex", "lib/a.ex", "/home/u/p/b.ex", "/home/u/p/", "/tmp/x.log"]) == [
-        "lib/a.ex",
-        "b.ex",
-        "/tmp/x.log",
-    ]
+    paths = ["/home/u/p/lib/a.ex", "lib/a.ex", "/home/u/p/lib/b.ex", "/home/u/p/c.ex", "/tmp/x.log", "d.ex"]
     calls = [
-        {"type": "tool_use", "id": str(i), "name": "Read", "input": {"file_path": path}}
-        for i, path in enumerate(["/home/u/p/lib/a.ex", "c.ex"])
+        {"type": "tool_use", "id": str(i), "name": "Read", "input": {"file_path": path}} for i, path in enumerate(paths)
     ]
-    results = [{"type": "tool_result", "tool_use_id": str(i), "content": "x"} for i in range(2)]
-    cover = coverage("see lib/a.ex", [{"role": "assistant", "content": calls}, {"role": "user", "content": results}])
-    assert (cover.files, cover.found, cover.file_share) == (["a.ex", "c.ex"], ["a.ex"], 0.5)
-    assert cover.size_share == len("see lib/a.ex") / cover.span_chars
+    results = [{"type": "tool_result", "tool_use_id": str(i), "content": "x"} for i in range(len(paths))]
+    span = [{"role": "assistant", "content": calls}, {"role": "user", "content": results}]
+    summary = "Changed lib/a.ex.\n- lib/ — read: b.ex\nAlso c.ex and the log in /tmp/."
+    cover = coverage(summary, span)
+    # one spelling per file, relative to the root the span shows (/home/u/p: /home/u/p/lib/a.ex beside lib/a.ex)
+    assert cover.files == ["lib/a.ex", "lib/b.ex", "c.ex", "/tmp/x.log", "d.ex"]
+    # named: by its path, or by its name on a line naming its folder; "/tmp/" alone names no file
+    assert cover.found == ["lib/a.ex", "lib/b.ex", "c.ex"]
+    assert cover.size_share == len(summary) / cover.span_chars
 
 
 def load_reference_like(summary: str, boundary: int):
@@ -296,8 +297,11 @@ async def test_strategies_compare_on_one_session(tmp_path):
         written = sum(r.summaries for r in records)
         assert (written > 0) == (sum(r.extractive_tokens for r in records) > 0) == (name not in ("mask", "truncation"))
     assert by_name["claude-code"].retention is None
-    early = {p.probe: p.key_score for p in by_name["summarize"].probes}
-    assert early["a1"] == 1.0  # the artifact ledger keeps the early file
+    # the working set keeps the early file: by its path, or (folded for room) by its name under its folder
+    manager = make_manager("summarize", BUDGET, ModelSpec("extractive"), None)
+    run = await replay_session(sessions[0], "summarize", manager, BUDGET)
+    [summary] = [m["content"] for m in run.views["a1"][1] if str(m.get("content", "")).startswith(SUMMARY_MARKER)]
+    assert named_files(summary, ["src/module_0.py"]) == ["src/module_0.py"]
     assert {p.probe: p.key_score for p in by_name["truncation"].probes}["a1"] == 0.0
     reference = by_name["claude-code"]
     assert [p.probe for p in reference.probes] == ["a1", "a2", "a3", "a4"]

@@ -1,4 +1,4 @@
-"""The artifact ledger finds planted paths, commands, URLs, ids and errors in every tool-call shape."""
+"""Artifact extraction finds planted paths, commands and outcomes, URLs, ids and errors in every tool-call shape."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.ledger import Ledger, build_ledger
+from amplifier_module_context_summarize.ledger import EDIT, MOVE, NO_FACTS, READ, USE, WRITE, Facts, FileAction, extract
 from amplifier_module_context_summarize.testing import ORCHESTRATOR_SHAPES, tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier")
@@ -51,29 +49,40 @@ def session(shape: str) -> list[dict[str, Any]]:
     ]
 
 
+def paths(facts: Facts) -> list[str]:
+    """Paths in first-seen order, each once."""
+    return list(dict.fromkeys(f.path for f in facts.files))
+
+
+def commands(facts: Facts) -> list[str]:
+    return list(dict.fromkeys(o.key for o in facts.outcomes if o.command))
+
+
+def errors(facts: Facts) -> list[str]:
+    return [o.error for o in facts.outcomes if not o.ok]
+
+
 @pytest.mark.parametrize("shape", [*SHAPES, *ORCHESTRATOR_SHAPES, "mixed"])
 def test_finds_each_planted_item_in_its_kind(shape: str) -> None:
-    ledger = build_ledger(session(shape))
+    facts = extract(session(shape))
 
-    assert {"src/app/models.py", "/etc/hosts", "tests/test_models.py"} <= set(ledger.files)
-    assert ledger.commands == [
+    assert {"src/app/models.py", "/etc/hosts", "tests/test_models.py"} <= set(paths(facts))
+    assert commands(facts) == [
         "pytest -x tests/test_models.py",
         "cat /etc/hosts",
         "git commit -am 'Fix import (ABC-123)'",
     ]
-    assert ledger.urls == ["https://docs.example.com/guide#imports"]
-    assert ledger.identifiers == ["ABC-123", "commit 1a2b3c4", "PR #42"]
-    assert ledger.errors == ["ModuleNotFoundError: No module named 'foo'"]
+    assert list(dict.fromkeys(facts.urls)) == ["https://docs.example.com/guide#imports"]
+    assert list(dict.fromkeys(facts.identifiers)) == ["ABC-123", "commit 1a2b3c4", "PR #42"]
+    assert errors(facts) == ["ModuleNotFoundError: No module named 'foo'"]
 
 
 @pytest.mark.parametrize("shape", [*SHAPES, *ORCHESTRATOR_SHAPES, "mixed"])
-def test_repeats_are_kept_once_in_first_seen_order(shape: str) -> None:
-    ledger = build_ledger(session(shape) + session(shape))
+def test_file_actions_follow_the_tools(shape: str) -> None:
+    actions = {(f.action, f.path) for f in extract(session(shape)).files}
 
-    assert ledger.files.count("src/app/models.py") == 1
-    assert ledger.files.index("src/app/models.py") < ledger.files.index("/etc/hosts")
-    assert ledger.identifiers.count("ABC-123") == 1
-    assert len(ledger.commands) == len(set(ledger.commands)) == 3
+    assert {(READ, "src/app/models.py"), (EDIT, "src/app/models.py"), (READ, "/etc/hosts")} <= actions
+    assert (USE, "tests/test_models.py") in actions
 
 
 def test_anthropic_is_error_result_is_an_error_even_without_error_words() -> None:
@@ -87,7 +96,10 @@ def test_anthropic_is_error_result_is_an_error_even_without_error_words() -> Non
         ),
     ]
 
-    assert build_ledger(messages).errors == ["/etc/hosts is read-only"]
+    facts = extract(messages)
+
+    assert errors(facts) == ["/etc/hosts is read-only"]
+    assert facts.files == (FileAction(USE, "/etc/hosts"),)  # the write failed: the file was only named
 
 
 def test_plain_output_without_flag_or_failure_words_is_not_an_error() -> None:
@@ -96,7 +108,7 @@ def test_plain_output_without_flag_or_failure_words_is_not_an_error() -> None:
         tool_result("openai", "c1", "/etc/hosts is read-only"),
     ]
 
-    assert build_ledger(messages).errors == []
+    assert errors(extract(messages)) == []
 
 
 def test_error_words_inside_read_file_content_are_data_not_failures() -> None:
@@ -104,9 +116,23 @@ def test_error_words_inside_read_file_content_are_data_not_failures() -> None:
     messages = [
         tool_call("openai", "c1", "read_file", {"path": "src/app/checks.py"}),
         tool_result("openai", "c1", source),
+        tool_call("openai", "c2", "bash", {"command": "cd /repo && cat src/app/checks.py | head -50"}),
+        tool_result("openai", "c2", source),
     ]
 
-    assert build_ledger(messages).errors == []
+    facts = extract(messages)
+
+    assert errors(facts) == []
+    assert [o.label for o in facts.outcomes] == ["ok", "ok"]
+
+
+def test_grep_without_a_match_is_an_answer_not_a_failure() -> None:
+    messages = [
+        tool_call("anthropic", "g", "Bash", {"command": "grep -rn TODO src/"}),
+        tool_result("anthropic", "g", "Exit code 1", True),
+    ]
+
+    assert [o.ok for o in extract(messages).outcomes] == [True]
 
 
 @pytest.mark.parametrize(
@@ -119,19 +145,42 @@ def test_error_words_inside_read_file_content_are_data_not_failures() -> None:
             ["FAILED tests/test_a.py::test_x - assert 1 == 2"],
         ),
         ("Compiling\nsrc/main.c:3: error: expected ';'", ["src/main.c:3: error: expected ';'"]),
+        ("Finished in 0.1 seconds\n3 tests, 1 failure", ["3 tests, 1 failure"]),
+        (
+            "  ** (RuntimeError) LiveView requires lazy_html\n1 test, 1 failure",
+            ["** (RuntimeError) LiveView requires lazy_html"],
+        ),
+        ("<returncode>2</returncode>\n<output>\nusage: tool [-h]\n</output>", ["usage: tool [-h]"]),
     ],
 )
 def test_failures_recognised_from_result_text(output: str, expected: list[str]) -> None:
     messages = [tool_call("openai", "c1", "bash", {"command": "make"}), tool_result("openai", "c1", output)]
 
-    assert build_ledger(messages).errors == expected
+    assert errors(extract(messages)) == expected
+
+
+def test_outcome_labels_say_passed_failed_and_the_exit_code() -> None:
+    messages = [
+        tool_call("openai", "a", "bash", {"command": "pytest -q"}),
+        tool_result("openai", "a", "FAILED tests/test_a.py::test_x\n1 failed, 3 passed\nExit code: 1"),
+        tool_call("openai", "b", "bash", {"command": "pytest -q"}),
+        tool_result("openai", "b", "4 passed in 0.1s"),
+        tool_call("openai", "c", "bash", {"command": "make"}),
+        tool_result("openai", "c", "done"),
+    ]
+
+    assert [(o.key, o.label) for o in extract(messages).outcomes] == [
+        ("pytest -q", "failed (exit 1)"),
+        ("pytest -q", "passed"),
+        ("make", "ok"),
+    ]
 
 
 def test_amplifier_structured_output_with_non_zero_returncode() -> None:
     output = {"stdout": "", "stderr": "fatal: not a git repository (or any parent)\n", "returncode": 128}
     messages = [tool_call("amplifier", "a1", "bash", {"command": "git status"}), tool_result("amplifier", "a1", output)]
 
-    assert build_ledger(messages).errors == ["fatal: not a git repository (or any parent)"]
+    assert errors(extract(messages)) == ["fatal: not a git repository (or any parent)"]
 
 
 def test_stringified_structured_output_is_read_back() -> None:
@@ -141,10 +190,10 @@ def test_stringified_structured_output_is_read_back() -> None:
         tool_result("openai", "c1", output),
     ]
 
-    ledger = build_ledger(messages)
+    facts = extract(messages)
 
-    assert ledger.errors == ["Tool timed out after 30s"]
-    assert ledger.urls == ["https://example.org/slow"]
+    assert errors(facts) == ["Tool timed out after 30s"]
+    assert facts.urls == ("https://example.org/slow",)
 
 
 def test_error_lines_are_clipped() -> None:
@@ -153,7 +202,7 @@ def test_error_lines_are_clipped() -> None:
         tool_result("openai", "c1", "RuntimeError: " + "x" * 1000),
     ]
 
-    [error] = build_ledger(messages).errors
+    [error] = errors(extract(messages))
 
     assert error.startswith("RuntimeError: x") and len(error) <= 200
 
@@ -172,10 +221,10 @@ def test_invalid_openai_arguments_are_tolerated_and_salvaged() -> None:
         ],
     }
 
-    ledger = build_ledger([truncated])
+    facts = extract([truncated, tool_result("openai", "c1", "127.0.0.1 localhost")])
 
-    assert ledger.commands == ["cat /etc/hosts"]
-    assert ledger.files == ["/etc/hosts"]
+    assert commands(facts) == ["cat /etc/hosts"]
+    assert paths(facts) == ["/etc/hosts"]
 
 
 def test_truncated_orchestrator_json_arguments_are_salvaged() -> None:
@@ -188,10 +237,10 @@ def test_truncated_orchestrator_json_arguments_are_salvaged() -> None:
         ],
     }
 
-    ledger = build_ledger([message])
+    facts = extract([message, tool_result("orchestrator", "c1", "x"), tool_result("orchestrator", "c2", "y")])
 
-    assert ledger.commands == ["cat /etc/hosts"]
-    assert ledger.files == ["/etc/hosts", "src/app.py"]
+    assert commands(facts) == ["cat /etc/hosts"]
+    assert paths(facts) == ["/etc/hosts", "src/app.py"]
 
 
 def test_argv_command_lists_and_shell_operators() -> None:
@@ -202,27 +251,87 @@ def test_argv_command_lists_and_shell_operators() -> None:
             "shell",
             {"command": ["bash", "-lc", "pytest -x tests/test_models.py > out.log 2>&1"]},
         ),
+        tool_result("openai", "c1", "ok"),
         tool_call(
             "openai",
             "c2",
             "run_shell_command",
             {"cmd": "git checkout -b feature/x origin/main && python -m app.cli"},
         ),
+        tool_result("openai", "c2", "ok"),
     ]
 
-    ledger = build_ledger(messages)
+    facts = extract(messages)
 
-    assert ledger.commands == [
+    assert commands(facts) == [
         "pytest -x tests/test_models.py > out.log 2>&1",
         "git checkout -b feature/x origin/main && python -m app.cli",
     ]
-    assert ledger.files == ["tests/test_models.py", "out.log"]
+    assert [(f.action, f.path) for f in facts.files] == [(WRITE, "out.log"), (USE, "tests/test_models.py")]
+
+
+def test_shell_commands_create_edit_delete_and_move_files() -> None:
+    command = (
+        "cd /repo && touch new.py && sed -i 's/a/b/' src/a.py && rm old.py && git mv src/b.py lib/b.py"
+        " && mv x.txt y.txt && cat README.md"
+    )
+    messages = [tool_call("openai", "c", "bash", {"command": command}), tool_result("openai", "c", "")]
+
+    facts = extract(messages)
+
+    assert [(f.action, f.path, f.target) for f in facts.files] == [
+        (WRITE, "/repo/new.py", ""),
+        (EDIT, "/repo/src/a.py", ""),
+        ("delete", "/repo/old.py", ""),
+        (MOVE, "/repo/src/b.py", "/repo/lib/b.py"),
+        (MOVE, "/repo/x.txt", "/repo/y.txt"),
+        (READ, "/repo/README.md", ""),
+    ]
+    assert facts.workdirs == ("/repo",)
+
+
+def test_a_search_pattern_is_not_a_file() -> None:
+    messages = [
+        tool_call("openai", "c", "bash", {"command": "grep -rn src/app.py docs/ && rg -e main.py -- lib/x.py"}),
+        tool_result("openai", "c", ""),
+    ]
+
+    assert paths(extract(messages)) == ["lib/x.py"]
+
+
+def test_workdir_arguments_resolve_relative_paths() -> None:
+    messages = [
+        tool_call("openai", "c", "exec_command", {"cmd": "pytest tests/test_a.py", "workdir": "/work/proj"}),
+        tool_result("openai", "c", "1 passed"),
+    ]
+
+    facts = extract(messages)
+
+    assert paths(facts) == ["/work/proj/tests/test_a.py"]
+    assert facts.workdirs == ("/work/proj",)
+
+
+def test_move_tools_and_grep_hits() -> None:
+    messages = [
+        tool_call("anthropic", "m", "move_file", {"source": "a/old.py", "destination": "b/new.py"}),
+        tool_result("anthropic", "m", "moved"),
+        tool_call("anthropic", "g", "Grep", {"pattern": "TODO", "path": "src"}),
+        tool_result("anthropic", "g", "src/one.py:3:# TODO\nsrc/two.py:9:# TODO\nNo more"),
+    ]
+
+    facts = extract(messages)
+
+    assert facts.files == (
+        FileAction(MOVE, "a/old.py", "b/new.py"),
+        FileAction(READ, "src/one.py"),
+        FileAction(READ, "src/two.py"),
+    )
 
 
 def test_patch_and_diff_headers_name_the_files() -> None:
     patch = (
         "*** Begin Patch\n*** Update File: src/app/views.py\n@@\n-a\n+b\n"
-        "*** Add File: docs/notes.md\n+hi\n*** End Patch"
+        "*** Add File: docs/notes.md\n+hi\n*** Delete File: old.md\n*** End Patch"
     )
     diff = "--- a/src/app/urls.py\n+++ b/src/app/urls.py\n@@ -1 +1 @@\n-x\n+y\n"
     messages = [
@@ -230,18 +339,24 @@ def test_patch_and_diff_headers_name_the_files() -> None:
         tool_call("anthropic", "p2", "patch", {"diff": diff}),
     ]
 
-    assert build_ledger(messages).files == ["src/app/views.py", "docs/notes.md", "src/app/urls.py"]
+    assert [(f.action, f.path) for f in extract(messages).files] == [
+        (EDIT, "src/app/views.py"),
+        (WRITE, "docs/notes.md"),
+        ("delete", "old.md"),
+        (EDIT, "src/app/urls.py"),
+    ]
 
 
 def test_command_argument_of_a_non_shell_tool_is_not_a_command() -> None:
     messages = [
-        tool_call("anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"})
+        tool_call("anthropic", "t1", "str_replace_based_edit_tool", {"command": "view", "path": "src/app/models.py"}),
+        tool_call("anthropic", "t2", "str_replace_based_edit_tool", {"command": "create", "path": "src/new.py"}),
     ]
 
-    ledger = build_ledger(messages)
+    facts = extract(messages)
 
-    assert ledger.commands == []
-    assert ledger.files == ["src/app/models.py"]
+    assert commands(facts) == []
+    assert [(f.action, f.path) for f in facts.files] == [(READ, "src/app/models.py"), (WRITE, "src/new.py")]
 
 
 def test_identifiers_stay_conservative() -> None:
@@ -254,110 +369,25 @@ def test_identifiers_stay_conservative() -> None:
         {"role": "assistant", "content": planted},
     ]
 
-    assert build_ledger(messages).identifiers == ["spotter-a0y", "bd-a3f8e9.1", "CVE-2021-44228", "PR #7"]
-
-
-def test_short_and_full_commit_sha_fold_together() -> None:
-    full = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"
-    messages = [
-        tool_call("openai", "c1", "bash", {"command": "git log -1"}),
-        tool_result("openai", "c1", f"commit {full}\nAuthor: A <a@example.com>"),
-        {"role": "assistant", "content": "Committed as 3f2a9c1."},
-    ]
-
-    assert build_ledger(messages).identifiers == [f"commit {full}"]
+    assert extract(messages).identifiers == ("spotter-a0y", "bd-a3f8e9.1", "CVE-2021-44228", "PR #7")
 
 
 def test_urls_lose_trailing_punctuation() -> None:
     messages = [{"role": "user", "content": "Read https://example.com/a_b?x=1. And (https://example.com/c)."}]
 
-    assert build_ledger(messages).urls == ["https://example.com/a_b?x=1", "https://example.com/c"]
+    assert extract(messages).urls == ("https://example.com/a_b?x=1", "https://example.com/c")
 
 
-def test_render_headings_in_order_and_empty_kinds_omitted() -> None:
-    text = build_ledger(session("mixed")).render()
-    lines = text.splitlines()
-
-    assert lines[0] == "### Artifacts"
-    headings = [line for line in lines if not line.startswith("- ")]
-    assert headings == ["### Artifacts", "Files:", "Commands:", "URLs:", "Identifiers:", "Errors:"]
-    assert "- ModuleNotFoundError: No module named 'foo'" in lines
-    assert "URLs:" not in Ledger(files=["a.py"]).render()
+def test_nothing_to_extract_gives_the_shared_empty_facts() -> None:
+    assert extract([{"role": "user", "content": "hello"}]) is NO_FACTS
 
 
-def test_render_of_empty_ledger_is_empty() -> None:
-    assert Ledger().render() == ""
-    assert build_ledger([{"role": "user", "content": "hello"}]).render() == ""
-
-
-def test_render_caps_each_kind_keeping_the_most_recent() -> None:
-    ledger = Ledger(files=[f"src/pkg/module_{i:02d}.py" for i in range(40)], commands=["make"])
-
-    text = ledger.render(max_items_per_kind=10)
-
-    assert "- (+30 more)" in text
-    assert "src/pkg/module_39.py" in text and "src/pkg/module_30.py" in text
-    assert "src/pkg/module_29.py" not in text
-    assert "- make" in text
-
-
-def test_render_clips_long_items() -> None:
-    text = Ledger(commands=["echo " + "y" * 5000]).render()
-
-    assert max(len(line) for line in text.splitlines()) <= 205
-    assert text.endswith("…")
-
-
-def test_render_stays_under_max_chars_dropping_oldest_first() -> None:
-    ledger = Ledger(
-        files=[f"src/pkg/module_{i:02d}.py" for i in range(25)],
-        errors=[f"ValueError: case {i}" for i in range(25)],
-    )
-
-    text = ledger.render(max_chars=500)
-
-    assert 0 < len(text) <= 500
-    assert "module_24.py" in text and "case 24" in text
-    assert "module_00.py" not in text
-
-
-@given(
-    st.lists(st.text(min_size=1, max_size=300), max_size=30),
-    st.lists(st.text(min_size=1, max_size=300), max_size=30),
-    st.integers(min_value=0, max_value=40),
-    st.integers(min_value=0, max_value=3000),
-)
-def test_render_never_exceeds_max_chars(files: list[str], errors: list[str], per_kind: int, max_chars: int) -> None:
-    text = Ledger(files=files, errors=errors).render(max_items_per_kind=per_kind, max_chars=max_chars)
-
-    assert len(text) <= max_chars
-    assert text == "" or text.startswith("### Artifacts")
-
-
-def test_merge_dedups_and_keeps_order() -> None:
-    first = Ledger(files=["a.py", "b.py"], commands=["make"], errors=["E1"])
-    second = Ledger(files=["b.py", "c.py"], commands=["make", "make test"], urls=["https://x.dev"])
-
-    merged = first.merge(second)
-
-    assert merged == Ledger(
-        files=["a.py", "b.py", "c.py"], commands=["make", "make test"], urls=["https://x.dev"], errors=["E1"]
-    )
-    assert first.files == ["a.py", "b.py"]
-
-
-def test_merge_of_segment_ledgers_equals_ledger_of_whole_span() -> None:
-    messages = session("mixed")
-
-    assert build_ledger(messages[:7]).merge(build_ledger(messages[7:])) == build_ledger(messages)
-
-
-def test_build_is_deterministic() -> None:
-    assert build_ledger(session("mixed")).render() == build_ledger(session("mixed")).render()
+def test_extraction_is_deterministic() -> None:
+    assert extract(session("mixed")) == extract(session("mixed"))
 
 
 def test_heredoc_commands_keep_only_their_opening_line():
-    script = "cat > reproduce.py << 'EOF'\nimport os\nprint(os.getcwd())\nEOF"
+    script = "cat > reproduce.py << 'EOF'\nimport os\nprint(os.getcwd())  # see notes.md\nEOF\npython reproduce.py"
     messages = [
         {
             "role": "assistant",
@@ -372,6 +402,6 @@ def test_heredoc_commands_keep_only_their_opening_line():
         },
         {"role": "tool", "tool_call_id": "h", "content": ""},
     ]
-    ledger = build_ledger(messages)
-    assert ledger.commands == ["cat > reproduce.py << 'EOF' …"]
-    assert "reproduce.py" in ledger.files
+    facts = extract(messages)
+    assert commands(facts) == ["cat > reproduce.py << 'EOF' …"]
+    assert paths(facts) == ["reproduce.py"]  # the body (and what follows it) is file content, not commands

@@ -227,7 +227,7 @@ async def test_extractive_strategy_needs_no_provider():
     manager, recorder = make({"compaction_strategy": "extractive"})
     views = await replay(manager, mixed_history(80), None, budget=BUDGET)
     summary = next(m for m in views[-1] if str(m.get("content", "")).startswith(SUMMARY_MARKER))
-    assert "### Artifacts" in summary["content"] and "src/module_" in summary["content"]
+    assert "### Working set" in summary["content"] and "src/module_" in summary["content"]
     assert all(e["fallback"] is None for e in post_events(recorder))
 
 

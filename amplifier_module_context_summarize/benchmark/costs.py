@@ -59,9 +59,9 @@ class CompactionCosts:
     samples: int = 0
     total_s: float = 0.0
     planning_s: float = 0.0
-    """Outside the summarizer: boundary, chain hashes, span, splice, summary count, the view."""
+    """Outside the summarizer: boundary, chain hashes, span, splice, summary and working set, the view."""
     prompt_s: float = 0.0
-    """Inside the summarizer, outside the backend: transcript, token counts, ledger, validation."""
+    """Inside the summarizer, outside the backend: transcript, token counts, validation."""
     span_messages: float = 0.0
     provider_calls: int = 0
 

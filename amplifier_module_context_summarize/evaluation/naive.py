@@ -22,7 +22,7 @@ class NaiveStrategy:
         self.summarizer = summarizer
 
     async def compact(self, job: Compaction) -> CompactionState:
-        boundary = job.fitting_boundary(job.state, job.summary_allowance)
+        boundary = job.fitting_boundary(job.state, job.summary_allowance + job.working_set_tokens)
         if boundary <= job.state.boundary:
             return job.state
         span = job.history.span(0, boundary)

@@ -2,16 +2,15 @@
 
 Its view is that summary followed by the messages after its boundary, as the tool itself continued.
 Two measures need no probe: the share of files the summarized span touched that the summary still
-names (by path relative to the project), and the summary's size as a share of the span's text.
+names (by path relative to the workspace root), and the summary's size as a share of the span's text.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ledger import build_ledger
 from ..messages import Message, group_messages, message_text, sanitize
+from ..working_set import named_files, working_set_of
 from .loader import Reference
 
 
@@ -60,55 +59,15 @@ class Coverage:
 
 
 def coverage(summary: str, span: list[Message]) -> Coverage:
-    files = relative_files(build_ledger(span).files)
-    lowered = summary.lower()
+    """Files of the span's working set (one spelling each, relative to its root) that ``summary`` names.
+
+    One matcher for every summary, ours or another tool's: a file is named by its relative path, or by its
+    file name on a line that names its folder (``working_set.named_files``).
+    """
+    files = [e.path for e in working_set_of(span).entries()]
     return Coverage(
         files=files,
-        found=[f for f in files if f.lower() in lowered],
+        found=named_files(summary, files),
         summary_chars=len(summary),
         span_chars=sum(len(message_text(m)) for m in span),
     )
-
-
-def relative_files(paths: list[str]) -> list[str]:
-    """Paths relative to the project root, de-duplicated; the root itself and directories are left out.
-
-    Claude Code mixes absolute paths (``/home/u/proj/lib/a.ex``) with relative ones (``lib/a.ex``) for
-    the same file; a summary usually writes the relative form.
-    """
-    root = project_root(paths)
-    out: list[str] = []
-    for path in paths:
-        if path.endswith("/") or (root and path == root):
-            continue
-        if root and path.startswith(root + "/"):
-            path = path[len(root) + 1 :]
-        elif path.startswith("./"):
-            path = path[2:]
-        if path and path not in out:
-            out.append(path)
-    return out
-
-
-def project_root(paths: list[str]) -> str | None:
-    """The folder absolute paths are relative to.
-
-    Best evidence: an absolute path that ends with a relative one seen in the same span. Otherwise
-    the deepest folder holding more than half of the absolute paths.
-    """
-    absolute = [p for p in paths if p.startswith("/")]
-    relative = [p.removeprefix("./") for p in paths if not p.startswith(("/", "~"))]
-    votes: Counter[str] = Counter()
-    for a in absolute:
-        for r in relative:
-            if a.endswith("/" + r):
-                votes[a[: -len(r) - 1]] += 1
-    if votes:
-        return votes.most_common(1)[0][0]
-    folders: Counter[str] = Counter()
-    for a in absolute:
-        parts = a.split("/")[1:-1]
-        for depth in range(1, len(parts) + 1):
-            folders["/" + "/".join(parts[:depth])] += 1
-    majority = [f for f, n in folders.items() if n * 2 > len(absolute)]
-    return max(majority, key=len) if majority else None

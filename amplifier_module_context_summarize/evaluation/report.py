@@ -457,8 +457,9 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
             reference,
             "",
             "summary size: the summary's characters as a share of the summarized span's. files kept: files the "
-            "span touched (relative paths, from the artifact ledger) that the summary names. one-shot: the "
-            "evaluated summarizer given the same span in one call. reference view tok: mean size of the "
+            "span touched (its working set: one spelling each, relative to the workspace root) that the summary "
+            "names, by path or by name on a line naming its folder. one-shot: the summary message the evaluated "
+            "summarizer gives the same span in one call, working set included. reference view tok: mean size of the "
             "reference's view at its probes (its summary plus everything after the boundary: not held to the "
             "budget). Key scores are over the probes asked after the boundary, for every strategy alike.",
         ]

@@ -1,14 +1,14 @@
 """Artifact retention: of the files, commands and errors a view no longer shows verbatim, the share it still names.
 
 Measured on the view of every request that compacted. The groups before the view's verbatim tail (summarized,
-masked or dropped) are read for artifacts with the module's own ledger (``ledger.build_ledger``), each group
+masked or dropped) are read for artifacts with the module's own ledger (``ledger.extract``), each group
 once; an artifact counts as retained when the view's text names it anywhere (summary, placeholder, pinned
 request or tail). Artifacts the verbatim tail itself contains are left out: the tail shows them as they are.
 
 Each artifact is filed by the compactions run since it was last seen verbatim, the compaction that took its
 last occurrence out of the tail being the first: after 1, 2, 3–4, 5–7 and 8+ compactions.
 
-Matching: paths relative to the session's project root (as ``reference.relative_files`` makes them: Claude
+Matching: paths relative to the session's project root (as the working set spells them: Claude
 Code mixes absolute and relative forms of one file); all items and the view with whitespace collapsed and
 lower-cased; commands and errors on their first ``MATCH_CHARS`` characters, since the ledger, summaries and
 masking placeholders clip long ones. The view is searched as written and with JSON string escapes undone,
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import History
-from ..ledger import Ledger, build_ledger
+from ..ledger import extract
 from ..messages import Message
-from .reference import project_root
+from ..working_set import WorkingSet
 from .scoring import view_text
 
 KINDS = ("files", "commands", "errors")
@@ -101,6 +101,15 @@ def artifact_key(kind: str, item: str, root: str | None) -> str:
     return flatten(item).removesuffix("…").strip()[:MATCH_CHARS]
 
 
+def artifacts_of(messages: list[Message]) -> dict[str, list[str]]:
+    """Files (moves name both paths), commands and error lines the ledger finds in ``messages``."""
+    facts = extract(messages)
+    files = [p for f in facts.files for p in (f.path, f.target) if p]
+    commands = [o.key for o in facts.outcomes if o.command]
+    errors = [o.error for o in facts.outcomes if o.error]
+    return {"files": files, "commands": commands, "errors": errors}
+
+
 class GroupArtifacts:
     """The artifacts of each closed group of one session, worked out once for all the strategies replaying it.
 
@@ -115,7 +124,9 @@ class GroupArtifacts:
 
     @classmethod
     def of_session(cls, messages: list[Message]) -> GroupArtifacts:
-        return cls(project_root(build_ledger(messages).files))
+        working_set = WorkingSet()
+        working_set.add(extract(messages))
+        return cls(working_set.root())
 
     def group(self, history: History, g: int) -> dict[Artifact, str]:
         """Artifacts of group ``g`` (matching key → display form); the newest group may still grow: not kept."""
@@ -123,15 +134,15 @@ class GroupArtifacts:
         if known is not None:
             return known
         group = history.groups[g]
-        found = self._artifacts(build_ledger(history.messages[group.start : group.end]))
+        found = self._artifacts(artifacts_of(history.messages[group.start : group.end]))
         if g < len(history.groups) - 1:
             self._known[g] = found
         return found
 
-    def _artifacts(self, ledger: Ledger) -> dict[Artifact, str]:
+    def _artifacts(self, artifacts: dict[str, list[str]]) -> dict[Artifact, str]:
         found: dict[Artifact, str] = {}
         for kind in KINDS:
-            for item in getattr(ledger, kind):
+            for item in artifacts[kind]:
                 key = artifact_key(kind, item, self.root)
                 if key:
                     found.setdefault((kind, key), item)

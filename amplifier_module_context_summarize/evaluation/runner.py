@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..history import History
 from ..invariants import check_view
 from ..manager import SummarizingContextManager
 from ..messages import Message
-from ..summarize import SpanSummarizer
+from ..state import CompactionState, Segment, summary_message
 from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
 from .loader import Probe, Session
@@ -208,11 +209,12 @@ async def replay_session(
     return run
 
 
-async def reference_run(session: Session, counter: TokenCounter, summarizer: SpanSummarizer | None) -> Run:
+async def reference_run(session: Session, counter: TokenCounter, oneshot: SummarizingContextManager | None) -> Run:
     """The reference summary's views at the probes after its boundary, and its coverage of the span.
 
-    With ``summarizer``, the same span is also summarized in one call by the evaluated summarizer, so
-    coverage and size can be compared on identical input (``coverage['oneshot']``).
+    With ``oneshot``, the same span is also summarized in one call by that manager's summarizer, so coverage
+    and size can be compared on identical input (``coverage['oneshot']``). They are measured on the summary
+    message the manager would show for it (with its working set), not on the summarizer's text alone.
     """
     reference = session.reference
     assert reference is not None
@@ -229,7 +231,8 @@ async def reference_run(session: Session, counter: TokenCounter, summarizer: Spa
     span = session.messages[: reference.boundary]
     run.coverage = {"boundary": reference.boundary, "source": reference.source}
     run.coverage.update(coverage(reference.summary, span).as_dict())
-    if summarizer is not None:
+    if oneshot is not None:
+        summarizer = oneshot.summarizer
         outcome = await summarizer.summarize(span, None)
         run.coverage["oneshot"] = {
             "summarizer": summarizer.name,
@@ -237,10 +240,22 @@ async def reference_run(session: Session, counter: TokenCounter, summarizer: Spa
             "provider_calls": outcome.provider_calls,
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
-            **coverage(outcome.text, span).as_dict(),
+            **coverage(oneshot_summary(oneshot, span, outcome.text), span).as_dict(),
         }
     run.seconds = time.perf_counter() - started
     return run
+
+
+def oneshot_summary(manager: SummarizingContextManager, span: list[Message], text: str) -> str:
+    """The summary message ``manager`` would show with ``text`` standing for all of ``span``."""
+    history = History(manager.counter, manager.fingerprint, manager.config.preserve_system)
+    for message in span:
+        history.append(message)
+    end = len(history.groups)
+    state = CompactionState(end, (Segment(0, end, text, manager.counter.count_text(text)),))
+    config = manager.config
+    message = summary_message(state, history, config.working_set_tokens(config.budget_fallback))
+    return str(message["content"]) if message is not None else text
 
 
 async def judge_runs(runs: list[Run], judge: Judge, jobs: int, tick: Tick | None = None) -> None:
@@ -281,7 +296,7 @@ async def evaluate(
     oneshot = make_manager("summarize", settings.budget, settings.summarizer, backend)
     for session in sessions:
         if session.reference is not None:
-            runs.append(await reference_run(session, oneshot.counter, oneshot.summarizer))
+            runs.append(await reference_run(session, oneshot.counter, oneshot))
     if judge is not None:
         await judge_runs(runs, judge, settings.jobs, judge_tick)
     for run in runs:

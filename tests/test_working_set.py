@@ -1,0 +1,419 @@
+"""The working set: one artifact index for everything the summary stands for, folded group by group."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from amplifier_module_context_summarize import create_manager, working_set
+from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
+from amplifier_module_context_summarize.history import History
+from amplifier_module_context_summarize.manager import SUMMARY_MARKER
+from amplifier_module_context_summarize.messages import message_calls
+from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.testing import CALL_SHAPES, mixed_history, replay, tool_call, tool_result
+from amplifier_module_context_summarize.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set import (
+    HEADING,
+    WorkingSetIndex,
+    canonical,
+    named_files,
+    working_set_of,
+)
+
+COUNTER = TokenCounter()
+COUNT = COUNTER.count_text
+BIG = 100_000
+
+Messages = list[dict[str, Any]]
+
+
+def call(shape: str, call_id: str, name: str, args: dict[str, Any], output: Any, error: bool = False) -> Messages:
+    return [tool_call(shape, call_id, name, args), tool_result(shape, call_id, output, is_error=error)]
+
+
+def debugging_session(shape: str = "anthropic") -> Messages:
+    """Read, create, edit, delete and move files; a test run that fails then passes; ids and a URL."""
+    return [
+        {"role": "user", "content": "Fix ABC-123 in /repo (see https://docs.example.com/x)."},
+        *call(shape, "r1", "read_file", {"path": "/repo/src/app/models.py"}, "import foo\nraise Error: data"),
+        *call(shape, "w1", "write_file", {"path": "src/app/new_helper.py", "content": "x = 1\n"}, "written"),
+        *call(shape, "e1", "edit_file", {"path": "/repo/src/app/models.py", "old": "foo", "new": "bar"}, "ok"),
+        *call(shape, "t1", "bash", {"command": "cd /repo && pytest -x tests/test_models.py"}, FAILING),
+        *call(shape, "t2", "bash", {"command": "cd /repo && pytest -x tests/test_models.py"}, "3 passed in 0.2s"),
+        *call(shape, "m1", "bash", {"command": "cd /repo && git mv docs/old.md docs/guide.md && rm build.log"}, ""),
+        *call(shape, "g1", "bash", {"command": "cd /repo && git commit -am 'Fix import'"}, "[main 1a2b3c4] Fix"),
+        {"role": "user", "content": "Great, open PR #42."},
+        {"role": "assistant", "content": "Opened PR #42."},
+    ]
+
+
+FAILING = "FAILED tests/test_models.py::test_import - ModuleNotFoundError: No module named 'foo'\nExit code: 1"
+
+
+def render(messages: Messages, max_tokens: int = BIG) -> str:
+    return working_set_of(messages).render(max_tokens, COUNT)
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def test_rendering_gives_states_one_spelling_outcomes_and_ids() -> None:
+    text = render(debugging_session())
+    lines = text.splitlines()
+
+    assert lines[:2] == [HEADING, "Paths are relative to /repo."]
+    assert "- src/app/models.py — edited" in lines  # read, then edited: edited; one spelling for both forms
+    assert "- src/app/new_helper.py — created" in lines
+    assert "- docs/guide.md (from docs/old.md) — moved" in lines
+    assert "- build.log — deleted" in lines
+    assert "- tests/test_models.py — used" in lines
+    assert text.index("Files changed:") < text.index("Files read or used:") < text.index("Commands")
+    assert (
+        "- `cd /repo && pytest -x tests/test_models.py` — passed, 2 runs; an earlier failure is resolved: "
+        "FAILED tests/test_models.py::test_import - ModuleNotFoundError: No module named 'foo'"
+    ) in lines
+    assert "Identifiers: ABC-123, commit 1a2b3c4, PR #42" in lines
+    assert lines[-2:] == ["URLs:", "- https://docs.example.com/x"]
+    assert "/repo/src" not in text.replace("Paths are relative to /repo.", "")
+
+
+def test_a_command_failing_last_shows_its_failure_and_the_earlier_distinct_ones() -> None:
+    messages = [
+        *call("openai", "a", "bash", {"command": "make"}, "src/main.c:3: error: expected ';'\nExit code: 2"),
+        *call("openai", "b", "bash", {"command": "make"}, "ld: undefined symbol main\nlink error: 1\nExit code: 2"),
+    ]
+
+    [line] = [line for line in render(messages).splitlines() if line.startswith("- `make`")]
+
+    assert line == (
+        "- `make` — failed (exit 2), 2 runs: link error: 1 (failed before with: src/main.c:3: error: expected ';')"
+    )
+
+
+def test_tool_failures_are_listed_with_their_resolution() -> None:
+    messages = [
+        *call("anthropic", "e1", "Edit", {"file_path": "/repo/a.py", "old_string": "x"}, "String not found", True),
+        *call("anthropic", "e2", "Edit", {"file_path": "/repo/a.py", "old_string": "y"}, "updated"),
+        *call("anthropic", "r", "Read", {"file_path": "/repo/gone.py"}, "File does not exist.", True),
+    ]
+
+    text = render(messages)
+
+    assert "- Edit a.py: String not found — resolved: a later call succeeded" in text
+    assert "- Read gone.py: File does not exist." in text
+    assert "- a.py — edited" in text  # the failed edit changed nothing; the second one did
+    assert "- gone.py — used" in text  # a failed read read nothing
+
+
+def test_heredoc_body_is_neither_command_nor_files() -> None:
+    script = "cat > reproduce.py << 'EOF'\nimport os  # see notes.md and src/secret.py\nprint('Error: x')\nEOF"
+    text = render(call("openai", "h", "bash", {"command": script}, ""))
+
+    assert "- `cat > reproduce.py << 'EOF' …` — ok" in text
+    assert "- reproduce.py — created" in text
+    assert "notes.md" not in text and "secret.py" not in text and "import os" not in text
+
+
+def test_lines_read_from_files_are_not_errors() -> None:
+    source = "Traceback (most recent call last):\nValueError: Error: bad\nFAILED tests/x.py::t\n"
+    messages = [
+        *call("openai", "r", "read_file", {"path": "src/checks.py"}, source),
+        *call("openai", "c", "bash", {"command": "cat src/checks.py | grep -n Error"}, source),
+        *call("openai", "g", "grep", {"pattern": "Error", "path": "src"}, "src/checks.py:2:ValueError: Error: bad"),
+    ]
+
+    text = render(messages)
+
+    assert "failed" not in text and "Error" not in text.replace("grep -n Error", "")
+    assert "- src/checks.py — read" in text
+
+
+@pytest.mark.parametrize("shape", CALL_SHAPES)
+def test_every_tool_call_shape_gives_the_same_working_set(shape: str) -> None:
+    assert render(debugging_session(shape)) == render(debugging_session("anthropic"))
+
+
+# ------------------------------------------------------------------ paths
+
+
+@pytest.mark.parametrize(
+    ("spellings", "root", "expected"),
+    [
+        (["/repo/lib/a.ex", "lib/a.ex", "./lib/a.ex", "/repo/lib/../lib/a.ex"], "/repo", "lib/a.ex"),
+        (["/elsewhere/b.py"], "/repo", "/elsewhere/b.py"),
+        (["~/notes.md"], "/repo", "~/notes.md"),
+    ],
+)
+def test_one_spelling_per_file(spellings: list[str], root: str, expected: str) -> None:
+    assert {canonical(s, root) for s in spellings} == {expected}
+
+
+def test_absolute_and_relative_spellings_count_once_and_a_write_to_a_known_file_is_an_edit() -> None:
+    messages = [
+        *call("anthropic", "r", "Read", {"file_path": "/home/u/proj/lib/a.ex"}, "defmodule A"),
+        *call("anthropic", "t", "Bash", {"command": "mix test test/a_test.exs lib/a.ex"}, "1 test, 0 failures"),
+        *call("anthropic", "w", "Write", {"file_path": "lib/a.ex", "content": "defmodule A do end"}, "ok"),
+        *call("anthropic", "s", "Read", {"file_path": "/home/u/proj/test/a_test.exs"}, "defmodule ATest"),
+    ]
+
+    state = working_set_of(messages)
+
+    assert state.root() == "/home/u/proj"
+    assert [(e.path, e.state) for e in state.entries()] == [("lib/a.ex", "edited"), ("test/a_test.exs", "read")]
+
+
+def test_the_folder_commands_run_in_is_the_root() -> None:
+    messages = [
+        *call("openai", "a", "bash", {"command": "cd /testbed && sed -n '1,20p' src/x.py"}, "x"),
+        *call(
+            "openai", "b", "str_replace_based_edit_tool", {"command": "str_replace", "path": "/testbed/src/x.py"}, "ok"
+        ),
+        *call("openai", "c", "bash", {"command": "cat /tmp/repro.py"}, "y"),
+    ]
+
+    state = working_set_of(messages)
+
+    assert state.root() == "/testbed"
+    assert [(e.path, e.state) for e in state.entries()] == [("src/x.py", "edited"), ("/tmp/repro.py", "read")]
+
+
+# ------------------------------------------------------------------ room: folding before dropping
+
+
+def big_session(read_files: int = 200, edited: int = 6) -> Messages:
+    """``read_files`` reads across 10 folders, then ``edited`` edits in one folder, and a few commands."""
+    messages: Messages = []
+    for i in range(read_files):
+        path = f"/repo/lib/spotter/part_{i % 10}/module_{i:03d}.ex"
+        messages += call("anthropic", f"r{i}", "Read", {"file_path": path}, "defmodule X")
+    for i in range(edited):
+        path = f"/repo/lib/spotter/services/service_{i}.ex"
+        messages += call("anthropic", f"e{i}", "Edit", {"file_path": path, "old_string": "a"}, "updated")
+    for i in range(30):
+        messages += call("anthropic", f"c{i}", "Bash", {"command": f"cd /repo && mix test --seed {i}"}, "done")
+    return messages
+
+
+def files_named(text: str, paths: list[str]) -> int:
+    return len(named_files(text, paths))
+
+
+def counted(text: str, noun: str) -> int:
+    return sum(int(n) for n in re.findall(rf"\+(\d+) more {noun} files? in", text))
+
+
+def test_a_200_file_session_folds_folders_before_it_drops_a_file() -> None:
+    state = working_set_of(big_session())
+    paths = [e.path for e in state.entries()]
+    full = state.render(BIG, COUNT)
+    folded = state.render(COUNT(full) * 3 // 4, COUNT)
+
+    assert len(paths) == 206
+    assert "- lib/spotter/part_0/module_000.ex — read" in full
+    assert COUNT(folded) <= COUNT(full) * 3 // 4
+    assert "- lib/spotter/part_0/ — read: module_000.ex, module_010.ex, module_020.ex" in folded
+    assert len(named_files(folded, paths)) == 206  # folded, nothing dropped
+    assert "more read or used" not in folded and "+30 earlier commands" not in folded
+
+
+def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everything() -> None:
+    state = working_set_of(big_session(read_files=200, edited=12))
+    paths = [e.path for e in state.entries()]
+    reads, changed = [p for p in paths if "/part_" in p], [p for p in paths if "/services/" in p]
+    full = COUNT(state.render(BIG, COUNT))
+    seen, last = set(), ""
+    for max_tokens in range(full, 0, -max(full // 80, 1)):
+        text = state.render(max_tokens, COUNT)
+        if not text:
+            continue
+        last = text
+        assert COUNT(text) <= max_tokens
+        unfolded = re.search(r"^- lib/spotter/\S+\.ex — (read|edited)$", text, re.MULTILINE)
+        read_lost = re.search(r"read or used: .*\+\d+ more|more read or used files", text)
+        changed_lost = "changed (12 edited)" in text or "more changed files" in text
+        commands_left = len(re.findall(r"^- `cd /repo", text, re.MULTILINE))
+        if read_lost:
+            assert not unfolded and commands_left == 0  # every folder folded, every command dropped first
+            seen.add("read lost")
+        if changed_lost:
+            assert "lib/spotter/part_" not in text  # the read folders went before any changed file
+            seen.add("changed lost")
+        trimmed = sum(int(n) for n in re.findall(r"read or used: [^\n]*\+(\d+) more", text))
+        assert len(named_files(text, reads)) + trimmed + counted(text, "read or used") == len(reads)
+        trimmed = sum(int(n) for n in re.findall(r"changed \(12 edited\): [^\n]*\+(\d+) more", text))
+        assert len(named_files(text, changed)) + trimmed + counted(text, "changed") == len(changed)
+        dropped = re.search(r"\+(\d+) earlier commands?", text)
+        assert commands_left + (int(dropped.group(1)) if dropped else 0) == 30
+    assert seen == {"read lost", "changed lost"}
+    assert "- +12 more changed files in 1 folder" in last  # at the bottom only counts are left
+    assert state.render(3, COUNT) == ""  # not even the counts fit
+
+
+def test_any_budget_is_respected() -> None:
+    state = working_set_of(big_session(read_files=60, edited=8) + debugging_session())
+    for max_tokens in range(0, 1200, 37):
+        assert COUNT(state.render(max_tokens, COUNT)) <= max_tokens
+
+
+# ------------------------------------------------------------------ incremental, resume, cost
+
+
+def history_of(messages: Messages) -> History:
+    history = History(COUNTER, "fingerprint")
+    for message in messages:
+        history.append(message)
+    return history
+
+
+def long_session() -> Messages:
+    messages = mixed_history(30, size=2)
+    for turn in range(10):
+        messages += debugging_session(CALL_SHAPES[turn % len(CALL_SHAPES)])
+    return messages
+
+
+def test_incremental_folding_equals_folding_from_scratch() -> None:
+    messages = long_session()
+    history = history_of(messages)
+    index = history.working_set
+    ends = [5, 40, 41, 90, len(history.groups) - 1]
+    incremental = [index.render(end, 600, COUNT) for end in ends]
+
+    assert incremental == [WorkingSetIndex(history_of(messages)).render(end, 600, COUNT) for end in ends]
+    assert index.render(40, 600, COUNT) == incremental[1]  # a nearer end after a further one
+    whole = history_of(messages)
+    assert whole.working_set.render(len(whole.groups), BIG, COUNT) == render(messages)  # the open group too
+
+
+def test_each_group_is_extracted_once_across_many_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = working_set.extract
+
+    def counting(messages: Messages) -> Any:
+        calls.append(1)
+        return real(messages)
+
+    monkeypatch.setattr(working_set, "extract", counting)
+    history = history_of(long_session())
+    closed = len(history.groups) - 1
+    index = history.working_set
+    for end in [*range(0, closed + 1, 7), closed, 12, 3, closed]:
+        for max_tokens in (200, 800):
+            index.render(end, max_tokens, COUNT)
+
+    assert len(calls) == closed  # every closed group once, however often and in whatever order it is rendered
+    more = tool_call("openai", "z", "bash", {"command": "make"})
+    history.append(more)
+    index.render(closed + 1, 800, COUNT)
+    assert len(calls) == closed + 1  # a further end extracts only the newly closed group
+
+
+def test_the_newest_group_is_read_afresh_until_it_closes() -> None:
+    history = history_of(
+        [
+            *call("openai", "a", "bash", {"command": "make"}, "ok"),
+            tool_call("openai", "b", "bash", {"command": "make test"}),
+        ]
+    )
+    before = history.working_set.render(2, BIG, COUNT)
+    history.append(tool_result("openai", "b", "FAILED test_x\nExit code: 1"))
+    after = history.working_set.render(2, BIG, COUNT)
+
+    assert "`make test` — failed (exit 1)" in after and before != after
+
+
+async def test_a_resumed_session_renders_the_identical_summary_message() -> None:
+    config = {"max_tokens": 6_000, "summarizer": "extractive"}
+    store, messages = MemoryStore(), long_session()
+    first = create_manager(config, store=store)
+    await replay(first, messages, budget=6_000)
+    resumed = create_manager(config, store=store)
+    await resumed.set_messages(messages)
+
+    summary = next(
+        m for m in await first.get_messages_for_request(6_000) if str(m["content"]).startswith(SUMMARY_MARKER)
+    )
+    again = next(
+        m for m in await resumed.get_messages_for_request(6_000) if str(m["content"]).startswith(SUMMARY_MARKER)
+    )
+
+    assert summary == again
+    assert HEADING in summary["content"]
+
+
+# ------------------------------------------------------------------ in the summary message
+
+
+async def test_the_working_set_is_the_summary_messages_last_section_within_its_share() -> None:
+    manager = create_manager({"max_tokens": 6_000, "compaction_strategy": "extractive", "ledger_share": 0.5})
+    views = await replay(manager, long_session(), budget=6_000)
+    summary = next(m for m in views[-1] if str(m["content"]).startswith(SUMMARY_MARKER))["content"]
+
+    section = summary[summary.index(HEADING) :]
+    assert not re.search(r"^### (?!Working set)", section, re.MULTILINE)  # nothing after it
+    assert summary.count(HEADING) == 1  # one index, not one per segment
+    assert 0 < COUNT(section) <= int(6_000 * 0.2 * 0.5)
+
+
+async def test_ledger_share_zero_leaves_the_working_set_out() -> None:
+    manager = create_manager({"max_tokens": 6_000, "compaction_strategy": "extractive", "ledger_share": 0})
+    views = await replay(manager, long_session(), budget=6_000)
+
+    assert manager.state.segments
+    assert not any(HEADING in str(m["content"]) for view in views for m in view)
+
+
+# ------------------------------------------------------------------ naming
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Edited lib/spotter/services/a.ex and more.", True),
+        ("- lib/spotter/services/ — edited: a.ex, b.ex", True),
+        ("- lib/spotter/services/ — 7 read or used: b.ex, c.ex, +5 more", False),
+        ("- lib/spotter/services/b.ex — edited (a.ex was fine)", False),  # the folder stands inside another path
+        ("- lib/spotter/ — read: services/a.ex", False),  # only a file's own folder heads its name
+        ("lib/spotter/services/\n- a.ex", False),  # on another line
+        ("- other/lib/spotter/services/ — read: a.ex", False),
+        ("- lib/spotter/services/ — read: a.exs", False),
+    ],
+)
+def test_a_file_is_named_by_its_path_or_by_its_name_under_its_folder(text: str, named: bool) -> None:
+    assert named_files(text, ["lib/spotter/services/a.ex"]) == (["lib/spotter/services/a.ex"] if named else [])
+
+
+def test_kept_facts_read_back_as_they_were_extracted() -> None:
+    history = history_of(long_session())
+    extracted = [working_set.extract(history.shown(g)) for g in range(len(history.groups) - 1)]
+    log = working_set.FactsLog()
+    for facts in extracted:
+        log.append(facts)
+
+    assert len(log) == len(extracted) > 2 * log.BLOCK
+    assert [log[g] for g in range(len(log))] == extracted
+    for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
+        assert list(log.first(count)) == extracted[:count]
+
+
+async def test_the_extractive_view_names_the_summarized_tool_call_paths_of_a_generated_session() -> None:
+    generator = SessionGenerator(SMALL, seed=11)
+    messages = [generator.system()]
+    for _ in range(60):
+        messages += generator.turn()
+    manager = create_manager({"max_tokens": 20_000, "compaction_strategy": "extractive"})
+    view = (await replay(manager, messages, budget=20_000))[-1]
+    summarized = messages[: manager.history.groups[manager.state.boundary - 1].end]
+    paths = []
+    for message in summarized:
+        for _, _, args in message_calls(message) if message.get("role") == "assistant" else []:
+            args = json.loads(args) if isinstance(args, str) else args
+            paths.append(args["path"] if "path" in args else args["command"].split()[1])  # cat <path> | grep ...
+    summary = next(m["content"] for m in view if str(m["content"]).startswith(SUMMARY_MARKER))
+
+    assert len(set(paths)) > 100
+    assert len(named_files(summary, list(set(paths)))) >= 0.9 * len(set(paths))
