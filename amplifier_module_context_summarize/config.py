@@ -10,6 +10,7 @@ from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
+RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
 
 
@@ -79,6 +80,8 @@ class Config:
     """Tool outputs and call arguments longer than this are masked; shorter ones stay as they are."""
     mask_keep_recent: int = 5
     """The newest tool outputs, which always stay verbatim."""
+    recall_tool: bool = True
+    """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""
 
     @property
     def masking(self) -> bool:
@@ -86,6 +89,11 @@ class Config:
         if self.compaction_strategy == "mask":
             return True
         return self.observation_masking and self.compaction_strategy != "truncate"
+
+    @property
+    def recall_tool_name(self) -> str | None:
+        """Name of the recall tool that placeholders and the summary preamble mention (``None`` when off)."""
+        return RECALL_TOOL_NAME if self.recall_tool else None
 
     @property
     def budget_fallback(self) -> int:
@@ -193,7 +201,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             if value not in STRATEGIES:
                 raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
             options[key] = value
-        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking"):
+        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking", "recall_tool"):
             if not isinstance(value, bool):
                 raise _fail(key, "must be true or false", value)
             options[key] = value

@@ -93,7 +93,9 @@ class SummarizingContextManager:
         self._limits_memo: Limits | None = None
         self._last_budget = self._wire_budget = c.budget_fallback
         self._tool_tokens = 0
-        self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent) if c.masking else None
+        self.mask_settings = (
+            MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if c.masking else None
+        )
         self._masked_view: tuple[int, int, list[Message]] | None = None
         self.fingerprint = self._fingerprint()
         self._reset([])
@@ -295,6 +297,8 @@ class SummarizingContextManager:
         }
         if self.mask_settings is not None:  # the summarizer reads masked groups
             shape["mask"] = self.mask_settings.key
+        if c.recall_tool_name:  # the summary's preamble names the tool
+            shape["recall"] = c.recall_tool_name
         return content_hash(canonical_json(shape))
 
     def _limits(self, budget: int) -> Limits:
@@ -311,7 +315,11 @@ class SummarizingContextManager:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
-            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance))
+            memo = self._shown_memo = (
+                self.state,
+                latest,
+                shown(self.state, self.history, self.counter, allowance, self.config.recall_tool_name),
+            )
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
             memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
@@ -380,6 +388,7 @@ class SummarizingContextManager:
             provider=provider,
             deadline=time.monotonic() + c.compaction_deadline_s,
             masks=self.masks,
+            recall_tool=c.recall_tool_name,
         )
         job.remember(self.state, self._shown())
         before = self.state

@@ -19,6 +19,7 @@ SUMMARY_PREAMBLE = (
     "This is an automatic summary of the earlier part of this conversation, written when it outgrew the "
     "context window. Treat it as established context; the messages after it continue from where it ends."
 )
+RECALL_LINE = "Originals of the summarized or masked messages can be recalled with the `{tool}` tool."
 TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out to fit the context window."
 TRUNCATION_MARKER_TOKENS = 32
 """Room planned for the marker, which also makes sure the first message after the system ones is a user's
@@ -108,15 +109,23 @@ class Shown:
         return replace(self, pins=pins)
 
 
-def shown(state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int) -> Shown:
-    summary = summary_message(state, history)
+def shown(
+    state: CompactionState,
+    history: History,
+    counter: TokenCounter,
+    summary_allowance: int,
+    recall_tool: str | None = None,
+) -> Shown:
+    summary = summary_message(state, history, recall_tool)
     tokens = counter.count_message(summary) if summary is not None else 0
     return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
-def summary_message(state: CompactionState, history: History) -> Message | None:
+def summary_message(state: CompactionState, history: History, recall_tool: str | None = None) -> Message | None:
+    """The summary (or truncation marker) message; with ``recall_tool`` its preamble names the recall tool."""
     if state.segments:
-        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{SUMMARY_PREAMBLE}\n\n{state.summary_text}"}
+        preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
+        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{state.summary_text}"}
     if state.boundary > 0:
         return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(state.boundary))}
     return None

@@ -379,6 +379,7 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "observation_masking": ["no", 0],
     "mask_min_chars": [50, 1000.5, "1000", True],
     "mask_keep_recent": [-1, 2.5, None],
+    "recall_tool": ["yes", 1],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],
