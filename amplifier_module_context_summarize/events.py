@@ -60,6 +60,8 @@ class PostCompact(Payload):
     fallback: str | None
     circuit: str
     clipped: bool
+    artifacts_kept: int
+    artifacts_lost: int
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,9 @@ from .clip import clip_tool_outputs
 from .compaction import Compaction, CompactionReport, Strategy
 from .config import Config
 from .history import History, from_hook
+from .losses import Account, account, newly_hidden
 from .masking import Masks, MaskSettings
-from .messages import Message, canonical_json, content_hash, copy_message, validate_message
+from .messages import Message, canonical_json, content_hash, copy_message, message_text, validate_message
 from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
@@ -402,7 +403,23 @@ class SummarizingContextManager:
         if self.masks is not None:
             self.masks.forget_before(self.state.boundary)
             await self._record_mask_end(before)
-        await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force)
+        artifacts = self._artifacts_hidden(before)
+        await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force, artifacts)
+
+    def _artifacts_hidden(self, before: CompactionState) -> Account:
+        """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
+
+        O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form.
+        """
+        history, state = self.history, self.state
+        spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
+        stored: list[Message] = []
+        texts = [message_text(m) for m in self._shown().messages]
+        for start, end in spans:
+            stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
+            if start >= state.boundary and self.masks is not None:
+                texts += [message_text(m) for m in self.masks.span(start, end)]
+        return account(stored, "\n".join(texts))
 
     async def _report_compaction(
         self,
@@ -412,6 +429,7 @@ class SummarizingContextManager:
         messages_before: int,
         started: float,
         force: bool,
+        artifacts: Account,
     ) -> None:
         tokens_after, messages_after = self._view_tokens(), len(self._build_view())
         summarized = self.history.messages_before(self.state.boundary)
@@ -437,6 +455,8 @@ class SummarizingContextManager:
                 fallback=report.fallback,
                 circuit=self.breaker.state,
                 clipped=tokens_after > limits.budget,
+                artifacts_kept=artifacts.kept_count,
+                artifacts_lost=artifacts.lost_count,
             )
         )
         await self._emit(
