@@ -17,6 +17,7 @@ from .config import Config, parse_config
 from .invariants import check_view
 from .manager import SUMMARY_MARKER, SummarizingContextManager
 from .prompts import load_prompts
+from .recall import RecallTool
 from .stores import RedisSettings, SummaryStore, open_store
 from .summarize import SpanSummarizer, SummarizerSettings
 from .tokens import TokenCounter
@@ -32,6 +33,7 @@ __all__ = [
     "create_manager",
     "mount",
     "parse_config",
+    "RecallTool",
 ]
 
 logger = logging.getLogger(__name__)
@@ -86,10 +88,13 @@ def _redis_settings(cfg: Config) -> RedisSettings | None:
 
 
 async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> SummarizingContextManager:
-    """Validate the config, mount the manager at ``context`` and advertise its events."""
+    """Validate the config, mount the manager at ``context`` (and its recall tool) and advertise its events."""
     manager = create_manager(config or {}, coordinator=coordinator)
     manager.listen_to_usage(getattr(coordinator, "hooks", None))
     await coordinator.mount("context", manager)
+    if manager.config.recall_tool:
+        tool = RecallTool(manager)
+        await coordinator.mount("tools", tool, name=tool.name)
     register = getattr(coordinator, "register_contributor", None)
     if callable(register):
         register("observability.events", "context-summarize", lambda: list(events.EMITTED))

@@ -59,13 +59,17 @@ class Compaction:
     report: CompactionReport = field(default_factory=CompactionReport)
     masks: Masks | None = None
     """Masked forms of the groups, when observation masking is on."""
+    recall_tool: str | None = None
+    """The mounted recall tool the summary's preamble names (none: it names no tool)."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
         """What ``state`` shows before the tail (remembered: planning asks about the same states repeatedly)."""
         known = self._memo.get(id(state))
         if known is None or known[0] is not state:
-            shows = shown(state, self.history, self.counter, self.summary_allowance, self.working_set_tokens)
+            shows = shown(
+                state, self.history, self.counter, self.summary_allowance, self.working_set_tokens, self.recall_tool
+            )
             known = self._memo[id(state)] = (state, shows)
         return known[1]
 

@@ -12,6 +12,7 @@ from .redact import ENV_NAME, describe, env_name, redact_url
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
+RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
 
 
@@ -101,6 +102,8 @@ class Config:
     """The newest tool outputs, which always stay verbatim."""
     ledger_share: float = 0.4
     """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
+    recall_tool: bool = True
+    """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""
 
     @property
     def masking(self) -> bool:
@@ -108,6 +111,11 @@ class Config:
         if self.compaction_strategy == "mask":
             return True
         return self.observation_masking and self.compaction_strategy != "truncate"
+
+    @property
+    def recall_tool_name(self) -> str | None:
+        """Name of the recall tool that placeholders and the summary preamble mention (``None`` when off)."""
+        return RECALL_TOOL_NAME if self.recall_tool else None
 
     @property
     def budget_fallback(self) -> int:
@@ -246,7 +254,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             if value not in STRATEGIES:
                 raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
             options[key] = value
-        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking"):
+        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking", "recall_tool"):
             if not isinstance(value, bool):
                 raise _fail(key, "must be true or false", value)
             options[key] = value

@@ -63,6 +63,8 @@ class PostCompact(Payload):
     fallback: str | None
     circuit: str
     clipped: bool
+    artifacts_kept: int
+    artifacts_lost: int
 
 
 @dataclass(frozen=True)

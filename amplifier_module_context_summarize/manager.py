@@ -23,8 +23,9 @@ from .clip import clip_tool_outputs
 from .compaction import Compaction, CompactionReport, Strategy
 from .config import Config
 from .history import History, from_hook
+from .losses import Account, account, newly_hidden
 from .masking import Masks, MaskSettings
-from .messages import Message, canonical_json, content_hash, copy_message, scrub_value, validate_message
+from .messages import Message, canonical_json, content_hash, copy_message, message_text, scrub_value, validate_message
 from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
@@ -97,7 +98,9 @@ class SummarizingContextManager:
         self._limits_memo: Limits | None = None
         self._last_budget = self._wire_budget = c.budget_fallback
         self._tool_tokens = 0
-        self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent) if c.masking else None
+        self.mask_settings = (
+            MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if c.masking else None
+        )
         self._masked_view: tuple[int, int, list[Message]] | None = None
         self.fingerprint = self._fingerprint()
         self._scope_store()
@@ -324,6 +327,8 @@ class SummarizingContextManager:
         }
         if self.mask_settings is not None:  # the summarizer reads masked groups
             shape["mask"] = self.mask_settings.key
+        if c.recall_tool_name:  # the summary's preamble names the tool
+            shape["recall"] = c.recall_tool_name
         return content_hash(canonical_json(shape))
 
     def _limits(self, budget: int) -> Limits:
@@ -341,7 +346,12 @@ class SummarizingContextManager:
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
             ws = self.config.working_set_tokens(self._wire_budget)  # not calibrated: a resume renders the same
-            memo = self._shown_memo = (self.state, latest, shown(self.state, self.history, self.counter, allowance, ws))
+            recall = self.config.recall_tool_name
+            memo = self._shown_memo = (
+                self.state,
+                latest,
+                shown(self.state, self.history, self.counter, allowance, ws, recall),
+            )
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
             memo = self._shown_memo = (self.state, latest, memo[2].pinning(pinned))
@@ -413,6 +423,7 @@ class SummarizingContextManager:
             deadline=deadline,
             masks=self.masks,
             working_set_tokens=c.working_set_tokens(self._wire_budget),
+            recall_tool=c.recall_tool_name,
         )
         job.remember(self.state, self._shown())
         before = self.state
@@ -426,7 +437,23 @@ class SummarizingContextManager:
         if self.masks is not None:
             self.masks.forget_before(self.state.boundary)
             await self._record_mask_end(before)
-        await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force)
+        artifacts = self._artifacts_hidden(before)
+        await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force, artifacts)
+
+    def _artifacts_hidden(self, before: CompactionState) -> Account:
+        """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
+
+        O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form.
+        """
+        history, state = self.history, self.state
+        spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
+        stored: list[Message] = []
+        texts = [message_text(m) for m in self._shown().messages]
+        for start, end in spans:
+            stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
+            if start >= state.boundary and self.masks is not None:
+                texts += [message_text(m) for m in self.masks.span(start, end)]
+        return account(stored, "\n".join(texts))
 
     async def _report_compaction(
         self,
@@ -436,6 +463,7 @@ class SummarizingContextManager:
         messages_before: int,
         started: float,
         force: bool,
+        artifacts: Account,
     ) -> None:
         tokens_after, messages_after = self._view_tokens(), len(self._build_view())
         summarized = self.history.messages_before(self.state.boundary)
@@ -462,6 +490,8 @@ class SummarizingContextManager:
                 fallback=report.fallback,
                 circuit=self.breaker.state,
                 clipped=tokens_after > limits.budget,
+                artifacts_kept=artifacts.kept_count,
+                artifacts_lost=artifacts.lost_count,
             )
         )
         await self._emit(

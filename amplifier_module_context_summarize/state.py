@@ -19,6 +19,7 @@ SUMMARY_PREAMBLE = (
     "This is an automatic summary of the earlier part of this conversation, written when it outgrew the "
     "context window. Treat it as established context; the messages after it continue from where it ends."
 )
+RECALL_LINE = "Originals of the summarized or masked messages can be recalled with the `{tool}` tool."
 TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out to fit the context window."
 TRUNCATION_MARKER_TOKENS = 32
 """Room planned for the marker, which also makes sure the first message after the system ones is a user's
@@ -109,19 +110,28 @@ class Shown:
 
 
 def shown(
-    state: CompactionState, history: History, counter: TokenCounter, summary_allowance: int, working_set_tokens: int = 0
+    state: CompactionState,
+    history: History,
+    counter: TokenCounter,
+    summary_allowance: int,
+    working_set_tokens: int = 0,
+    recall_tool: str | None = None,
 ) -> Shown:
-    summary = summary_message(state, history, working_set_tokens)
+    summary = summary_message(state, history, working_set_tokens, recall_tool)
     tokens = counter.count_message(summary) if summary is not None else 0
     return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
-def summary_message(state: CompactionState, history: History, working_set_tokens: int = 0) -> Message | None:
-    """The summary message; its last section is the working set of the summarized groups (``working_set.py``)."""
+def summary_message(
+    state: CompactionState, history: History, working_set_tokens: int = 0, recall_tool: str | None = None
+) -> Message | None:
+    """The summary (or truncation marker) message; its last section is the working set of the summarized
+    groups (``working_set.py``), and with ``recall_tool`` its preamble names the recall tool."""
     if state.segments:
         working_set = history.working_set.render(state.segments[-1].end, working_set_tokens, history.counter.count_text)
         text = "\n\n".join(p for p in (state.summary_text, working_set) if p)
-        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{SUMMARY_PREAMBLE}\n\n{text}"}
+        preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
+        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}
     if state.boundary > 0:
         return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(state.boundary))}
     return None

@@ -1,0 +1,75 @@
+"""What a compaction lost: the artifacts of a hidden span that the text standing for it no longer names.
+
+The artifacts are the ledger's (files, commands, URLs, identifiers, error lines of the span, found the
+same way with or without an LLM); one counts as kept when the text that replaced the span still names
+it: a file by its path relative to the workspace root or by its name on its folder's line (as the working
+set folds them), anything else by its string or its clipped form. The cost is one extraction of the
+span and one search per artifact in that text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ledger import clip, extract
+from .messages import Message
+from .working_set import WorkingSet, canonical, named_files
+
+ITEM_MAX_CHARS = 200
+
+KINDS = ("files", "commands", "urls", "identifiers", "errors")
+
+
+@dataclass(frozen=True)
+class Account:
+    """Artifacts of a span, by kind, split into those the replacing text still names and those it does not."""
+
+    kept: dict[str, list[str]]
+    lost: dict[str, list[str]]
+
+    @property
+    def kept_count(self) -> int:
+        return sum(map(len, self.kept.values()))
+
+    @property
+    def lost_count(self) -> int:
+        return sum(map(len, self.lost.values()))
+
+
+def account(span: list[Message], shown_text: str) -> Account:
+    """Which artifacts of ``span`` ``shown_text`` still names."""
+    facts = extract(span)
+    working_set = WorkingSet()
+    working_set.add(facts)
+    root = working_set.root()
+    found = {
+        "files": [canonical(p, root) for f in facts.files for p in (f.path, f.target) if p],
+        "commands": [o.key for o in facts.outcomes if o.command],
+        "urls": list(facts.urls),
+        "identifiers": list(facts.identifiers),
+        "errors": [o.error for o in facts.outcomes if o.error],
+    }
+    flat = " ".join(shown_text.split())
+    kept: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    lost: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    for kind in KINDS:
+        items = list(dict.fromkeys(i for i in found[kind] if i and i != "."))
+        named = set(named_files(shown_text, items)) if kind == "files" else set()
+        for item in items:
+            if kind != "files":
+                short = clip(item, ITEM_MAX_CHARS).rstrip("…")
+                if item in shown_text or short in flat:
+                    named.add(item)
+            (kept if item in named else lost)[kind].append(item)
+    return Account(kept, lost)
+
+
+def newly_hidden(before_boundary: int, before_tail: int, boundary: int, tail: int) -> list[tuple[int, int]]:
+    """Group ranges a compaction took out of their previous form: newly summarized, then newly masked."""
+    spans = []
+    if boundary > before_boundary:
+        spans.append((before_boundary, boundary))
+    start = max(boundary, before_tail)
+    if tail > start:
+        spans.append((start, tail))
+    return spans

@@ -1,0 +1,144 @@
+"""``inspect``: the Markdown account of each compaction, the self-contained HTML page (rendered in a real
+headless Chromium when one is installed), and the ``artifacts_kept`` / ``artifacts_lost`` counts of
+``context:post_compact``."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
+from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
+from amplifier_module_context_summarize.losses import account, newly_hidden
+from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
+
+BUDGET = 6_000
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> & "quotes"'
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+def session(turns: int = 24) -> list[dict]:
+    history: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+    for t in range(turns):
+        if t % 4 == 0:
+            history.append({"role": "user", "content": f"Task {t}: fix src/pkg/mod_{t}.py. {HOSTILE}"})
+        call = f"call_{t}"
+        history.append(tool_call("openai", call, "bash", {"command": f"python -m pytest tests/test_{t}.py"}))
+        output = f"ERROR: test_{t} failed in src/pkg/mod_{t}.py\n" + "".join(
+            f"line {i}: checking branch {i} of src/pkg/mod_{t}.py {HOSTILE}\n" for i in range(40)
+        )
+        history.append(tool_result("openai", call, output))
+        history.append({"role": "assistant", "content": f"Fixed src/pkg/mod_{t}.py (ticket ABC-{100 + t})."})
+    return history
+
+
+@pytest.fixture
+def session_file(tmp_path: Path) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in session()) + "\n")
+    return path
+
+
+def test_markdown_lists_each_compaction_its_summary_and_what_was_lost(session_file, capsys):
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET)]) == 0
+    out = capsys.readouterr().out
+    compactions = re.findall(r"^## Compaction (\d+), at message (\d+)$", out, re.MULTILINE)
+    assert len(compactions) >= 2 and [int(n) for n, _ in compactions] == list(range(1, len(compactions) + 1))
+    assert out.count("### Summary message") == len(compactions) == out.count("### What was lost")
+    assert SUMMARY_MARKER in out and "newly summarized: groups 0–" in out
+    assert "artifacts of the hidden messages are no longer named in the view" in out
+    assert re.search(r"^- (files|commands|errors|identifiers).*: `", out, re.MULTILINE)
+
+
+async def test_the_account_matches_the_replay_and_the_events():
+    messages = session()
+    found = await inspect_session(messages, BUDGET, "s")
+    manager = found.manager
+    assert manager.history.messages == messages  # the history is untouched
+    assert found.compactions and found.view == await manager.get_messages_for_request(token_budget=BUDGET)
+    for record in found.compactions:
+        assert record.payload["artifacts_kept"] >= 0 and record.payload["artifacts_lost"] >= 0
+        assert all(a < b and first < end for _, a, b, first, end in record.newly)
+        assert record.summary.startswith(SUMMARY_MARKER) or not manager.state.segments
+    lost = found.compactions[-1].lost
+    view_text = json.dumps(found.view, ensure_ascii=False)
+    assert lost.lost_count and all(item not in view_text for items in lost.lost.values() for item in items)
+    assert "inspect" in render_markdown(found).lower()
+
+
+def test_html_is_self_contained_and_escaped(session_file, tmp_path, capsys):
+    out = tmp_path / "out.html"
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert not re.search(r"<(script|link|img|iframe)\b|<[^>]*\s(src|href)=|url\(|@import", page, re.IGNORECASE)
+    assert html.escape(HOSTILE) in page
+    for css_class in ("summarized", "masked", "verbatim", "legend", "segment-summary"):
+        assert f'class="{css_class}' in page or f" {css_class}" in page
+    assert "<details" in page and "Summary of messages 0–" in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary: install it with `apt-get install -y chromium`")
+async def test_html_renders_in_headless_chromium(tmp_path):
+    found = await inspect_session(session(), BUDGET, "s")
+    path = tmp_path / "page.html"
+    path.write_text(render_html(found), encoding="utf-8")
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    dom = result.stdout
+    assert result.returncode == 0 and "</html>" in dom, result.stderr[-2000:]
+    state = found.manager.state
+    assert state.segments
+    for n, segment in enumerate(state.segments):
+        assert f'id="segment-{n}"' in dom and html.escape(segment.text.splitlines()[0]) in dom
+    assert 'id="verbatim"' in dom and 'class="legend"' in dom
+    for record in found.compactions:
+        assert f'id="compaction-{record.number}"' in dom
+    assert "<script>" not in dom and "<img" not in dom  # the hostile text stayed text
+    assert html.escape('<script>alert("x")</script>', quote=False) in dom
+
+
+async def test_post_compact_counts_artifacts_kept_and_lost():
+    for strategy in ("summarize", "mask", "truncate"):
+        recorder = EventRecorder()
+        manager = create_manager(
+            {"max_tokens": BUDGET, "compaction_strategy": strategy, "summarizer": "extractive", "mask_keep_recent": 1},
+            hooks=recorder,
+        )
+        await replay(manager, session(), FakeProvider(), budget=BUDGET)
+        posts = recorder.payloads("context:post_compact")
+        assert posts, strategy
+        assert all(isinstance(p["artifacts_kept"], int) and isinstance(p["artifacts_lost"], int) for p in posts)
+        kept, lost = sum(p["artifacts_kept"] for p in posts), sum(p["artifacts_lost"] for p in posts)
+        if strategy == "truncate":
+            assert lost > 0  # a marker names nothing
+        else:
+            assert kept > 0  # the summary's artifact list, or the calls a masked group keeps
+
+
+def test_account_and_spans():
+    span = session(4)[1:]
+    everything = account(span, json.dumps(span))
+    assert everything.lost_count == 0 and everything.kept_count > 0
+    nothing = account(span, "")
+    assert nothing.kept_count == 0 and nothing.lost_count == everything.kept_count
+    assert newly_hidden(0, 0, 3, 5) == [(0, 3), (3, 5)]
+    assert newly_hidden(2, 6, 4, 8) == [(2, 4), (6, 8)]
+    assert newly_hidden(2, 6, 2, 6) == []
+
+
+def test_bad_input_is_reported(tmp_path, capsys):
+    assert main(["inspect", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read the file" in capsys.readouterr().err
+    assert main(["inspect", "--example", "--budget", "0"]) == 2
