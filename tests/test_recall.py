@@ -241,3 +241,25 @@ async def test_views_stay_valid_and_within_budget_with_the_tool_on_or_off(strate
         assert views and manager.state.tail_start > 0
         tool = RecallTool(manager)
         assert (await tool.execute({"operation": "search", "query": "Request 0"})).output["results"]
+
+
+async def test_the_oracle_recall_row_gets_back_what_the_view_lost_and_charges_its_tokens():
+    from amplifier_module_context_summarize.evaluation.loader import Probe
+    from amplifier_module_context_summarize.evaluation.runner import score_view, score_with_recall
+
+    history = [{"role": "user", "content": "Find the failing config key."}]
+    for t in range(40):
+        output = f"line {t}\n" * 200 + ("the culprit is KEY_ZETA_77 in settings.toml\n" if t == 1 else "")
+        history += [
+            tool_call("openai", f"c{t}", "bash", {"command": f"cat part{t}.log"}),
+            tool_result("openai", f"c{t}", output),
+        ]
+        history.append({"role": "assistant", "content": f"Read part {t}."})
+    manager = create_manager({"max_tokens": 12_000, "summarizer": "extractive"})
+    views = await replay(manager, history, None, budget=12_000)
+    probe = Probe("p1", len(history) - 1, "artifact", "Which key?", "KEY_ZETA_77", ("KEY_ZETA_77",))
+    tokens = manager.counter.count_messages(views[-1])
+    plain = score_view(views[-1], probe, tokens)
+    recalled = score_with_recall(views[-1], probe, tokens, RecallTool(manager), manager.counter)
+    assert plain.key_score == 0.0 and recalled.key_score == 1.0
+    assert recalled.view_tokens > tokens

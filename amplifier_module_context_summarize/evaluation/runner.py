@@ -8,6 +8,7 @@ every request that compacted is also measured for artifact retention (``retentio
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,6 +19,7 @@ from ..history import History
 from ..invariants import check_view
 from ..manager import SummarizingContextManager
 from ..messages import Message
+from ..recall import RecallTool
 from ..state import CompactionState, Segment, summary_message
 from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
@@ -137,6 +139,31 @@ def score_view(view: list[Message], probe: Probe, tokens: int) -> ProbeResult:
     return ProbeResult(probe.id, probe.kind, probe.at, tokens, score, found)
 
 
+ORACLE_RECALL = "summarize+recall"
+
+
+def score_with_recall(
+    view: list[Message], probe: Probe, tokens: int, tool: RecallTool, counter: TokenCounter
+) -> ProbeResult:
+    """The probe answered from the view plus what ``context_recall`` finds for each key the view lacks.
+
+    An oracle: it searches for exactly the probe's keys, so it shows how much of what the view lost the
+    agent can get back, and at what token cost (the tool's output is added to the probe's tokens).
+    """
+    text = view_text(view)
+    _, found = key_score(text, probe.keys)
+    recalled: list[str] = []
+    for key in probe.keys:
+        if key in found:
+            continue
+        output = tool.search({"operation": "search", "query": key, "max_results": 3})
+        if output.get("results"):
+            recalled.append(json.dumps(output, ensure_ascii=False))
+    extra = sum(counter.count_text(r) for r in recalled)
+    score, found = key_score("\n".join([text, *recalled]).lower(), probe.keys)  # view_text is lower-cased
+    return ProbeResult(probe.id, probe.kind, probe.at, tokens + extra, score, found)
+
+
 def assistant_turns(messages: list[Message]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant")
 
@@ -201,7 +228,10 @@ async def replay_session(
         if before_assistant:  # a probe-only request may cut a turn mid-way: keep it out of the chain
             previous = view
         for probe in points.get(i, []):
-            run.probes.append(score_view(view, probe, tokens))
+            if strategy == ORACLE_RECALL and probe.kind == "artifact":
+                run.probes.append(score_with_recall(view, probe, tokens, RecallTool(manager), manager.counter))
+            else:
+                run.probes.append(score_view(view, probe, tokens))
             run.views[probe.id] = (probe, view)
     run.stats = dict(manager.stats)
     run.retention = retention.result.as_dict()

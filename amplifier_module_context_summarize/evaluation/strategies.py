@@ -13,12 +13,15 @@ from ..summarize import Outcome, SpanSummarizer
 from .models import ModelSpec
 from .naive import NaiveStrategy
 
-STRATEGIES = ("summarize", "summarize-only", "mask", "naive", "truncation")
+STRATEGIES = ("summarize", "summarize+recall", "summarize-only", "mask", "naive", "truncation")
 """``summarize``: this module as configured by default, the hybrid (old tool outputs masked first, a summary
 only when masking cannot bring the view near the target). ``summarize-only``: the same with
-``observation_masking: false``. ``mask``: masking, then dropping the oldest groups (``compaction_strategy:
-mask``, no summarizer). ``naive``: whole prefix re-summarized at each compaction, no cache. ``truncation``:
-oldest groups dropped (``compaction_strategy: truncate``)."""
+``observation_masking: false``. ``summarize+recall``: the hybrid's views, with artifact probes answered
+from the view plus an oracle use of the ``context_recall`` tool (a search for the probe's key in what the
+view summarizes or masks; what it returns is charged to the probe's tokens). ``mask``: masking, then
+dropping the oldest groups (``compaction_strategy: mask``, no summarizer). ``naive``: whole prefix
+re-summarized at each compaction, no cache. ``truncation``: oldest groups dropped (``compaction_strategy:
+truncate``)."""
 
 _COMPACTION_STRATEGY = {"truncation": "truncate", "mask": "mask"}
 
