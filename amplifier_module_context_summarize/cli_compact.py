@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import create_manager
-from .messages import message_text, scrub_text
+from .messages import Message, message_text, scrub_text
 from .prompts import clip_middle
 from .session_io import SessionFileError, load_messages
 from .testing import EventRecorder, replay_steps
@@ -90,16 +90,25 @@ def render_view(view: list[dict[str, Any]], width: int = 400) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
+def session_from_args(args: argparse.Namespace) -> tuple[Path, list[Message]] | None:
+    """The session a subcommand was given (its file, or the bundled example), or None after saying why."""
     path = EXAMPLE_SESSION if args.example else Path(args.session)
     try:
         messages = load_messages(path)
     except SessionFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return None
     if args.budget <= 0:
         print("error: --budget must be a positive number of tokens", file=sys.stderr)
+        return None
+    return path, messages
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = session_from_args(args)
+    if loaded is None:
         return 2
+    path, messages = loaded
     name, note = choose_summarizer(args.summarizer, os.environ)
     if note:
         print(note, file=sys.stderr)

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from . import create_manager
-from .cli_compact import DEFAULT_BUDGET, EXAMPLE_SESSION
+from .cli_compact import DEFAULT_BUDGET, session_from_args
 from .losses import KINDS, Account, account
 from .manager import SummarizingContextManager
 from .messages import Message, message_text
 from .prompts import clip_middle
-from .session_io import SessionFileError, load_messages
 from .state import SUMMARY_MARKER, TRUNCATION_MARKER
 from .testing import EventRecorder, replay_steps
 
@@ -292,15 +291,10 @@ def render_html(found: Inspection) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = EXAMPLE_SESSION if args.example else Path(args.session)
-    try:
-        messages = load_messages(path)
-    except SessionFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    loaded = session_from_args(args)
+    if loaded is None:
         return 2
-    if args.budget <= 0:
-        print("error: --budget must be a positive number of tokens", file=sys.stderr)
-        return 2
+    path, messages = loaded
     found = asyncio.run(inspect_session(messages, args.budget, str(path)))
     print(render_markdown(found), end="")
     if args.html:
