@@ -39,7 +39,7 @@ class MaskSettings:
     @property
     def key(self) -> list[Any]:
         """What changes the masked text (and so the summarizer's input): part of the summary fingerprint."""
-        return ["mask-v1", self.min_chars, self.recall_tool]
+        return ["mask-v2", self.min_chars, self.recall_tool]
 
 
 class Masks:
@@ -52,7 +52,9 @@ class Masks:
         self._prefix: list[int] = [0]
         """Masked tokens of groups ``[origin, origin + i)``."""
         self._changed: dict[int, list[Message]] = {}
-        """Masked forms of the groups that masking changes; every other group shows as the history does."""
+        """Masked forms of the groups that masking makes smaller; every other group shows as the history does."""
+        self._plain: set[int] = set()
+        """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
         self._outputs_scanned = 0
         self._output_groups: list[int] = []
         self._outputs_before: list[int] = []
@@ -89,7 +91,9 @@ class Masks:
     def group(self, index: int) -> list[Message]:
         """Group ``index`` masked."""
         changed = self._changed.get(index)
-        return changed if changed is not None else self._masked(index)[0]
+        if changed is not None:
+            return changed
+        return self.history.shown(index) if index in self._plain else self._decide(index)[0]
 
     def span(self, start: int, end: int) -> list[Message]:
         out: list[Message] = []
@@ -101,21 +105,34 @@ class Masks:
         """Drop masked copies of groups no view shows any more (they are behind the summary)."""
         for g in [g for g in self._changed if g < index]:
             del self._changed[g]
+        self._plain = {g for g in self._plain if g >= index}
 
     # ------------------------------------------------------------------ internals
 
     def _cover(self, start: int, end: int) -> None:
         if self._origin is None or start < self._origin:
             self._origin, self._prefix = start, [0]
-        history, origin = self.history, self._origin
+        origin = self._origin
         while origin + len(self._prefix) - 1 < end:
             g = origin + len(self._prefix) - 1
-            raw = history.prefix[g + 1] - history.prefix[g]
-            masked, changed = self._masked(g)
-            tokens = min(history.counter.count_messages(masked), raw) if changed else raw
-            if changed:
-                self._changed[g] = masked
-            self._prefix.append(self._prefix[-1] + tokens)
+            self._prefix.append(self._prefix[-1] + self._decide(g)[1])
+
+    def _decide(self, index: int) -> tuple[list[Message], int]:
+        """Group ``index`` as a view shows it, masked only where that makes it smaller, and its tokens.
+
+        Planning counts what the view will show, so a group whose placeholders would cost more than its
+        outputs (short outputs under a low ``min_chars``) is shown as it is.
+        """
+        history = self.history
+        raw = history.prefix[index + 1] - history.prefix[index]
+        masked, changed = self._masked(index)
+        if changed:
+            tokens = history.counter.count_messages(masked)
+            if tokens < raw:
+                self._changed[index] = masked
+                return masked, tokens
+        self._plain.add(index)
+        return history.shown(index), raw
 
     def _masked(self, index: int) -> tuple[list[Message], bool]:
         history = self.history
@@ -136,8 +153,9 @@ class Masks:
         content = message.get("content")
         if message.get("role") == "tool" and not isinstance(content, list):
             text = block_text(content) if content is not None else ""
-            if len(text) > self.settings.min_chars:
-                new = {**message, "content": self._placeholder(text, position, None)}
+            placeholder = self._placeholder(text, position, None)
+            if placeholder is not None:
+                new = {**message, "content": placeholder}
         elif isinstance(content, list):
             stored = self.history.messages[position].get("content")
             blocks = [
@@ -158,9 +176,9 @@ class Masks:
         kind = block.get("type")
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
-            text = block_text(block)
-            if len(text) > self.settings.min_chars:
-                return {**block, key: self._placeholder(text, position, index)}
+            placeholder = self._placeholder(block_text(block), position, index)
+            if placeholder is not None:
+                return {**block, key: placeholder}
         elif kind in CALL_BLOCK_TYPES and isinstance(block.get("input"), dict):
             clipped = self._clip_arguments(block["input"], position, index)
             if clipped is not block["input"]:
@@ -206,7 +224,10 @@ class Masks:
         head = value[:ARGUMENT_KEEP_CHARS].rstrip()
         return f"{head}… [clipped: {len(value):,} chars; {self._recall(handle)}]"
 
-    def _placeholder(self, text: str, position: int, block: int | None) -> str:
+    def _placeholder(self, text: str, position: int, block: int | None) -> str | None:
+        """The placeholder for a tool output over ``min_chars``, when it is shorter than the output."""
+        if len(text) <= self.settings.min_chars:
+            return None
         handle = handle_for(self.history.messages, position, block)
         lines = text.count("\n") + 1
         if looks_failed(text):
@@ -216,7 +237,10 @@ class Masks:
         if len(line) > FIRST_LINE_CHARS:
             line = line[: FIRST_LINE_CHARS - 1].rstrip() + "…"
         quoted = json.dumps(line, ensure_ascii=False)
-        return f"[tool output masked: {len(text):,} chars, {lines:,} lines; {label}: {quoted}; {self._recall(handle)}]"
+        placeholder = (
+            f"[tool output masked: {len(text):,} chars, {lines:,} lines; {label}: {quoted}; {self._recall(handle)}]"
+        )
+        return placeholder if len(placeholder) < len(text) else None
 
     def _recall(self, handle: str) -> str:
         tool = self.settings.recall_tool

@@ -74,7 +74,9 @@ class SummarizeStrategy:
         planned = job.shown(state).summary_tokens + job.summary_allowance
         end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
         if not job.moves(state, end):
-            return await self._fitted(job, state)  # nothing to cut, or only system messages: a summary could only add
+            # Nothing to cut, or only system messages: a new summary could only add. A summary over its share
+            # (walked back from a store another cut of this history filled) is still folded to it.
+            return await self._fitted(job, await self._merge_tiers(job, state))
         state = await self._extend(job, state, end)
         # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
         # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.

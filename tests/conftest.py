@@ -1,11 +1,20 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from amplifier_module_context_summarize.testing.redis_server import MISSING, RedisServer
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The suite passes or fails the same way on every run: the property tests draw a fixed sequence of examples.
+# `HYPOTHESIS_PROFILE=explore` draws new ones on each run to hunt for new failures; a failure found that way
+# goes into tests/property_regressions/ so every run replays it from then on.
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 
 @pytest.fixture

@@ -176,3 +176,26 @@ async def test_short_outputs_are_never_masked():
     views = await replay(manager, history, FakeProvider(), budget=4_000)
     assert not any(t.startswith("[tool output masked:") for v in views for t in outputs(v))
     assert all(len(result_ids(m)) <= 1 for m in views[-1])
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic", "amplifier"])
+async def test_masking_never_makes_a_view_larger_than_the_outputs_it_replaces(shape):
+    """Under a low ``mask_min_chars`` a placeholder can be longer than the output: it must then not be used,
+    and what planning counts for a masked group must be what the view shows (a view once went over budget)."""
+    from amplifier_module_context_summarize.masking import Masks, MaskSettings
+
+    history = tool_session(shape, 12, output_lines=1, request_every=4)  # outputs of ~75 chars
+    history += tool_session(shape, 4, output_lines=40)[1:]  # and some long ones
+    manager, _ = make()
+    await manager.set_messages(history)
+    live = manager.history
+    masks = Masks(live, MaskSettings(min_chars=50, keep_recent=0, recall_tool="context_recall"))
+    closed = live.last_cuttable
+    shown = masks.span(0, closed)
+    count = live.counter.count_messages
+    assert masks.tokens(0, closed) == count(shown)
+    for g in range(closed):
+        assert count(masks.group(g)) <= count(live.shown(g))
+    texts = outputs(shown)
+    assert any(t.startswith("[tool output masked:") for t in texts)  # the long outputs are masked
+    assert sum(t.startswith("collected item") for t in texts) >= 12  # the short ones stay as they are

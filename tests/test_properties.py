@@ -19,8 +19,10 @@ import dataclasses
 import functools
 import itertools
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -513,23 +515,36 @@ def test_fresh_manager_and_cache_give_identical_views(scenario):
 @settings(SETTINGS, max_examples=100)
 @given(scenarios())
 def test_resume_from_cache_matches_and_history_is_kept(scenario):
+    asyncio.run(check_resume(scenario))
+
+
+async def check_resume(scenario: dict[str, Any]) -> None:
     """``set_messages`` on a new manager sharing the cache shows a valid view of the same history."""
+    cache = MemoryStore()
+    config = {"max_tokens": 200_000, **scenario["config"]}
+    first = create_manager(config, store=cache)
+    provider = FakeProvider()
+    history = scenario["history"]
+    async for step in replay_steps(first, history, provider, scenario["budget"]):
+        await step.request()  # after every message
+    second = create_manager(config, store=cache)
+    await second.set_messages(history)
+    assert await second.get_messages() == history
+    view = await second.get_messages_for_request(token_budget=scenario["budget"], provider=provider)
+    check_view(view, history, second, scenario["budget"])
 
-    async def go():
-        cache = MemoryStore()
-        config = {"max_tokens": 200_000, **scenario["config"]}
-        first = create_manager(config, store=cache)
-        provider = FakeProvider()
-        history = scenario["history"]
-        async for step in replay_steps(first, history, provider, scenario["budget"]):
-            await step.request()  # after every message
-        second = create_manager(config, store=cache)
-        await second.set_messages(history)
-        assert await second.get_messages() == history
-        view = await second.get_messages_for_request(token_budget=scenario["budget"], provider=provider)
-        check_view(view, history, second, scenario["budget"])
 
-    asyncio.run(go())
+REGRESSIONS = sorted((Path(__file__).parent / "property_regressions").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
+def test_scenarios_that_once_failed_pass(path):
+    """Scenarios the properties above once failed on (in CI, on examples a local run had not drawn)."""
+    case = json.loads(path.read_text())
+    if case["check"] == "resume":
+        asyncio.run(check_resume(case["scenario"]))
+    else:
+        asyncio.run(run_scenario(case["scenario"]))
 
 
 # ---------------------------------------------------------------------------------------------- hostile values
