@@ -401,6 +401,21 @@ def test_retention_buckets_by_compactions_since_last_seen_verbatim():
     assert tracker.result.kinds["errors"].total == 0 and tracker.result.kinds["commands"].total > 0
 
 
+def test_retention_reads_files_as_the_working_set_spells_and_folds_them():
+    """A folded folder line names its files, and ``/repo/./src/a.py`` is ``src/a.py``, as for ``artifacts_kept``."""
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    steps = [*step(0, "cat /repo/./src/app/a.py"), *step(1, "cat src/app/b.py"), *step(2, "cat src/app/c.py")]
+    for message in [{"role": "system", "content": "agent"}, *steps, *step(3, "ls")]:
+        history.append(message)
+    tracker = RetentionTracker(GroupArtifacts(root="/repo"))
+    folded = "### Working set\nFiles read or used:\n- src/app/ — read: a.py, b.py\n- lib/ — read: c.py"
+    tracker.measure(history, 10, 1, [{"role": "user", "content": f"{SUMMARY_MARKER}\n{folded}"}])
+
+    files = tracker.result.kinds["files"]
+    assert (files.named, files.total) == (2, 3)  # c.py is listed under another folder: not named
+    assert [m["artifact"] for m in tracker.result.missing if m["kind"] == "files"] == ["src/app/c.py"]
+
+
 # ---------------------------------------------------------------- the judge's rubric
 
 
