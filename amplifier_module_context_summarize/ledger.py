@@ -75,6 +75,10 @@ _PATH_TOKEN = re.compile(r"^[\w.~+@/-]+$")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
 _LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
 _ASSIGNMENT = re.compile(r"^\w+=")
+_OUTPUT_WINDOW = re.compile(r"(?:\s+2>&1)?\s*\|\s*(?:head|tail)(?:\s+(?:-n\s*\+?\d+|-\d+|-c\s*\d+|--lines=\d+))*\s*$")
+"""A trailing ``| head -N`` / ``| tail -N`` (after an optional ``2>&1``): which part of the output was shown."""
+_FIND_PATTERNS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-newer"})
+"""``find`` options whose value is a pattern (or a reference file), not a file the command acts on."""
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S+)|^\*\*\* Move to: (\S+)|^(---|\+\+\+) (\S+)")
 _URL = re.compile(r"https?://[^\s<>\"'`\\)\]}]+")
 _URL_TRAILING = ".,;:!?*"
@@ -303,7 +307,7 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
     if kind == "shell" and command:
         files, reader = _shell_files(command, base, workdirs)
-        return _Call(clip(_command_summary(command), KEY_MAX_CHARS), True, reader, files)
+        return _Call(clip(_command_key(command), KEY_MAX_CHARS), True, reader, files)
     if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         kind = _EDITOR_COMMANDS[args["command"]]
     files: list[FileAction] = []
@@ -367,6 +371,20 @@ def _command_summary(command: str) -> str:
     """The command on one line; a heredoc's body is left out (its first line is kept, then ``…``)."""
     script, cut = _script(command)
     return " ".join(script.split()) + (" …" if cut else "")
+
+
+def _command_key(command: str) -> str:
+    """The command as the working set keys it: on one line, without the output window it was piped through.
+
+    ``pytest -x 2>&1 | tail -50`` and ``pytest -x | head -100`` run the same tests and only show another part
+    of the output: one command with a run count, a latest outcome and whether a later run passed.
+    """
+    key = _command_summary(command)
+    while True:
+        trimmed = _OUTPUT_WINDOW.sub("", key).rstrip()
+        if trimmed == key or not trimmed:
+            return key
+        key = trimmed
 
 
 def _shell_tokens(script: str) -> list[str]:
@@ -433,6 +451,8 @@ def _simple_command(
         program, args = f"git {args[0]}", args[1:]
     if program in _SEARCHERS:
         args = _without_pattern(args)
+    elif program == "find":
+        args = [a for i, a in enumerate(args) if not (i and args[i - 1] in _FIND_PATTERNS)]
     operands = [a for a in (_path_operand(a) for a in args) if a]
     if program in ("rm", "unlink", "git rm"):
         files += [FileAction(DELETE, _join(base, p)) for p in operands]

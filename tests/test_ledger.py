@@ -405,3 +405,35 @@ def test_heredoc_commands_keep_only_their_opening_line():
     facts = extract(messages)
     assert commands(facts) == ["cat > reproduce.py << 'EOF' …"]
     assert paths(facts) == ["reproduce.py"]  # the body (and what follows it) is file content, not commands
+
+
+def test_a_command_is_keyed_without_the_output_window_it_was_piped_through() -> None:
+    """``| tail -50`` or ``2>&1 | head -100`` only choose which part of the output is shown: one command."""
+    runs = [
+        ("mix test --seed 0 2>&1 | head -100", "** (BadMapError) expected a map\n1 test, 1 failure"),
+        ("mix test --seed 0 2>&1 | tail -50", "12 tests, 0 failures"),
+        ("pytest -x > out.log 2>&1", "ok"),
+        ("git log --oneline | head -n 5 | tail -2", "abc1234 fix"),
+    ]
+    messages = []
+    for i, (command, output) in enumerate(runs):
+        messages += [tool_call("openai", f"c{i}", "bash", {"command": command}), tool_result("openai", f"c{i}", output)]
+
+    facts = extract(messages)
+
+    assert [o.key for o in facts.outcomes] == [
+        "mix test --seed 0",
+        "mix test --seed 0",
+        "pytest -x > out.log 2>&1",
+        "git log --oneline",
+    ]
+    assert [o.ok for o in facts.outcomes] == [False, True, True, True]
+
+
+def test_find_patterns_are_not_files() -> None:
+    messages = [
+        tool_call("openai", "c1", "bash", {"command": 'find pydicom -name "valuerep.py" -newer setup.py | xargs ls'}),
+        tool_result("openai", "c1", "pydicom/valuerep.py"),
+    ]
+
+    assert paths(extract(messages)) == []
