@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .definitions import changed_names
 from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls
 
 ERROR_MAX_CHARS = 200
@@ -45,6 +46,18 @@ _MOVE_KEYS = (
 )
 _WORKDIR_KEYS = ("cwd", "workdir", "working_dir", "working_directory", "directory")
 _COMMAND_KEYS = ("command", "cmd")
+_NEW_TEXT_KEYS = (
+    "content",
+    "contents",
+    "file_text",
+    "new_string",
+    "new_str",
+    "new_text",
+    "text",
+    "code",
+    "insert_text",
+)
+_OLD_TEXT_KEYS = ("old_string", "old_str", "old_text")
 _EDITOR_COMMANDS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """``str_replace_based_edit_tool`` and its kin: one tool, the action named by its ``command`` argument."""
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
@@ -149,6 +162,10 @@ class CallOutcome:
     """The call only read (a file viewer, ``cat``, ``grep``): what it read is in the files."""
 
 
+Definitions = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""(path, names written, names removed) of one change, names in the order the text defines them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Facts:
     """Everything one run of messages (usually one group) contributes to the working set, in order."""
@@ -159,6 +176,8 @@ class Facts:
     identifiers: tuple[str, ...] = ()
     workdirs: tuple[str, ...] = ()
     """Absolute folders commands ran in (``cd /x && ...``, a ``cwd`` argument): evidence of the workspace root."""
+    definitions: tuple[Definitions, ...] = ()
+    """Per successful write or edit of a code file: what it defined and what it removed (``definitions.py``)."""
 
 
 NO_FACTS = Facts()
@@ -171,6 +190,7 @@ class _Call:
     reader: bool
     files: list[FileAction]
     search: bool = False
+    definitions: tuple[Definitions, ...] = ()
 
 
 def clip(text: str, limit: int) -> str:
@@ -186,6 +206,7 @@ def extract(messages: list[Message]) -> Facts:
     urls: list[str] = []
     ids: list[str] = []
     workdirs: list[str] = []
+    definitions: list[Definitions] = []
     waiting: dict[str, _Call] = {}
     for message in messages:
         role = message.get("role")
@@ -203,6 +224,7 @@ def extract(messages: list[Message]) -> Facts:
                 waiting[call_id] = call
             else:
                 files += call.files
+                definitions += call.definitions
         for ref, body, flagged in _results(message):
             body = _decode_json_object(body)
             text = _body_text(body)
@@ -215,15 +237,17 @@ def extract(messages: list[Message]) -> Facts:
             outcomes.append(outcome)
             if outcome.ok:
                 files += call.files
+                definitions += call.definitions
                 if call.search:
                     files += _search_hits(text)
             else:  # a call that failed read or changed nothing: its files were only named
                 files += [FileAction(USE, f.path) for f in call.files]
     for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
         files += call.files
-    if not (files or outcomes or urls or ids or workdirs):
+        definitions += call.definitions
+    if not (files or outcomes or urls or ids or workdirs or definitions):
         return NO_FACTS
-    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs))
+    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs), tuple(definitions))
 
 
 def authored_text(message: Message) -> str:
@@ -325,14 +349,30 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     if kind != "list":
         action = READ if kind == "search" else kind if kind in (READ, WRITE, EDIT, DELETE) else USE
         files += [FileAction(action, _join(base, p)) for p in paths if _is_path_value(p)]
+    target = next((p for p in paths if _is_path_value(p)), "")
+    changes: list[Definitions] = []
     if kind in (EDIT, WRITE):
         for text in _strings(args):
             if "\n" in text:
                 files += _patch_files(text, base)
-    target = next((p for p in paths if _is_path_value(p)), "")
+                changes += _patch_definitions(text, base)
+        if target:
+            changes.append(_edit_definitions(_join(base, target), args))
     key = f"{name} {target}" if target else name
     search = kind == "search" and ("grep" in name.lower() or any(k in args for k in ("pattern", "regex")))
-    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search)
+    found = tuple(c for c in changes if c[1] or c[2])
+    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search, found)
+
+
+def _edit_definitions(path: str, args: dict[str, Any]) -> Definitions:
+    """What a write or edit call's new text defines for ``path``, and what the old text it replaces did."""
+    new: list[str] = []
+    old: list[str] = []
+    for part in [args, *(e for e in args.get("edits") or () if isinstance(e, dict))]:
+        new += [v for k in _NEW_TEXT_KEYS if isinstance(v := part.get(k), str)]
+        old += [v for k in _OLD_TEXT_KEYS if isinstance(v := part.get(k), str)]
+    changed = changed_names(path, new, old)
+    return path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)
 
 
 def _is_path_value(value: str) -> bool:
@@ -541,6 +581,28 @@ def _patch_files(text: str, base: str | None) -> list[FileAction]:
                 files.append(FileAction(EDIT if old else WRITE, _join(base, _strip_diff_prefix(diff_path))))
             old = ""
     return files
+
+
+def _patch_definitions(text: str, base: str | None) -> list[Definitions]:
+    """What each file of an ``apply_patch`` envelope or a unified diff gains (``+`` lines) and loses (``-``)."""
+    sides: dict[str, tuple[list[str], list[str]]] = {}
+    current: tuple[list[str], list[str]] | None = None
+    for line in text.splitlines():
+        match = _PATCH_HEADER.match(line)
+        if match:
+            verb, path, _, marker, diff_path = match.groups()
+            if verb:
+                current = sides.setdefault(_join(base, path), ([], [])) if verb != "Delete" else None
+            elif marker == "+++" and diff_path != "/dev/null":
+                current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
+            continue
+        if current is not None and line[:1] in ("+", "-"):
+            current[line[0] == "-"].append(line[1:])
+    found = []
+    for path, (added, removed) in sides.items():
+        changed = changed_names(path, ["\n".join(added)], ["\n".join(removed)])
+        found.append((path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)))
+    return found
 
 
 def _strip_diff_prefix(path: str) -> str:

@@ -417,3 +417,52 @@ async def test_the_extractive_view_names_the_summarized_tool_call_paths_of_a_gen
 
     assert len(set(paths)) > 100
     assert len(named_files(summary, list(set(paths)))) >= 0.9 * len(set(paths))
+
+
+# ------------------------------------------------------------------ definitions
+
+
+def coding_session(files: int = 6, names: int = 10) -> Messages:
+    """Modules written whole, one edited (a function renamed), one written and then deleted."""
+    messages: Messages = [{"role": "user", "content": "Build the services."}]
+    for f in range(files):
+        code = "".join(f"def handler_{f}_{n}(event):\n    return event\n\n" for n in range(names))
+        messages += call("anthropic", f"w{f}", "Write", {"file_path": f"/repo/app/mod_{f}.py", "content": code}, "ok")
+    edit = {"file_path": "app/mod_0.py", "old_string": "def handler_0_0(event):", "new_string": "def on_event(e):"}
+    messages += call("anthropic", "e", "Edit", edit, "ok")
+    messages += call("anthropic", "t", "Write", {"file_path": "/repo/app/tmp.py", "content": "def scratch():\n"}, "ok")
+    messages += call("anthropic", "r", "Bash", {"command": "cd /repo && rm app/tmp.py"}, "")
+    return messages
+
+
+def test_definitions_of_changed_files_newest_change_first_removed_ones_marked() -> None:
+    text = render(coding_session())
+
+    assert "Definitions written (newest first; · removed):" in text
+    assert "- app/mod_0.py: on_event, handler_0_1, handler_0_2," in text and "· removed: handler_0_0" in text
+    assert "- app/mod_1.py: handler_1_0, handler_1_1," in text and ", +2 more" in text  # 8 names, then a count
+    assert "tmp.py:" not in text  # a deleted file's definitions are gone with it
+    assert text.index("Definitions written") < text.index("Commands (")
+
+
+def test_definitions_are_trimmed_after_read_folders_and_dropped_before_changed_files_and_counted() -> None:
+    messages = coding_session(files=12) + big_session(read_files=40, edited=0)
+    state = working_set_of(messages)
+    full = COUNT(state.render(BIG, COUNT))
+    trimmed_seen = dropped_seen = False
+    for max_tokens in range(full, 0, -max(full // 60, 1)):
+        text = state.render(max_tokens, COUNT)
+        if not text:
+            continue
+        assert COUNT(text) <= max_tokens
+        trimmed = re.search(r"^- app/mod_\d+\.py: \w+, \w+, \w+, \+\d+ more$", text, re.MULTILINE)
+        dropped = re.search(r"^- \+(\d+) more changed files? with definitions$", text, re.MULTILINE)
+        listed = len(re.findall(r"^- app/mod_\d+\.py: ", text, re.MULTILINE))
+        if trimmed:
+            trimmed_seen = True
+            assert "lib/spotter/part_0/module_000.ex — read" not in text  # read folders folded first
+        if dropped:
+            dropped_seen = True
+            assert listed + int(dropped.group(1)) == 12  # every file with definitions listed or counted
+            assert "app/ — " in text or "app/mod_" in text  # the changed files themselves are still named
+    assert trimmed_seen and dropped_seen
