@@ -221,6 +221,12 @@ def test_key_score_on_hand_made_views():
     assert key_score(view_text(view[:2]), ["WhereNode", "pytest"]) == (0.0, [])
 
 
+def test_a_path_key_is_found_on_its_folders_folded_line_too():
+    text = view_text([{"role": "user", "content": "Files read or used:\n- pydicom/ — read: dataset.py, multival.py"}])
+    assert key_score(text, ["pydicom/multival.py", "pydicom/valuerep.py"]) == (0.5, ["pydicom/multival.py"])
+    assert key_score(text, ["lib/multival.py", "multival"]) == (0.5, ["multival"])  # another folder: not named
+
+
 def test_parse_grade():
     assert parse_grade('{"score": 4, "reason": "fine"}') == 4.0
     assert parse_grade('Sure. {"score": "5"}') == 5.0
