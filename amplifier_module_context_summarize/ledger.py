@@ -119,11 +119,26 @@ _COMMIT = re.compile(
 )
 
 # Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
-_FAILURE_HINTS = ("Traceback", "rror:", "ERROR:", "FAILED", "fatal:", "fail")
+_FAILURE_HINTS = (
+    "Traceback",
+    "rror:",
+    "ERROR:",
+    "FAILED",
+    "fatal:",
+    "fail",
+    "No module named",
+    "not found",
+    "open file",
+)
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
     r"|\b[1-9]\d* (?:failed|failures?)\b"
+    r"|^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    re.MULTILINE,
 )
+"""Failure lines; the last three are what a shell or Python prints when a command cannot even start
+(``python: No module named pytest``, ``bash: line 1: tree: command not found``): the exit status often
+hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
     r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=>]?\s*(-?\d+)"

@@ -151,6 +151,16 @@ def test_grep_without_a_match_is_an_answer_not_a_failure() -> None:
             ["** (RuntimeError) LiveView requires lazy_html"],
         ),
         ("<returncode>2</returncode>\n<output>\nusage: tool [-h]\n</output>", ["usage: tool [-h]"]),
+        (  # `python -m pytest 2>&1 | tail -50` exits 0: only its output says it never ran
+            "<returncode>0</returncode>\n<output>\n/usr/bin/python: No module named pytest\n</output>",
+            ["/usr/bin/python: No module named pytest"],
+        ),
+        ("bash: line 1: tree: command not found", ["bash: line 1: tree: command not found"]),
+        (
+            "python: can't open file 'x.py': [Errno 2] No such file",
+            ["python: can't open file 'x.py': [Errno 2] No such file"],
+        ),
+        ("print('No module named foo') is a string in a log", []),
     ],
 )
 def test_failures_recognised_from_result_text(output: str, expected: list[str]) -> None:
