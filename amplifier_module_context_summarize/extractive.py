@@ -15,7 +15,9 @@ Progress is every note the assistant wrote, not only the closing words of each u
 user turn often runs for dozens of tool calls, and the notes between them ("All 15 tests pass", "I need
 to rename `load_transcript`") are the story of what it found and did. A note that ends a user turn is
 shortened from the front (it ends with the outcome); one written mid-turn from the back (it starts with
-what was just found, then says what comes next).
+what was just found, then says what comes next). A note that only announces the next call ("Let me look
+at the In class:") is left out: the call is in the working set, and the room goes to notes that found
+something.
 
 A request the view shows verbatim anyway (``pinned``: the session's first request, kept right after
 the summary) is only named, by its opening words, so the summary does not spend its room on a copy.
@@ -61,6 +63,14 @@ _CHOICE = re.compile(
 )
 _INTENT = re.compile(r"\b(?:I(?:'ll| will|'m going to| am going to)|we(?:'ll| will| should)|let's|I should)\b", re.I)
 _REASON = re.compile(r"\b(?:use|using|instead|rather than|because|so that)\b", re.IGNORECASE)
+# A note that only announces the next call ("Let me look at the In class:", "Now let me run the tests."):
+# one short sentence of intent with nothing found in it. The call itself is in the working set.
+_ANNOUNCEMENT = re.compile(
+    r"(?:(?:good|great|ok|okay|perfect|alright|now|next|first|then|so)[,.!]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i need to|i'm going to)\b(?:[^.!?`\n]|\.(?=\S)){0,120}[.:!]?",
+    re.IGNORECASE,
+)
+ANNOUNCEMENT_MAX_CHARS = 140
 
 
 def is_decision(sentence: str) -> bool:
@@ -244,8 +254,14 @@ def _notes(messages: list[Message]) -> list[tuple[str, bool]]:
     if notes:
         notes[-1] = (notes[-1][0], True)
     closing = {text for text, closes in notes if closes}
-    texts = _dedup_keep_last([text for text, _ in notes])
+    latest = notes[-1][0] if notes else ""
+    texts = _dedup_keep_last([text for text, _ in notes if text == latest or not is_announcement(text)])
     return [(text, text in closing) for text in texts]
+
+
+def is_announcement(note: str) -> bool:
+    """A note that only says which call comes next; the latest note is kept even so (it may be all there is)."""
+    return len(note) <= ANNOUNCEMENT_MAX_CHARS and bool(_ANNOUNCEMENT.fullmatch(note.strip()))
 
 
 def _flat_lines(text: str) -> str:

@@ -12,7 +12,12 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.extractive import EMPTY_SPAN, extractive_summary, is_decision
+from amplifier_module_context_summarize.extractive import (
+    EMPTY_SPAN,
+    extractive_summary,
+    is_announcement,
+    is_decision,
+)
 from amplifier_module_context_summarize.testing import tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier", "mixed", "orchestrator", "orchestrator_json", "streaming")
@@ -144,6 +149,30 @@ def test_short_of_room_a_mid_turn_note_keeps_its_start_and_a_turns_last_note_its
 
     assert "- All 15 tests pass." in text and "Next: the docs." not in text
     assert "Bead closed." in text and "Summary of the turn." not in text
+
+
+@pytest.mark.parametrize(
+    ("note", "announcement"),
+    [
+        ("Let me look at the In class:", True),
+        ("Good, now let me run the full test suite:", True),
+        ("Now let me check the AshComputer.LiveView API and existing tests.", True),
+        ("Compiles clean. Now let me check what toggle_debug does.", False),
+        ("I need to rename `load_transcript` to `load_session_data`.", False),
+        ("All 15 tests pass.", False),
+        ("Let me check the file. It has 3 errors.", False),
+    ],
+)
+def test_a_note_that_only_announces_the_next_call_is_not_progress(note: str, announcement: bool) -> None:
+    messages = [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": note},
+        {"role": "assistant", "content": "Done: the fix is in."},
+    ]
+
+    assert is_announcement(note) is announcement
+    assert (f"- {note}" in summarize(messages)) is not announcement
+    assert f"- {note}" in summarize(messages[:2])  # the latest note stays, whatever it says
 
 
 def test_a_pinned_request_is_only_named() -> None:
