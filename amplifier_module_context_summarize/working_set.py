@@ -281,6 +281,12 @@ class FileEntry:
         return self.state in _CHANGED_ORDER
 
 
+def command_in_root(command: str, root: str | None) -> str:
+    """``command`` without a leading ``cd <root> &&`` (it ran where the working set's paths are relative to)."""
+    prefix = f"cd {root} && " if root else ""
+    return command[len(prefix) :] if prefix and command.startswith(prefix) and len(command) > len(prefix) else command
+
+
 def canonical(path: str, root: str | None) -> str:
     """The one spelling of ``path``: relative to ``root`` when under it, normalised, ``./`` dropped."""
     if path.startswith("~"):
@@ -356,6 +362,8 @@ class _Layout:
     urls: list[_Item] = field(default_factory=list)
     ladder: list[tuple[str, int]] = field(default_factory=list)
     relative: bool = False
+    in_root: bool = False
+    """Some command is shown without its ``cd <root> &&``."""
     folder_lines: dict[tuple[int, str], list[str]] = field(default_factory=dict)
     """A folder's lines by its shape on the ladder, made once per render."""
     gone: Counter[str] = field(default_factory=Counter)
@@ -434,13 +442,30 @@ class _Layout:
         return sorted(items, key=lambda item: item.text)
 
     def _commands(self) -> list[_Item]:
-        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is)."""
+        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is).
+
+        A command that ran in the workspace root is shown without its ``cd <root> &&`` (``command_in_root``):
+        the section says where paths are relative to, and ``X`` and ``cd <root> && X`` are one command.
+        """
         ws = self.working_set
-        ranked = []
+        merged: dict[str, list[Any]] = {}
         for key, (seq, runs, ok, label, reads) in ws.commands.items():
-            failure = ws.errors.get(key)
+            shown, failure = command_in_root(key, self.root), ws.errors.get(key)
+            self.in_root = self.in_root or shown != key
+            known = merged.get(shown)
+            if known is None:
+                merged[shown] = [seq, runs, ok, label, reads, failure]
+                continue
+            if seq > known[0]:
+                known[0], known[2], known[3] = seq, ok, label
+            known[1] += runs
+            known[4] = known[4] and reads
+            if failure is not None and (known[5] is None or failure[0] > known[5][0]):
+                known[5] = failure
+        ranked = []
+        for shown, (seq, runs, ok, label, reads, failure) in merged.items():
             rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-            ranked.append((rank, seq, key, runs, label, failure))
+            ranked.append((rank, seq, shown, runs, label, failure))
         items = self._newest_fitting(ranked, self._command_item)
         self.gone["command"] = len(ranked) - len(items)
         return items
@@ -520,7 +545,8 @@ class _Layout:
             shape[ident] = kind
         lines = [HEADING]
         if self.relative:
-            lines.append(f"Paths are relative to {self.root}.")
+            cd = f" Commands run there are shown without `cd {self.root} &&`." if self.in_root else ""
+            lines.append(f"Paths are relative to {self.root}.{cd}")
         for title, folders, kind, noun in (
             ("Files changed:", self.changed, "changed", "changed"),
             ("Files read or used:", self.seen, "seen", "read or used"),

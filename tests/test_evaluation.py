@@ -684,3 +684,13 @@ def test_progress_is_silent_off_a_terminal():
         bar.update()
     bar.close()
     assert stream.getvalue() == "" and bar.done == 5
+
+
+def test_retention_reads_a_command_run_in_the_root_as_the_working_set_shows_it():
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    for message in [{"role": "system", "content": "agent"}, *step(0, "cd /repo && make lint"), *step(1, "ls")]:
+        history.append(message)
+    tracker = RetentionTracker(GroupArtifacts(root="/repo"))
+    tracker.measure(history, 4, 1, [{"role": "user", "content": f"{SUMMARY_MARKER}\n- `make lint` — ok"}])
+
+    assert (tracker.result.kinds["commands"].named, tracker.result.kinds["commands"].total) == (1, 1)

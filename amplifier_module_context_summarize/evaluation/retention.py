@@ -14,7 +14,8 @@ either whole or by file name on a line that names its folder (``working_set.name
 set lists a folded folder, ``- lib/x/ — edited: a.ex, b.ex``; the compaction's own ``artifacts_kept`` count
 reads it the same way); all items and the view with whitespace collapsed and lower-cased; commands and
 errors on their first ``MATCH_CHARS`` characters, since the ledger, summaries and masking placeholders clip
-long ones. The view is searched as written and with JSON string escapes undone, since call arguments and
+long ones; a command that ran in the project root without its ``cd <root> &&``, as the working set shows it.
+The view is searched as written and with JSON string escapes undone, since call arguments and
 placeholder lines are JSON (a command's quotes show as ``\\"`` there).
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 from ..history import History
 from ..ledger import extract
 from ..messages import Message
-from ..working_set import WorkingSet, canonical, named_files
+from ..working_set import WorkingSet, canonical, command_in_root, named_files
 from .scoring import view_text
 
 KINDS = ("files", "commands", "errors")
@@ -98,6 +99,8 @@ def artifact_key(kind: str, item: str, root: str | None) -> str:
         if item.endswith("/") or path in (".", "/"):
             return ""
         return flatten(path)
+    if kind == "commands":
+        item = command_in_root(item, root)
     return flatten(item).removesuffix("…").strip()[:MATCH_CHARS]
 
 
