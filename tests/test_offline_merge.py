@@ -67,7 +67,7 @@ async def test_a_merge_folds_the_summary_well_below_its_room_so_the_next_compact
 async def test_on_a_small_budget_a_new_segment_is_asked_for_a_share_of_the_summary_room():
     """12,000 × 0.2 = 2,400 tokens of summary, 960 of them the working set's: a segment is asked for a quarter
     of the rest (the output cap, 2,000 tokens, would overflow the room at once); large budgets keep the cap."""
-    manager = create_manager({"max_tokens": 12_000})
+    manager = create_manager({"max_tokens": 12_000, "summary_budget_ratio": 0.2, "ledger_share": 0.4})
     provider = FakeProvider()
     await replay(manager, mixed_history(120), provider, budget=12_000)
     prompts = [json.dumps(r.messages, default=str) for r in provider.requests]
