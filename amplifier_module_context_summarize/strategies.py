@@ -42,6 +42,14 @@ EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
 
 
+def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens: int, output_cap: int) -> int:
+    """The size a new segment summary is asked for: the summarizer's output cap, or, when the budget is small,
+    ``SEGMENT_SHARE`` of the summary's room (its share less the working set's), so that new segments fit beside
+    a merged summary instead of forcing a merge at every compaction."""
+    room = int(budget * summary_budget_ratio) - working_set_tokens
+    return max(min(output_cap, int(room * SEGMENT_SHARE)), MIN_MERGE_TOKENS)
+
+
 class TruncateStrategy:
     name = "truncate"
 
@@ -145,11 +153,10 @@ class SummarizeStrategy:
         return marker
 
     def segment_tokens(self, job: Compaction) -> int:
-        """The size a new segment summary is asked for: the summarizer's output cap, or, when the budget is
-        small, ``SEGMENT_SHARE`` of the summary's room (its share less the working set's), so that new segments
-        fit beside a merged summary instead of forcing a merge at every compaction."""
-        room = int(job.limits.budget * self.summary_budget_ratio) - job.working_set_tokens
-        return max(min(job.summary_allowance, int(room * SEGMENT_SHARE)), MIN_MERGE_TOKENS)
+        """The size a new segment summary is asked for (``segment_tokens``)."""
+        return segment_tokens(
+            job.limits.budget, self.summary_budget_ratio, job.working_set_tokens, job.summary_allowance
+        )
 
     async def _extend(self, job: Compaction, state: CompactionState, end: int) -> CompactionState:
         segment = await self.segments.summary(
