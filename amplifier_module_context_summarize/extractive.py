@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from .ledger import authored_text, clip
-from .messages import Message, is_user_turn
+from .messages import Message, block_text, is_user_turn
 
 REQUEST_CLIPS = (300, 150, 80, 40)
 """Lengths earlier requests are shortened to, in turn, before the oldest are dropped."""
@@ -248,7 +248,7 @@ def _notes(messages: list[Message]) -> list[tuple[str, bool]]:
             if notes:
                 notes[-1] = (notes[-1][0], True)
         elif message.get("role") == "assistant":
-            text = _flat_lines(authored_text(message))
+            text = _flat_lines(authored_text(message) or _reasoning(message))
             if text:
                 notes.append((text, False))
     if notes:
@@ -257,6 +257,19 @@ def _notes(messages: list[Message]) -> list[tuple[str, bool]]:
     latest = notes[-1][0] if notes else ""
     texts = _dedup_keep_last([text for text, _ in notes if text == latest or not is_announcement(text)])
     return [(text, text in closing) for text in texts]
+
+
+def _reasoning(message: Message) -> str:
+    """The reasoning a model returned beside an empty reply: ``reasoning_content`` (DeepSeek-style reasoners
+    answer with it and a bare tool call) or thinking blocks; then it is all the assistant said."""
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return reasoning.strip()
+    content = message.get("content")
+    blocks = (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "thinking"] if isinstance(content, list) else []
+    )
+    return "\n".join(block_text(b) for b in blocks).strip()
 
 
 def is_announcement(note: str) -> bool:

@@ -175,6 +175,24 @@ def test_a_note_that_only_announces_the_next_call_is_not_progress(note: str, ann
     assert f"- {note}" in summarize(messages[:2])  # the latest note stays, whatever it says
 
 
+def test_a_reply_without_text_is_represented_by_its_reasoning() -> None:
+    """DeepSeek-style reasoners answer with ``reasoning_content`` and a bare call; thinking-only turns likewise."""
+    messages = [
+        {"role": "user", "content": "Fix the encoding bug."},
+        {"role": "assistant", "content": "", "reasoning_content": "The read of .sqlfluffignore has no encoding."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Position 120 is ASCII: not it."}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "Fixed."}],
+        },
+    ]
+
+    text = summarize(messages)
+
+    assert "- The read of .sqlfluffignore has no encoding.\n- Position 120 is ASCII: not it.\n- Fixed." in text
+    assert "hidden" not in text  # a reply with text is represented by its text
+
+
 def test_a_pinned_request_is_only_named() -> None:
     """The session's first request is shown verbatim after the summary (``state.pins_for``): no second copy."""
     task = "Fix the parser. " + "Here is the whole issue text with its reproduction steps. " * 30
@@ -295,7 +313,7 @@ def test_is_deterministic() -> None:
     [
         [],
         [{"role": "user", "content": "   "}],
-        [{"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}],
+        [{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"}]}],  # nothing readable
     ],
 )
 def test_span_without_content_gives_a_short_line(messages: list[dict[str, Any]]) -> None:
