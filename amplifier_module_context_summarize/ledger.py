@@ -90,6 +90,8 @@ _LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
 _ASSIGNMENT = re.compile(r"^\w+=")
 _OUTPUT_WINDOW = re.compile(r"(?:\s+2>&1)?\s*\|\s*(?:head|tail)(?:\s+(?:-n\s*\+?\d+|-\d+|-c\s*\d+|--lines=\d+))*\s*$")
 """A trailing ``| head -N`` / ``| tail -N`` (after an optional ``2>&1``): which part of the output was shown."""
+_GIT_HISTORY = re.compile(r"\bgit (?:log|rev-parse|show|reflog)\b")
+_LEADING_SHA = re.compile(r"([0-9a-f]{7,40})(?:\s|$)")
 _FIND_PATTERNS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-newer"})
 """``find`` options whose value is a pattern (or a reference file), not a file the command acts on."""
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S+)|^\*\*\* Move to: (\S+)|^(---|\+\+\+) (\S+)")
@@ -250,6 +252,8 @@ def extract(messages: list[Message]) -> Facts:
                 continue
             outcome = _outcome(call, body, text, flagged)
             outcomes.append(outcome)
+            if outcome.ok and call.command and _GIT_HISTORY.search(call.key):
+                ids += _first_commit(text)
             if outcome.ok:
                 files += call.files
                 definitions += call.definitions
@@ -639,6 +643,17 @@ def _search_hits(text: str) -> list[FileAction]:
 
 
 # ---------------------------------------------------------------------------------------------- text
+
+
+def _first_commit(text: str) -> list[str]:
+    """The commit a ``git log --oneline`` / ``git rev-parse`` output starts with (``41dd7fe7 Subject``): the full
+    format's ``commit <sha>`` lines are read as identifiers anyway, the one-line format's are not."""
+    for line in text.splitlines():
+        line = _TAG.sub("", line).strip()
+        if line and not line.isdigit():  # (a wrapper's ``<returncode>0</returncode>`` line)
+            match = _LEADING_SHA.match(line)
+            return [f"commit {match.group(1)}"] if match and any(c.isdigit() for c in match.group(1)) else []
+    return []
 
 
 def _urls(text: str) -> list[str]:

@@ -549,3 +549,21 @@ def test_multi_edits_editor_commands_and_patches_give_definitions() -> None:
         ("src/b.py", ("kept", "Added"), ("gone",)),
         ("src/c.go", ("New",), ("Old",)),
     ]
+
+
+def test_the_commit_a_git_history_command_starts_with_is_an_identifier() -> None:
+    """The full format's ``commit <sha>`` lines were ids already; the one-line format's first sha is too."""
+    messages = [
+        tool_call("openai", "a", "bash", {"command": "cd /testbed && git log --oneline | head -5"}),
+        tool_result(
+            "openai", "a", "<returncode>0</returncode>\n<output>\n41dd7fe7 SWE-bench\nd2a5b3c7 Fix a typo\n</output>"
+        ),
+        tool_call("openai", "b", "bash", {"command": "git rev-parse HEAD"}),
+        tool_result("openai", "b", "0123abc9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9\n"),
+        tool_call("openai", "c", "bash", {"command": "cat notes.txt"}),
+        tool_result("openai", "c", "deadbeef1 is not a commit here\n"),
+        tool_call("openai", "d", "bash", {"command": "git log --oneline"}),
+        tool_result("openai", "d", "fatal: not a git repository\nExit code: 128"),
+    ]
+
+    assert extract(messages).identifiers == ("commit 41dd7fe7", "commit 0123abc9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9")
