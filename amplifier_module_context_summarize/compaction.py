@@ -93,12 +93,17 @@ class Compaction:
         """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""
         return self.masks.span(start, end) if self.masks is not None else self.history.span(start, end)
 
-    def masked(self, state: CompactionState) -> CompactionState:
-        """The cheapest rung: mask the oldest shown groups until the view meets the target, or as far as allowed."""
+    def masked(self, state: CompactionState, limit: int | None = None) -> CompactionState:
+        """The cheapest rung: mask the oldest shown groups until the view meets the target, or as far as allowed.
+
+        Allowed: up to the groups holding the newest ``keep_recent`` tool outputs, or up to ``limit`` (a
+        summary's planned end: groups it would take whole may as well be masked instead).
+        """
         masks = self.masks
         if masks is None:
             return state
-        start, limit = state.tail_start, min(masks.limit(), last_allowed_cut(self.history))
+        start = state.tail_start
+        limit = min(masks.limit() if limit is None else limit, last_allowed_cut(self.history))
         excess = self.view_tokens(state) - self.limits.target
         if limit <= start or excess <= 0:
             return state

@@ -69,7 +69,7 @@ class Config:
     preserve_system: bool = True
     safety_margin: int = 1000
     summary_max_tokens: int = 2000
-    summary_budget_ratio: float = 0.2
+    summary_budget_ratio: float = 0.25
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     prompt_dir: str | None = None
     storage_path: str | None = None
@@ -96,11 +96,11 @@ class Config:
     """While Redis is unreachable, how often (at most) to check whether it is back."""
     observation_masking: bool = True
     """Mask old tool outputs before summarizing (the hybrid); false: summarize only."""
-    mask_min_chars: int = 1000
+    mask_min_chars: int = 600
     """Tool outputs and call arguments longer than this are masked; shorter ones stay as they are."""
     mask_keep_recent: int = 5
-    """The newest tool outputs, which always stay verbatim."""
-    ledger_share: float = 0.4
+    """The newest tool outputs, which stay verbatim unless the next rung would take their groups whole."""
+    ledger_share: float = 0.6
     """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
     recall_tool: bool = True
     """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""

@@ -10,16 +10,27 @@ would take more than ``LATEST_SHARE`` of the room) and never dropped. The rest o
 between the sections in priority order — earlier requests (all of them, shortened step by step before
 the oldest go), decisions, earlier progress — each filling its own share first, then taking what the
 others left.
+
+Progress is every note the assistant wrote, not only the closing words of each user turn: an agent's
+user turn often runs for dozens of tool calls, and the notes between them ("All 15 tests pass", "I need
+to rename `load_transcript`") are the story of what it found and did. A note that ends a user turn is
+shortened from the front (it ends with the outcome); one written mid-turn from the back (it starts with
+what was just found, then says what comes next). A note that only announces the next call ("Let me look
+at the In class:") is left out: the call is in the working set, and the room goes to notes that found
+something.
+
+A request the view shows verbatim anyway (``pinned``: the session's first request, kept right after
+the summary) is only named, by its opening words, so the summary does not spend its room on a copy.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from .ledger import authored_text, clip
-from .messages import Message, is_user_turn
+from .messages import Message, block_text, is_user_turn
 
 REQUEST_CLIPS = (300, 150, 80, 40)
 """Lengths earlier requests are shortened to, in turn, before the oldest are dropped."""
@@ -32,6 +43,9 @@ SHARES = (("requests", 0.4), ("decisions", 0.3), ("progress", 0.3))
 QUOTE_MIN_CHARS = 20
 """Shorter asks ("yes", "go on") stay even when the previous summary contains them: that proves little."""
 QUOTE_PREFIX_CHARS = 80
+PINNED_CLIP_CHARS = 150
+"""A pinned request is named by this many of its first characters."""
+PINNED_NOTE = " (shown in full after this summary)"
 MIN_CLIP_CHARS = 20
 EMPTY_SPAN = (
     "(No requests or conclusions in this part of the conversation; its files and commands are in the working set.)"
@@ -49,6 +63,14 @@ _CHOICE = re.compile(
 )
 _INTENT = re.compile(r"\b(?:I(?:'ll| will|'m going to| am going to)|we(?:'ll| will| should)|let's|I should)\b", re.I)
 _REASON = re.compile(r"\b(?:use|using|instead|rather than|because|so that)\b", re.IGNORECASE)
+# A note that only announces the next call ("Let me look at the In class:", "Now let me run the tests."):
+# one short sentence of intent with nothing found in it. The call itself is in the working set.
+_ANNOUNCEMENT = re.compile(
+    r"(?:(?:good|great|ok|okay|perfect|alright|now|next|first|then|so)[,.!]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i need to|i'm going to)\b(?:[^.!?`\n]|\.(?=\S)){0,120}[.:!]?",
+    re.IGNORECASE,
+)
+ANNOUNCEMENT_MAX_CHARS = 140
 
 
 def is_decision(sentence: str) -> bool:
@@ -60,8 +82,8 @@ class _Section:
     items: list[str]
     """Oldest first, full length."""
     clips: tuple[int, ...]
-    tail: bool = False
-    """Shorten from the front (conclusions end with what matters) rather than the back."""
+    tails: tuple[bool, ...] = ()
+    """Per item: shorten from the front (a turn's closing words end with what matters) rather than the back."""
     noun: str = "item"
 
 
@@ -71,13 +93,16 @@ def extractive_summary(
     previous_summary: str | None,
     max_tokens: int,
     count_tokens: Callable[[str], int],
+    pinned: Collection[str] = (),
 ) -> str:
     """Summarize ``messages`` alone (the caller puts it after ``previous_summary``) within ``max_tokens``.
 
+    ``pinned``: requests the view shows verbatim beside the summary (only named here).
     Returns "" only when not even the latest request and conclusion, clipped, fit.
     """
-    requests = _requests(messages, previous_summary or "")
-    conclusions = _conclusions(messages)
+    requests = _requests(messages, previous_summary or "", pinned)
+    notes = _notes(messages)
+    conclusions = [text for text, _ in notes]
     decisions = _decisions(messages, conclusions[-1:])
     if not requests and not conclusions and not decisions:
         return EMPTY_SPAN if count_tokens(EMPTY_SPAN) <= max_tokens else ""
@@ -86,7 +111,7 @@ def extractive_summary(
     sections = {
         "requests": _Section(requests[:-1], REQUEST_CLIPS, noun="request"),
         "decisions": _Section(decisions, (DECISION_MAX_CHARS,), noun="decision"),
-        "progress": _Section(conclusions[:-1], CONCLUSION_CLIPS, tail=True, noun="step"),
+        "progress": _Section(conclusions[:-1], CONCLUSION_CLIPS, tuple(t for _, t in notes[:-1]), noun="step"),
     }
     base = _compose(latest_request, {}, latest_conclusion)
     if count_tokens(base) > max_tokens:
@@ -126,7 +151,8 @@ def _pack(section: _Section, room: int, count: Callable[[str], int]) -> tuple[li
         return [], 0, True
     lines: list[str] = []
     for step, limit in enumerate(section.clips):
-        lines = [f"- {_shorten(item, limit, section.tail)}" for item in section.items]
+        tails = section.tails or (False,) * len(section.items)
+        lines = [f"- {_shorten(item, limit, tail)}" for item, tail in zip(section.items, tails, strict=True)]
         cost = count("\n".join(lines))
         if cost <= room:
             return lines, cost, step == 0
@@ -187,11 +213,21 @@ def _squeeze(requests: list[str], conclusions: list[str], max_tokens: int, count
     return ""
 
 
-def _requests(messages: list[Message], previous_summary: str) -> list[str]:
-    """User asks, oldest first: a repeat keeps its latest place, and asks already quoted are left out."""
+def _requests(messages: list[Message], previous_summary: str, pinned: Collection[str] = ()) -> list[str]:
+    """User asks, oldest first: a repeat keeps its latest place, asks already quoted are left out, and a
+    pinned one is named by its opening words."""
+    shown = {" ".join(text.split()) for text in pinned}
     asks = [" ".join(text.split()) for text in (authored_text(m) for m in messages if is_user_turn(m)) if text]
+    asks = [_named(a) if a in shown else a for a in asks]
     kept = [a for a in asks if len(a) < QUOTE_MIN_CHARS or _quote(a) not in previous_summary]
     return _dedup_keep_last(kept)
+
+
+def _named(request: str) -> str:
+    """A pinned request, by its opening words (whole when it is no longer than the note saying so)."""
+    if len(request) <= PINNED_CLIP_CHARS:
+        return request
+    return clip(request, PINNED_CLIP_CHARS) + PINNED_NOTE
 
 
 def _quote(text: str) -> str:
@@ -203,20 +239,42 @@ def _dedup_keep_last(items: list[str]) -> list[str]:
     return list(reversed(dict.fromkeys(reversed(items))))
 
 
-def _conclusions(messages: list[Message]) -> list[str]:
-    """The closing words of each assistant turn (its last text), oldest first."""
-    finals: list[str] = []
-    turn_text = ""
+def _notes(messages: list[Message]) -> list[tuple[str, bool]]:
+    """Each text the assistant wrote, oldest first, and whether it closed a user turn (a repeat keeps its
+    latest place)."""
+    notes: list[tuple[str, bool]] = []
     for message in messages:
         if is_user_turn(message):
-            if turn_text:
-                finals.append(turn_text)
-            turn_text = ""
+            if notes:
+                notes[-1] = (notes[-1][0], True)
         elif message.get("role") == "assistant":
-            turn_text = authored_text(message) or turn_text
-    if turn_text:
-        finals.append(turn_text)
-    return _dedup_keep_last([_flat_lines(text) for text in finals])
+            text = _flat_lines(authored_text(message) or _reasoning(message))
+            if text:
+                notes.append((text, False))
+    if notes:
+        notes[-1] = (notes[-1][0], True)
+    closing = {text for text, closes in notes if closes}
+    latest = notes[-1][0] if notes else ""
+    texts = _dedup_keep_last([text for text, _ in notes if text == latest or not is_announcement(text)])
+    return [(text, text in closing) for text in texts]
+
+
+def _reasoning(message: Message) -> str:
+    """The reasoning a model returned beside an empty reply: ``reasoning_content`` (DeepSeek-style reasoners
+    answer with it and a bare tool call) or thinking blocks; then it is all the assistant said."""
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return reasoning.strip()
+    content = message.get("content")
+    blocks = (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "thinking"] if isinstance(content, list) else []
+    )
+    return "\n".join(block_text(b) for b in blocks).strip()
+
+
+def is_announcement(note: str) -> bool:
+    """A note that only says which call comes next; the latest note is kept even so (it may be all there is)."""
+    return len(note) <= ANNOUNCEMENT_MAX_CHARS and bool(_ANNOUNCEMENT.fullmatch(note.strip()))
 
 
 def _flat_lines(text: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .definitions import changed_names
 from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls
 
 ERROR_MAX_CHARS = 200
@@ -45,6 +46,18 @@ _MOVE_KEYS = (
 )
 _WORKDIR_KEYS = ("cwd", "workdir", "working_dir", "working_directory", "directory")
 _COMMAND_KEYS = ("command", "cmd")
+_NEW_TEXT_KEYS = (
+    "content",
+    "contents",
+    "file_text",
+    "new_string",
+    "new_str",
+    "new_text",
+    "text",
+    "code",
+    "insert_text",
+)
+_OLD_TEXT_KEYS = ("old_string", "old_str", "old_text")
 _EDITOR_COMMANDS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """``str_replace_based_edit_tool`` and its kin: one tool, the action named by its ``command`` argument."""
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
@@ -75,6 +88,12 @@ _PATH_TOKEN = re.compile(r"^[\w.~+@/-]+$")
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
 _LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
 _ASSIGNMENT = re.compile(r"^\w+=")
+_OUTPUT_WINDOW = re.compile(r"(?:\s+2>&1)?\s*\|\s*(?:head|tail)(?:\s+(?:-n\s*\+?\d+|-\d+|-c\s*\d+|--lines=\d+))*\s*$")
+"""A trailing ``| head -N`` / ``| tail -N`` (after an optional ``2>&1``): which part of the output was shown."""
+_GIT_HISTORY = re.compile(r"\bgit (?:log|rev-parse|show|reflog)\b")
+_LEADING_SHA = re.compile(r"([0-9a-f]{7,40})(?:\s|$)")
+_FIND_PATTERNS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-newer"})
+"""``find`` options whose value is a pattern (or a reference file), not a file the command acts on."""
 _PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S+)|^\*\*\* Move to: (\S+)|^(---|\+\+\+) (\S+)")
 _URL = re.compile(r"https?://[^\s<>\"'`\\)\]}]+")
 _URL_TRAILING = ".,;:!?*"
@@ -102,11 +121,26 @@ _COMMIT = re.compile(
 )
 
 # Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
-_FAILURE_HINTS = ("Traceback", "rror:", "ERROR:", "FAILED", "fatal:", "fail")
+_FAILURE_HINTS = (
+    "Traceback",
+    "rror:",
+    "ERROR:",
+    "FAILED",
+    "fatal:",
+    "fail",
+    "No module named",
+    "not found",
+    "open file",
+)
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
     r"|\b[1-9]\d* (?:failed|failures?)\b"
+    r"|^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    re.MULTILINE,
 )
+"""Failure lines; the last three are what a shell or Python prints when a command cannot even start
+(``python: No module named pytest``, ``bash: line 1: tree: command not found``): the exit status often
+hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
     r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=>]?\s*(-?\d+)"
@@ -145,6 +179,10 @@ class CallOutcome:
     """The call only read (a file viewer, ``cat``, ``grep``): what it read is in the files."""
 
 
+Definitions = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""(path, names written, names removed) of one change, names in the order the text defines them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Facts:
     """Everything one run of messages (usually one group) contributes to the working set, in order."""
@@ -155,6 +193,8 @@ class Facts:
     identifiers: tuple[str, ...] = ()
     workdirs: tuple[str, ...] = ()
     """Absolute folders commands ran in (``cd /x && ...``, a ``cwd`` argument): evidence of the workspace root."""
+    definitions: tuple[Definitions, ...] = ()
+    """Per successful write or edit of a code file: what it defined and what it removed (``definitions.py``)."""
 
 
 NO_FACTS = Facts()
@@ -167,6 +207,7 @@ class _Call:
     reader: bool
     files: list[FileAction]
     search: bool = False
+    definitions: tuple[Definitions, ...] = ()
 
 
 def clip(text: str, limit: int) -> str:
@@ -182,6 +223,7 @@ def extract(messages: list[Message]) -> Facts:
     urls: list[str] = []
     ids: list[str] = []
     workdirs: list[str] = []
+    definitions: list[Definitions] = []
     waiting: dict[str, _Call] = {}
     for message in messages:
         role = message.get("role")
@@ -199,6 +241,7 @@ def extract(messages: list[Message]) -> Facts:
                 waiting[call_id] = call
             else:
                 files += call.files
+                definitions += call.definitions
         for ref, body, flagged in _results(message):
             body = _decode_json_object(body)
             text = _body_text(body)
@@ -209,17 +252,21 @@ def extract(messages: list[Message]) -> Facts:
                 continue
             outcome = _outcome(call, body, text, flagged)
             outcomes.append(outcome)
+            if outcome.ok and call.command and _GIT_HISTORY.search(call.key):
+                ids += _first_commit(text)
             if outcome.ok:
                 files += call.files
+                definitions += call.definitions
                 if call.search:
                     files += _search_hits(text)
             else:  # a call that failed read or changed nothing: its files were only named
                 files += [FileAction(USE, f.path) for f in call.files]
     for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
         files += call.files
-    if not (files or outcomes or urls or ids or workdirs):
+        definitions += call.definitions
+    if not (files or outcomes or urls or ids or workdirs or definitions):
         return NO_FACTS
-    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs))
+    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs), tuple(definitions))
 
 
 def authored_text(message: Message) -> str:
@@ -303,7 +350,7 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
     if kind == "shell" and command:
         files, reader = _shell_files(command, base, workdirs)
-        return _Call(clip(_command_summary(command), KEY_MAX_CHARS), True, reader, files)
+        return _Call(clip(_command_key(command), KEY_MAX_CHARS), True, reader, files)
     if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         kind = _EDITOR_COMMANDS[args["command"]]
     files: list[FileAction] = []
@@ -321,14 +368,30 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     if kind != "list":
         action = READ if kind == "search" else kind if kind in (READ, WRITE, EDIT, DELETE) else USE
         files += [FileAction(action, _join(base, p)) for p in paths if _is_path_value(p)]
+    target = next((p for p in paths if _is_path_value(p)), "")
+    changes: list[Definitions] = []
     if kind in (EDIT, WRITE):
         for text in _strings(args):
             if "\n" in text:
                 files += _patch_files(text, base)
-    target = next((p for p in paths if _is_path_value(p)), "")
+                changes += _patch_definitions(text, base)
+        if target:
+            changes.append(_edit_definitions(_join(base, target), args))
     key = f"{name} {target}" if target else name
     search = kind == "search" and ("grep" in name.lower() or any(k in args for k in ("pattern", "regex")))
-    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search)
+    found = tuple(c for c in changes if c[1] or c[2])
+    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search, found)
+
+
+def _edit_definitions(path: str, args: dict[str, Any]) -> Definitions:
+    """What a write or edit call's new text defines for ``path``, and what the old text it replaces did."""
+    new: list[str] = []
+    old: list[str] = []
+    for part in [args, *(e for e in args.get("edits") or () if isinstance(e, dict))]:
+        new += [v for k in _NEW_TEXT_KEYS if isinstance(v := part.get(k), str)]
+        old += [v for k in _OLD_TEXT_KEYS if isinstance(v := part.get(k), str)]
+    changed = changed_names(path, new, old)
+    return path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)
 
 
 def _is_path_value(value: str) -> bool:
@@ -367,6 +430,20 @@ def _command_summary(command: str) -> str:
     """The command on one line; a heredoc's body is left out (its first line is kept, then ``…``)."""
     script, cut = _script(command)
     return " ".join(script.split()) + (" …" if cut else "")
+
+
+def _command_key(command: str) -> str:
+    """The command as the working set keys it: on one line, without the output window it was piped through.
+
+    ``pytest -x 2>&1 | tail -50`` and ``pytest -x | head -100`` run the same tests and only show another part
+    of the output: one command with a run count, a latest outcome and whether a later run passed.
+    """
+    key = _command_summary(command)
+    while True:
+        trimmed = _OUTPUT_WINDOW.sub("", key).rstrip()
+        if trimmed == key or not trimmed:
+            return key
+        key = trimmed
 
 
 def _shell_tokens(script: str) -> list[str]:
@@ -433,6 +510,8 @@ def _simple_command(
         program, args = f"git {args[0]}", args[1:]
     if program in _SEARCHERS:
         args = _without_pattern(args)
+    elif program == "find":
+        args = [a for i, a in enumerate(args) if not (i and args[i - 1] in _FIND_PATTERNS)]
     operands = [a for a in (_path_operand(a) for a in args) if a]
     if program in ("rm", "unlink", "git rm"):
         files += [FileAction(DELETE, _join(base, p)) for p in operands]
@@ -523,6 +602,28 @@ def _patch_files(text: str, base: str | None) -> list[FileAction]:
     return files
 
 
+def _patch_definitions(text: str, base: str | None) -> list[Definitions]:
+    """What each file of an ``apply_patch`` envelope or a unified diff gains (``+`` lines) and loses (``-``)."""
+    sides: dict[str, tuple[list[str], list[str]]] = {}
+    current: tuple[list[str], list[str]] | None = None
+    for line in text.splitlines():
+        match = _PATCH_HEADER.match(line)
+        if match:
+            verb, path, _, marker, diff_path = match.groups()
+            if verb:
+                current = sides.setdefault(_join(base, path), ([], [])) if verb != "Delete" else None
+            elif marker == "+++" and diff_path != "/dev/null":
+                current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
+            continue
+        if current is not None and line[:1] in ("+", "-"):
+            current[line[0] == "-"].append(line[1:])
+    found = []
+    for path, (added, removed) in sides.items():
+        changed = changed_names(path, ["\n".join(added)], ["\n".join(removed)])
+        found.append((path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)))
+    return found
+
+
 def _strip_diff_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
 
@@ -542,6 +643,17 @@ def _search_hits(text: str) -> list[FileAction]:
 
 
 # ---------------------------------------------------------------------------------------------- text
+
+
+def _first_commit(text: str) -> list[str]:
+    """The commit a ``git log --oneline`` / ``git rev-parse`` output starts with (``41dd7fe7 Subject``): the full
+    format's ``commit <sha>`` lines are read as identifiers anyway, the one-line format's are not."""
+    for line in text.splitlines():
+        line = _TAG.sub("", line).strip()
+        if line and not line.isdigit():  # (a wrapper's ``<returncode>0</returncode>`` line)
+            match = _LEADING_SHA.match(line)
+            return [f"commit {match.group(1)}"] if match and any(c.isdigit() for c in match.group(1)) else []
+    return []
 
 
 def _urls(text: str) -> list[str]:

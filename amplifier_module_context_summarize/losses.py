@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .ledger import clip, extract
 from .messages import Message
-from .working_set import WorkingSet, canonical, named_files
+from .working_set import WorkingSet, canonical, command_in_root, named_files
 
 ITEM_MAX_CHARS = 200
 
@@ -44,7 +44,7 @@ def account(span: list[Message], shown_text: str) -> Account:
     root = working_set.root()
     found = {
         "files": [canonical(p, root) for f in facts.files for p in (f.path, f.target) if p],
-        "commands": [o.key for o in facts.outcomes if o.command],
+        "commands": [command_in_root(o.key, root) for o in facts.outcomes if o.command],
         "urls": list(facts.urls),
         "identifiers": list(facts.identifiers),
         "errors": [o.error for o in facts.outcomes if o.error],

@@ -29,10 +29,12 @@ ARGUMENT_KEEP_CHARS = 80
 
 @dataclass(frozen=True)
 class MaskSettings:
-    min_chars: int = 1000
-    """Tool outputs (and call arguments) longer than this are masked; shorter ones cost less than a placeholder."""
+    min_chars: int = 600
+    """Tool outputs (and call arguments) longer than this are masked; shorter ones cost little more than a
+    placeholder (about 200 characters with its first line and handle)."""
     keep_recent: int = 5
-    """The newest tool outputs, which always stay verbatim (the agent is still working with them)."""
+    """The newest tool outputs, which stay verbatim (the agent is still working with them) unless a summary or
+    truncation would take their groups whole (``Compaction.masked``)."""
     recall_tool: str | None = None
     """Name of the mounted tool that fetches an original by its handle, which the placeholder then names."""
 

@@ -18,6 +18,7 @@ from .breaker import CircuitBreaker
 from .compaction import Compaction, CompactionReport
 from .flight import SingleFlight
 from .history import History
+from .ledger import authored_text
 from .messages import Message
 from .offline_merge import merge_summaries
 from .state import Segment
@@ -28,6 +29,15 @@ logger = logging.getLogger(__name__)
 
 MAX_REMEMBERED_FAILURES = 1024
 """Failed spans remembered for their cooldown; the oldest are forgotten first (a long session stays bounded)."""
+
+
+def pinned_requests(history: History, start: int, end: int) -> tuple[str, ...]:
+    """The session's first request, when groups ``[start, end)`` hold it: every view that shows their summary
+    also shows it verbatim (``state.pins_for``), so a summary need not repeat it."""
+    first = history.first_request
+    if first < 0 or end <= start or not history.groups[start].start <= first < history.groups[end - 1].end:
+        return ()
+    return (authored_text(history.messages[first]),)
 
 
 class SegmentSource:
@@ -60,19 +70,26 @@ class SegmentSource:
     def key(history: History, start: int, end: int) -> tuple[str, str]:
         return history.chain_at(start), history.chain_at(end)
 
-    async def summary(self, job: Compaction, start: int, end: int, previous: str | None) -> Segment:
-        """The summary of groups ``[start, end)``, from the store when it has it."""
+    async def summary(
+        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment:
+        """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
+        below the summarizer's output cap)."""
         history, report = job.history, job.report
         key = self.key(history, start, end)
         cached = await self.store.get(*key)
         if cached is not None:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
-        span = job.span(start, end)
+        span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
-            outcome = self.summarizer.extractive(span, previous, fallback=COOLDOWN)
+            outcome = self.summarizer.extractive(
+                span, previous, fallback=COOLDOWN, pinned=pinned, max_tokens=max_tokens
+            )
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
-            outcome = self.summarizer.extractive(span, previous, fallback=CIRCUIT_OPEN)
+            outcome = self.summarizer.extractive(
+                span, previous, fallback=CIRCUIT_OPEN, pinned=pinned, max_tokens=max_tokens
+            )
         else:
             peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
             if peer is not None:  # another worker paid for it while we waited
@@ -80,15 +97,20 @@ class SegmentSource:
                 return Segment(start, end, peer.text, peer.tokens, peer.tier)
             try:
                 with self.quiet():
-                    outcome = await self.summarizer.summarize(span, previous, job.provider, deadline=job.deadline)
+                    outcome = await self.summarizer.summarize(
+                        span, previous, job.provider, deadline=job.deadline, pinned=pinned, max_tokens=max_tokens
+                    )
                 self.note_health(outcome)
                 return await self.record(key, start, end, outcome, tier=0, report=report)
             finally:
                 await self.flight.release(key)
         return await self.record(key, start, end, outcome, tier=0, report=report)
 
-    async def merge(self, job: Compaction, parts: list[Segment]) -> Segment:
-        """One higher-tier summary for consecutive segments (cached only when smaller than its parts)."""
+    async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:
+        """One higher-tier summary for consecutive segments (cached only when smaller than its parts).
+
+        ``max_tokens``: the offline merge's size, when smaller than the summarizer's output cap.
+        """
         history, report = job.history, job.report
         start, end = parts[0].start, parts[-1].end
         key = self.key(history, start, end)
@@ -100,7 +122,7 @@ class SegmentSource:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         try:
-            outcome = await self._merged(job, parts, key)
+            outcome = await self._merged(job, parts, key, max_tokens)
             # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
             # store would take it); the cooldown keeps an LLM merge from being asked again at once.
             smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
@@ -108,7 +130,9 @@ class SegmentSource:
         finally:
             await self.flight.release(key)
 
-    async def _merged(self, job: Compaction, parts: list[Segment], key: tuple[str, str]) -> Outcome:
+    async def _merged(
+        self, job: Compaction, parts: list[Segment], key: tuple[str, str], max_tokens: int | None = None
+    ) -> Outcome:
         """Merge with the LLM; the offline merge of the parts' texts is the fallback (and the offline way).
 
         The offline merge reads the summaries, not the span they stand for, so its cost stays bounded
@@ -116,25 +140,37 @@ class SegmentSource:
         """
         texts = [p.text for p in parts]
         if self.summarizer.backend is None:
-            return self._merged_offline(job, parts, None)
+            return self._merged_offline(job, parts, None, max_tokens)
         if self.cooling_down(key):
-            return self._merged_offline(job, parts, COOLDOWN)
+            return self._merged_offline(job, parts, COOLDOWN, max_tokens)
         if not self.breaker.allows_call():
-            return self._merged_offline(job, parts, CIRCUIT_OPEN)
+            return self._merged_offline(job, parts, CIRCUIT_OPEN, max_tokens)
         try:
             with self.quiet():
-                outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline)
+                outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline, max_tokens=max_tokens)
         except Exception as exc:
             self.breaker.record_failure()
-            return self._merged_offline(job, parts, getattr(exc, "category", ERROR))
+            return self._merged_offline(job, parts, getattr(exc, "category", ERROR), max_tokens)
         self.breaker.record_success()
         return outcome
 
-    def _merged_offline(self, job: Compaction, parts: list[Segment], fallback: str | None) -> Outcome:
-        limit = self.summarizer.settings.max_output_tokens
-        text = merge_summaries([p.text for p in parts], limit, self.summarizer.count_text)
+    def _merged_offline(
+        self, job: Compaction, parts: list[Segment], fallback: str | None, max_tokens: int | None = None
+    ) -> Outcome:
+        texts, cap, count = (
+            [p.text for p in parts],
+            self.summarizer.settings.max_output_tokens,
+            self.summarizer.count_text,
+        )
+        text = merge_summaries(texts, min(cap, max_tokens), count) if max_tokens is not None else ""
+        if not text:  # the smaller size asked for is too small for even one item each: the output cap, then
+            text = merge_summaries(texts, cap, count)
         if not text:  # not one item fits: read the span after all (rare; its cost is then the span's)
-            return self.summarizer.extractive(job.span(parts[0].start, parts[-1].end), None, fallback=fallback)
+            start, end = parts[0].start, parts[-1].end
+            pinned = pinned_requests(job.history, start, end)
+            return self.summarizer.extractive(
+                job.span(start, end), None, fallback=fallback, pinned=pinned, max_tokens=max_tokens
+            )
         return Outcome(text=text, fallback=fallback)
 
     async def prefetched(
@@ -156,7 +192,9 @@ class SegmentSource:
         try:
             span = (span_of or history.span)(start, end)
             with self.quiet():
-                outcome = await self.summarizer.summarize(span, previous, provider)
+                outcome = await self.summarizer.summarize(
+                    span, previous, provider, pinned=pinned_requests(history, start, end)
+                )
         except Exception as exc:  # background work reports; it never raises into the loop
             self.cool_down(key)
             return Outcome(text="", fallback=type(exc).__name__)

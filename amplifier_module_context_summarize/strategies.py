@@ -21,7 +21,7 @@ from .backends.base import ERROR
 from .compaction import Compaction
 from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
-from .segments import SegmentSource
+from .segments import SegmentSource, pinned_requests
 from .state import CompactionState, Segment
 from .working_set import shown_tokens
 
@@ -29,8 +29,25 @@ logger = logging.getLogger(__name__)
 
 MIN_SHRUNK_SUMMARY_TOKENS = 64
 """Below this a re-rendered summary says too little to be worth more than the truncation marker."""
+MERGE_SHARE = 0.5
+"""A tier merge folds the summary down to this share of its room, so that the next segments fit without one:
+the same hysteresis as compaction (threshold, then target), applied to the summary's own room."""
+SEGMENT_SHARE = 0.25
+"""Share of the summary's room a new segment summary is asked to fill (when below the output cap, i.e. on
+small budgets): beside a merged summary (``MERGE_SHARE``) two new segments fit before the next merge."""
+MIN_MERGE_TOKENS = 256
+"""Smallest size a merge or a segment is asked for (an offline merge that cannot fit one item each uses the
+output cap instead)."""
 EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
+
+
+def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens: int, output_cap: int) -> int:
+    """The size a new segment summary is asked for: the summarizer's output cap, or, when the budget is small,
+    ``SEGMENT_SHARE`` of the summary's room (its share less the working set's), so that new segments fit beside
+    a merged summary instead of forcing a merge at every compaction."""
+    room = int(budget * summary_budget_ratio) - working_set_tokens
+    return max(min(output_cap, int(room * SEGMENT_SHARE)), MIN_MERGE_TOKENS)
 
 
 class TruncateStrategy:
@@ -47,7 +64,11 @@ class MaskStrategy:
 
     async def compact(self, job: Compaction) -> CompactionState:
         state = job.masked(job.state)
-        return state if job.within_target(state) else job.truncated(state)
+        if job.within_target(state):
+            return state
+        truncated = job.truncated(state)
+        wider = job.masked(state, truncated.boundary)  # groups truncation would drop whole: mask them instead
+        return wider if wider is not state and job.within_target(wider) else truncated
 
 
 class SummarizeStrategy:
@@ -73,6 +94,11 @@ class SummarizeStrategy:
             return state  # masking alone was enough: no summary to pay for
         planned = job.shown(state).summary_tokens + job.summary_allowance
         end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
+        wider = job.masked(state, end)
+        if wider is not state and job.within_target(wider):
+            # The summary would take groups whose outputs masking kept as recent: masking them is enough,
+            # and keeps their calls and the assistant's words that a summary would paraphrase.
+            return wider
         if not job.moves(state, end):
             # Nothing to cut, or only system messages: a new summary could only add. A summary over its share
             # (walked back from a store another cut of this history filled) is still folded to it.
@@ -114,7 +140,11 @@ class SummarizeStrategy:
         start, end = state.segments[0].start, state.summarized_end
         if room >= MIN_SHRUNK_SUMMARY_TOKENS:
             text = extractive_summary(
-                job.span(start, end), previous_summary=None, max_tokens=room, count_tokens=job.counter.count_text
+                job.span(start, end),
+                previous_summary=None,
+                max_tokens=room,
+                count_tokens=job.counter.count_text,
+                pinned=pinned_requests(job.history, start, end),
             )
             tier = max(s.tier for s in state.segments) + 1
             segment = Segment(start, end, text, job.counter.count_text(text), tier)
@@ -124,8 +154,16 @@ class SummarizeStrategy:
                 return shrunk
         return marker
 
+    def segment_tokens(self, job: Compaction) -> int:
+        """The size a new segment summary is asked for (``segment_tokens``)."""
+        return segment_tokens(
+            job.limits.budget, self.summary_budget_ratio, job.working_set_tokens, job.summary_allowance
+        )
+
     async def _extend(self, job: Compaction, state: CompactionState, end: int) -> CompactionState:
-        segment = await self.segments.summary(job, state.boundary, end, state.summary_text)
+        segment = await self.segments.summary(
+            job, state.boundary, end, state.summary_text, max_tokens=self.segment_tokens(job)
+        )
         state = state.with_segments([*state.segments, segment], end)
         return await self._merge_tiers(job, state)
 
@@ -135,14 +173,22 @@ class SummarizeStrategy:
         return await self.segments.ready_end(job, job.near_target)
 
     async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
-        """Fold the oldest segment summaries into one higher tier while the summary is over its share."""
+        """Fold the oldest segment summaries into one higher tier while the summary is over its share.
+
+        Each merge is asked to bring the summary to ``MERGE_SHARE`` of its room (the merged part to at least
+        half of that), not just under it: a summary merged to just under its room would need another merge
+        at the very next compaction.
+        """
         allowance = int(job.limits.budget * self.summary_budget_ratio) - shown_tokens(job, state)
         while True:
             count = split_for_tiers([s.tokens for s in state.segments], allowance)
             if count == 0:
                 return state
             parts = list(state.segments[:count])
-            merged = await self.segments.merge(job, parts)
+            rest = sum(s.tokens for s in state.segments[count:])
+            target = int(allowance * MERGE_SHARE)
+            room = max(target - rest, target // 2, MIN_MERGE_TOKENS)
+            merged = await self.segments.merge(job, parts, room)
             if merged.tokens >= sum(p.tokens for p in parts):
                 return state
             state = state.with_segments([merged, *state.segments[count:]], state.boundary)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,13 +79,23 @@ class SpanSummarizer:
     def model(self) -> str | None:
         return self.backend.model if self.backend else None
 
-    def extractive(self, messages: list[Message], previous_summary: str | None, fallback: str | None) -> Outcome:
+    def extractive(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        fallback: str | None,
+        pinned: Collection[str] = (),
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """``pinned``: requests the view shows verbatim beside the summary (the extractive summary only names them);
+        ``max_tokens``: the summary's size when below the output cap."""
         try:
             text = extractive_summary(
                 messages,
                 previous_summary=previous_summary,
-                max_tokens=self.settings.max_output_tokens,
+                max_tokens=self._cap(max_tokens),
                 count_tokens=self.count_text,
+                pinned=pinned,
             )
         except Exception as exc:  # the last rung before truncation must not take the agent down
             logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
@@ -118,28 +128,43 @@ class SpanSummarizer:
         previous_summary: str | None,
         provider: Any | None = None,
         deadline: float | None = None,
+        pinned: Collection[str] = (),
+        max_tokens: int | None = None,
     ) -> Outcome:
-        """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary."""
+        """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary; ``pinned`` is
+        for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
+        (the model is asked for fewer words; its output cap stays)."""
         if self.backend is None:
-            return self.extractive(messages, previous_summary, fallback=None)
+            return self.extractive(messages, previous_summary, fallback=None, pinned=pinned, max_tokens=max_tokens)
         outcome = Outcome(text="")
         try:
-            parts = await self._summarize_fragments(messages, previous_summary, provider, outcome, 0, deadline)
+            parts = await self._summarize_fragments(
+                messages, previous_summary, provider, outcome, 0, deadline, max_tokens
+            )
         except BackendError as exc:
             logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
-            fallback = self.extractive(messages, previous_summary, fallback=exc.category)
+            fallback = self.extractive(
+                messages, previous_summary, fallback=exc.category, pinned=pinned, max_tokens=max_tokens
+            )
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
         outcome.text = scrub_text("\n\n".join(parts))
         return outcome
 
-    async def merge(self, summaries: list[str], provider: Any | None = None, deadline: float | None = None) -> Outcome:
-        """One higher-tier summary standing for several consecutive ones."""
+    async def merge(
+        self,
+        summaries: list[str],
+        provider: Any | None = None,
+        deadline: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """One higher-tier summary standing for several consecutive ones (asked to keep within ``max_tokens``
+        when that is below the output cap)."""
         if self.backend is None:
             raise BackendError(ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
-        prompt = self.prompts.user("merge", transcript=transcript, max_words=str(self._max_words()))
+        prompt = self.prompts.user("merge", transcript=transcript, max_words=str(self._max_words(max_tokens)))
         outcome = Outcome(text="")
         outcome.text = await self._ask("merge", prompt, self.count_text(transcript), provider, outcome, deadline)
         return outcome
@@ -152,19 +177,20 @@ class SpanSummarizer:
         outcome: Outcome,
         depth: int,
         deadline: float | None,
+        max_tokens: int | None = None,
     ) -> list[str]:
         """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
         transcript = render_transcript(messages)
         source_tokens = self.count_text(transcript)
         if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
         if source_tokens > self.settings.max_input_tokens:
             transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
         prompt = self.prompts.user(
             "summarize",
             previous_section=_previous_section(previous_summary),
             continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
-            max_words=str(self._max_words()),
+            max_words=str(self._max_words(max_tokens)),
             transcript=transcript,
         )
         try:
@@ -172,7 +198,7 @@ class SpanSummarizer:
         except BackendError as exc:
             if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
 
     async def _split(
         self,
@@ -182,13 +208,16 @@ class SpanSummarizer:
         outcome: Outcome,
         depth: int,
         deadline: float | None,
+        max_tokens: int | None = None,
     ) -> list[str]:
         middle = len(messages) // 2
         first = await self._summarize_fragments(
-            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline
+            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens
         )
         context = "\n\n".join(p for p in [previous_summary, *first] if p)
-        second = await self._summarize_fragments(messages[middle:], context, provider, outcome, depth + 1, deadline)
+        second = await self._summarize_fragments(
+            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens
+        )
         return first + second
 
     async def _ask(
@@ -228,8 +257,13 @@ class SpanSummarizer:
             return NOT_SMALLER
         return None
 
-    def _max_words(self) -> int:
-        return max(int(self.settings.max_output_tokens * 0.6), 30)
+    def _cap(self, max_tokens: int | None) -> int:
+        """The size asked for: the output cap, or ``max_tokens`` when smaller."""
+        cap = self.settings.max_output_tokens
+        return cap if max_tokens is None else max(min(max_tokens, cap), 1)
+
+    def _max_words(self, max_tokens: int | None = None) -> int:
+        return max(int(self._cap(max_tokens) * 0.6), 30)
 
 
 def same_model(answered: str, requested: str) -> bool:

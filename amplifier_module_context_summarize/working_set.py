@@ -5,6 +5,8 @@ or rewritten by an LLM) for the groups the summary covers:
 
 * files with their state (created, edited, moved, deleted; read or used), one spelling each, relative to
   the workspace root the session shows, changed files first, grouped by folder when room is short;
+* the definitions (functions, classes, constants) the changes wrote into each file still there, newest
+  change first, and the ones they removed (``definitions.py``);
 * commands de-duplicated with their latest outcome, run count and last failure (said to be resolved when
   a later run passed); failures of other tools; identifiers; URLs.
 
@@ -15,9 +17,10 @@ and the arguments alone, so a resumed session renders it byte for byte the same.
 Within ``max_tokens`` the section shrinks along a fixed ladder (``_Layout._ladder``): folders fold to the
 names of their files (``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs,
 succeeded commands (reads first), a command's earlier failures, the older names of read folders
-(``lib/x/ — 7 read or used: a.ex, b.ex, c.ex, +4 more``), resolved failures, read folders, identifiers and
-failing commands go; only then do changed folders keep just their newest names, and go. Whatever is
-dropped is counted in the text (``- +12 more read or used files in 3 folders``).
+(``lib/x/ — 7 read or used: a.ex, b.ex, c.ex, +4 more``), a file's definitions beyond its newest three,
+resolved failures, read folders, definitions, identifiers and failing commands go; only then do changed
+folders keep just their newest names, and go. Whatever is dropped is counted in the text (``- +12 more read
+or used files in 3 folders``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 HEADING = "### Working set"
 FOLD_KEEP = 3
 """Names a folded folder still lists (its most recently touched files)."""
+DEFINITIONS_KEEP = 8
+"""Names of definitions listed per changed file (its newest change's first)."""
 COMMAND_MAX_CHARS = 160
 EARLIER_FAILURES = 2
 """Distinct failures of one command kept before its last one (the first lines to go when room is short)."""
@@ -83,6 +88,8 @@ class WorkingSet:
         """Keys whose last failure a later successful run followed."""
         self.urls: dict[str, int] = {}
         self.ids: dict[str, int] = {}
+        self.definitions: dict[str, dict[str, tuple[int, int, bool]]] = {}
+        """Path (as spelled) -> name -> (seq of the change that last touched it, place in it, removed)."""
 
     def copy(self) -> WorkingSet:
         other = WorkingSet()
@@ -92,6 +99,7 @@ class WorkingSet:
         other.absolute_by_name, other.relative_by_name = dict(self.absolute_by_name), dict(self.relative_by_name)
         other.commands, other.errors, other.resolved = dict(self.commands), dict(self.errors), dict(self.resolved)
         other.urls, other.ids = dict(self.urls), dict(self.ids)
+        other.definitions = {path: dict(names) for path, names in self.definitions.items()}
         return other
 
     # ------------------------------------------------------------------ folding
@@ -128,6 +136,12 @@ class WorkingSet:
             self._identifier(identifier)
         for folder in facts.workdirs:
             self.votes[folder] += 1
+        for path, written, removed in facts.definitions:
+            self.seq += 1
+            names = self.definitions.setdefault(path, {})
+            for place, (name, gone) in enumerate([*((n, False) for n in written), *((n, True) for n in removed)]):
+                names.pop(name, None)
+                names[name] = (self.seq, place, gone)
 
     def _touch(self, path: str, action: str, moved_from: str = "") -> None:
         record = self.files.get(path)
@@ -267,6 +281,12 @@ class FileEntry:
         return self.state in _CHANGED_ORDER
 
 
+def command_in_root(command: str, root: str | None) -> str:
+    """``command`` without a leading ``cd <root> &&`` (it ran where the working set's paths are relative to)."""
+    prefix = f"cd {root} && " if root else ""
+    return command[len(prefix) :] if prefix and command.startswith(prefix) and len(command) > len(prefix) else command
+
+
 def canonical(path: str, root: str | None) -> str:
     """The one spelling of ``path``: relative to ``root`` when under it, normalised, ``./`` dropped."""
     if path.startswith("~"):
@@ -335,12 +355,15 @@ class _Layout:
     root: str | None = None
     changed: list[_Folder] = field(default_factory=list)
     seen: list[_Folder] = field(default_factory=list)
+    definitions: list[_Item] = field(default_factory=list)
     commands: list[_Item] = field(default_factory=list)
     errors: list[_Item] = field(default_factory=list)
     ids: list[_Item] = field(default_factory=list)
     urls: list[_Item] = field(default_factory=list)
     ladder: list[tuple[str, int]] = field(default_factory=list)
     relative: bool = False
+    in_root: bool = False
+    """Some command is shown without its ``cd <root> &&``."""
     folder_lines: dict[tuple[int, str], list[str]] = field(default_factory=dict)
     """A folder's lines by its shape on the ladder, made once per render."""
     gone: Counter[str] = field(default_factory=Counter)
@@ -350,10 +373,12 @@ class _Layout:
         ws = self.working_set
         limit = max(self.max_tokens // 3, 1)
         self.root = ws.root()
-        entries = [e for e in ws.entries() if e.state != MOVED_AWAY]
+        every = ws.entries()
+        entries = [e for e in every if e.state != MOVED_AWAY]
         self.relative = self.root is not None and any(not e.path.startswith(("/", "~")) for e in entries)
         self.changed = self._newest_folders(_folders([e for e in entries if e.changed], changed=True), limit)
         self.seen = self._newest_folders(_folders([e for e in entries if not e.changed], changed=False), limit)
+        self.definitions = self._definitions({e.path: e.state for e in every}, limit)
         self.commands = self._commands()
         self.errors = self._errors()
         ids = sorted(ws.ids.items(), key=itemgetter(1))[-max(self.max_tokens // 2, 1) :]
@@ -364,14 +389,24 @@ class _Layout:
         self.gone["URL"] = len(ws.urls) - len(urls)
         kept = {url for url, _ in urls}
         self.urls = [_Item(clip(url, URL_MAX_CHARS), seq) for url, seq in ws.urls.items() if url in kept]
-        items: list[_Folder | _Item] = [*self.changed, *self.seen, *self.commands, *self.errors, *self.ids, *self.urls]
+        items: list[_Folder | _Item] = [
+            *self.changed,
+            *self.seen,
+            *self.definitions,
+            *self.commands,
+            *self.errors,
+            *self.ids,
+            *self.urls,
+        ]
         for ident, item in enumerate(items):
             item.ident = ident
         self.ladder = self._ladder()
 
     @property
     def empty(self) -> bool:
-        return not (self.changed or self.seen or self.commands or self.errors or self.ids or self.urls)
+        return not (
+            self.changed or self.seen or self.definitions or self.commands or self.errors or self.ids or self.urls
+        )
 
     def _newest_folders(self, folders: list[_Folder], limit: int) -> list[_Folder]:
         if len(folders) <= limit:
@@ -384,14 +419,53 @@ class _Layout:
                 self.gone[f"{noun} folders"] += 1
         return [f for f in folders if id(f) in newest]
 
+    def _definitions(self, states: dict[str, str], limit: int) -> list[_Item]:
+        """Per file still there, the names its changes defined (newest change first) and removed; by path."""
+        merged: dict[str, dict[str, tuple[int, int, bool]]] = {}
+        for spelling, names in self.working_set.definitions.items():
+            path = canonical(spelling, self.root)
+            if states.get(path) in (DELETED, MOVED_AWAY):
+                continue
+            known = merged.setdefault(path, {})
+            for name, mark in names.items():
+                if name not in known or mark[:2] > known[name][:2]:
+                    known[name] = mark
+        items = []
+        for path, names in merged.items():
+            order = sorted(names, key=lambda n: (-names[n][0], names[n][1]))
+            written = [n for n in order if not names[n][2]]
+            removed = [n for n in order if names[n][2]]
+            items.append(_definition_item(path, written, removed, max(mark[0] for mark in names.values())))
+        if len(items) > limit:
+            self.gone["definitions"] = len(items) - limit
+            items = sorted(items, key=_last)[-limit:]
+        return sorted(items, key=lambda item: item.text)
+
     def _commands(self) -> list[_Item]:
-        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is)."""
+        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is).
+
+        A command that ran in the workspace root is shown without its ``cd <root> &&`` (``command_in_root``):
+        the section says where paths are relative to, and ``X`` and ``cd <root> && X`` are one command.
+        """
         ws = self.working_set
-        ranked = []
+        merged: dict[str, list[Any]] = {}
         for key, (seq, runs, ok, label, reads) in ws.commands.items():
-            failure = ws.errors.get(key)
+            shown, failure = command_in_root(key, self.root), ws.errors.get(key)
+            self.in_root = self.in_root or shown != key
+            known = merged.get(shown)
+            if known is None:
+                merged[shown] = [seq, runs, ok, label, reads, failure]
+                continue
+            if seq > known[0]:
+                known[0], known[2], known[3] = seq, ok, label
+            known[1] += runs
+            known[4] = known[4] and reads
+            if failure is not None and (known[5] is None or failure[0] > known[5][0]):
+                known[5] = failure
+        ranked = []
+        for shown, (seq, runs, ok, label, reads, failure) in merged.items():
             rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-            ranked.append((rank, seq, key, runs, label, failure))
+            ranked.append((rank, seq, shown, runs, label, failure))
         items = self._newest_fitting(ranked, self._command_item)
         self.gone["command"] = len(ranked) - len(items)
         return items
@@ -454,8 +528,10 @@ class _Layout:
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 1)]
         steps += [(TRIM, c.ident) for c in oldest(c for c in calls if c.short)]
         steps += [(TRIM, f.ident) for f in oldest(self.seen) if len(f.files) > FOLD_KEEP + 1]
+        steps += [(TRIM, d.ident) for d in oldest(self.definitions) if d.short]
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 2)]
         steps += [(DROP, f.ident) for f in oldest(self.seen)]
+        steps += [(DROP, d.ident) for d in oldest(self.definitions)]
         steps += [(DROP, i.ident) for i in oldest(self.ids)]
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 3)]
         steps += [(TRIM, f.ident) for f in oldest(self.changed) if len(f.files) > FOLD_KEEP + 1]
@@ -469,7 +545,8 @@ class _Layout:
             shape[ident] = kind
         lines = [HEADING]
         if self.relative:
-            lines.append(f"Paths are relative to {self.root}.")
+            cd = f" Commands run there are shown without `cd {self.root} &&`." if self.in_root else ""
+            lines.append(f"Paths are relative to {self.root}.{cd}")
         for title, folders, kind, noun in (
             ("Files changed:", self.changed, "changed", "changed"),
             ("Files read or used:", self.seen, "seen", "read or used"),
@@ -488,6 +565,16 @@ class _Layout:
             if files:
                 where = len(gone) + self.gone[f"{kind} folders"]
                 lines.append(f"- +{files} more {noun} {_noun(files, 'file')} in {where} {_noun(where, 'folder')}")
+        if self.definitions:
+            lines.append("Definitions written (newest first; · removed):")
+            for item in self.definitions:
+                if item.ident not in shape:
+                    lines.append(f"- {item.text}")
+                elif shape[item.ident] == TRIM:
+                    lines.append(f"- {item.short}")
+            gone_count = sum(1 for d in self.definitions if shape.get(d.ident) == DROP) + self.gone["definitions"]
+            if gone_count:
+                lines.append(f"- +{gone_count} more changed {_noun(gone_count, 'file')} with definitions")
         for title, items, noun in (
             ("Commands (latest outcome, last failure):", self.commands, "command"),
             ("Tool errors (last failure of each):", self.errors, "error"),
@@ -551,6 +638,22 @@ def _folder_lines(folder: _Folder, shape: str) -> list[str]:
     return [f"- {folder.heading} — {len(folder.files)} read or used: {', '.join(names)}"]
 
 
+def _definition_item(path: str, written: list[str], removed: list[str], last: int) -> _Item:
+    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; trimmed,
+    ``FOLD_KEEP`` written names and the count of the rest."""
+
+    def names(found: list[str], keep: int) -> str:
+        more = len(found) - keep
+        return ", ".join(found[:keep]) + (f", +{more} more" if more > 0 else "")
+
+    if not written:
+        return _Item(f"{path}: removed: {names(removed, FOLD_KEEP)}", last)
+    gone = f" · removed: {names(removed, FOLD_KEEP)}" if removed else ""
+    text = f"{path}: {names(written, DEFINITIONS_KEEP)}{gone}"
+    short = f"{path}: {names(written, FOLD_KEEP)}" + (f" · {len(removed)} removed" if removed else "")
+    return _Item(text, last, short=short if short != text else "")
+
+
 def _with_source(name: str, entry: FileEntry) -> str:
     return f"{name} (from {entry.moved_from})" if entry.moved_from else name
 
@@ -602,13 +705,18 @@ class FactsLog:
 def _plain(facts: Facts) -> tuple[Any, ...]:
     files = tuple((f.action, f.path, f.target) for f in facts.files)
     outcomes = tuple((o.key, o.command, o.ok, o.label, o.error, o.reads) for o in facts.outcomes)
-    return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs)
+    return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs, facts.definitions)
 
 
 def _facts(plain: Any) -> Facts:
-    files, outcomes, urls, identifiers, workdirs = plain
+    files, outcomes, urls, identifiers, workdirs, definitions = plain
     return Facts(
-        tuple(FileAction(*f) for f in files), tuple(CallOutcome(*o) for o in outcomes), urls, identifiers, workdirs
+        tuple(FileAction(*f) for f in files),
+        tuple(CallOutcome(*o) for o in outcomes),
+        urls,
+        identifiers,
+        workdirs,
+        definitions,
     )
 
 

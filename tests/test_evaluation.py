@@ -221,6 +221,12 @@ def test_key_score_on_hand_made_views():
     assert key_score(view_text(view[:2]), ["WhereNode", "pytest"]) == (0.0, [])
 
 
+def test_a_path_key_is_found_on_its_folders_folded_line_too():
+    text = view_text([{"role": "user", "content": "Files read or used:\n- pydicom/ — read: dataset.py, multival.py"}])
+    assert key_score(text, ["pydicom/multival.py", "pydicom/valuerep.py"]) == (0.5, ["pydicom/multival.py"])
+    assert key_score(text, ["lib/multival.py", "multival"]) == (0.5, ["multival"])  # another folder: not named
+
+
 def test_parse_grade():
     assert parse_grade('{"score": 4, "reason": "fine"}') == 4.0
     assert parse_grade('Sure. {"score": "5"}') == 5.0
@@ -399,6 +405,21 @@ def test_retention_buckets_by_compactions_since_last_seen_verbatim():
     assert tallies(tracker)["1"] == (4, 4 + 3)  # step 0's two artifacts (seen again in step 3) and step 2's `ls`
     assert tracker.result.measurements == 6
     assert tracker.result.kinds["errors"].total == 0 and tracker.result.kinds["commands"].total > 0
+
+
+def test_retention_reads_files_as_the_working_set_spells_and_folds_them():
+    """A folded folder line names its files, and ``/repo/./src/a.py`` is ``src/a.py``, as for ``artifacts_kept``."""
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    steps = [*step(0, "cat /repo/./src/app/a.py"), *step(1, "cat src/app/b.py"), *step(2, "cat src/app/c.py")]
+    for message in [{"role": "system", "content": "agent"}, *steps, *step(3, "ls")]:
+        history.append(message)
+    tracker = RetentionTracker(GroupArtifacts(root="/repo"))
+    folded = "### Working set\nFiles read or used:\n- src/app/ — read: a.py, b.py\n- lib/ — read: c.py"
+    tracker.measure(history, 10, 1, [{"role": "user", "content": f"{SUMMARY_MARKER}\n{folded}"}])
+
+    files = tracker.result.kinds["files"]
+    assert (files.named, files.total) == (2, 3)  # c.py is listed under another folder: not named
+    assert [m["artifact"] for m in tracker.result.missing if m["kind"] == "files"] == ["src/app/c.py"]
 
 
 # ---------------------------------------------------------------- the judge's rubric
@@ -663,3 +684,13 @@ def test_progress_is_silent_off_a_terminal():
         bar.update()
     bar.close()
     assert stream.getvalue() == "" and bar.done == 5
+
+
+def test_retention_reads_a_command_run_in_the_root_as_the_working_set_shows_it():
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    for message in [{"role": "system", "content": "agent"}, *step(0, "cd /repo && make lint"), *step(1, "ls")]:
+        history.append(message)
+    tracker = RetentionTracker(GroupArtifacts(root="/repo"))
+    tracker.measure(history, 4, 1, [{"role": "user", "content": f"{SUMMARY_MARKER}\n- `make lint` — ok"}])
+
+    assert (tracker.result.kinds["commands"].named, tracker.result.kinds["commands"].total) == (1, 1)

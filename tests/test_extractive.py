@@ -12,7 +12,12 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.extractive import EMPTY_SPAN, extractive_summary, is_decision
+from amplifier_module_context_summarize.extractive import (
+    EMPTY_SPAN,
+    extractive_summary,
+    is_announcement,
+    is_decision,
+)
 from amplifier_module_context_summarize.testing import tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier", "mixed", "orchestrator", "orchestrator_json", "streaming")
@@ -106,7 +111,8 @@ def test_sections_are_headed_in_order(shape: str) -> None:
     assert "- The module foo is missing. I will switch to bar." in text
 
 
-def test_each_assistant_turn_contributes_its_closing_words() -> None:
+def test_every_assistant_note_is_progress_not_only_the_closing_words_of_a_turn() -> None:
+    """An agent's user turn runs for many tool calls; the notes between them are what it found and did."""
     messages = [
         {"role": "user", "content": "First task."},
         {"role": "assistant", "content": "Plan: read the code.\nStarting now."},
@@ -123,8 +129,80 @@ def test_each_assistant_turn_contributes_its_closing_words() -> None:
 
     text = summarize(messages)
 
-    assert "First task is done: renamed the field.\n- Done." in text
-    assert "Starting now" not in text and "secret" not in text
+    assert "- Plan: read the code. Starting now.\n- Intro paragraph that is long. First task is done" in text
+    assert text.endswith("renamed the field.\n- Done.")
+    assert "secret" not in text
+
+
+def test_short_of_room_a_mid_turn_note_keeps_its_start_and_a_turns_last_note_its_end() -> None:
+    found = "All 15 tests pass. " + "Then I looked at the remaining helpers one by one. " * 12 + "Next: the docs."
+    closing = "Summary of the turn. " + "Each helper moved into the shared component. " * 12 + "Bead closed."
+    messages = [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": found},
+        {"role": "assistant", "content": closing},
+        {"role": "user", "content": "Next one."},
+        {"role": "assistant", "content": "Starting."},
+    ]
+
+    text = summarize(messages, max_tokens=160, count=cl100k)
+
+    assert "- All 15 tests pass." in text and "Next: the docs." not in text
+    assert "Bead closed." in text and "Summary of the turn." not in text
+
+
+@pytest.mark.parametrize(
+    ("note", "announcement"),
+    [
+        ("Let me look at the In class:", True),
+        ("Good, now let me run the full test suite:", True),
+        ("Now let me check the AshComputer.LiveView API and existing tests.", True),
+        ("Compiles clean. Now let me check what toggle_debug does.", False),
+        ("I need to rename `load_transcript` to `load_session_data`.", False),
+        ("All 15 tests pass.", False),
+        ("Let me check the file. It has 3 errors.", False),
+    ],
+)
+def test_a_note_that_only_announces_the_next_call_is_not_progress(note: str, announcement: bool) -> None:
+    messages = [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": note},
+        {"role": "assistant", "content": "Done: the fix is in."},
+    ]
+
+    assert is_announcement(note) is announcement
+    assert (f"- {note}" in summarize(messages)) is not announcement
+    assert f"- {note}" in summarize(messages[:2])  # the latest note stays, whatever it says
+
+
+def test_a_reply_without_text_is_represented_by_its_reasoning() -> None:
+    """DeepSeek-style reasoners answer with ``reasoning_content`` and a bare call; thinking-only turns likewise."""
+    messages = [
+        {"role": "user", "content": "Fix the encoding bug."},
+        {"role": "assistant", "content": "", "reasoning_content": "The read of .sqlfluffignore has no encoding."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Position 120 is ASCII: not it."}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "hidden"}, {"type": "text", "text": "Fixed."}],
+        },
+    ]
+
+    text = summarize(messages)
+
+    assert "- The read of .sqlfluffignore has no encoding.\n- Position 120 is ASCII: not it.\n- Fixed." in text
+    assert "hidden" not in text  # a reply with text is represented by its text
+
+
+def test_a_pinned_request_is_only_named() -> None:
+    """The session's first request is shown verbatim after the summary (``state.pins_for``): no second copy."""
+    task = "Fix the parser. " + "Here is the whole issue text with its reproduction steps. " * 30
+    messages = [{"role": "user", "content": task}, {"role": "assistant", "content": "Reading the parser."}]
+
+    text = extractive_summary(messages, previous_summary=None, max_tokens=2000, count_tokens=rough, pinned=[task])
+
+    assert "- Fix the parser. Here is the whole issue" in text and "(shown in full after this summary)" in text
+    assert cl100k(text) < 100
+    assert " ".join(task.split()) in summarize(messages)  # not pinned: kept whole as the latest request
 
 
 def test_long_conclusion_keeps_its_last_sentences() -> None:
@@ -235,7 +313,7 @@ def test_is_deterministic() -> None:
     [
         [],
         [{"role": "user", "content": "   "}],
-        [{"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}],
+        [{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"}]}],  # nothing readable
     ],
 )
 def test_span_without_content_gives_a_short_line(messages: list[dict[str, Any]]) -> None:

@@ -151,6 +151,16 @@ def test_grep_without_a_match_is_an_answer_not_a_failure() -> None:
             ["** (RuntimeError) LiveView requires lazy_html"],
         ),
         ("<returncode>2</returncode>\n<output>\nusage: tool [-h]\n</output>", ["usage: tool [-h]"]),
+        (  # `python -m pytest 2>&1 | tail -50` exits 0: only its output says it never ran
+            "<returncode>0</returncode>\n<output>\n/usr/bin/python: No module named pytest\n</output>",
+            ["/usr/bin/python: No module named pytest"],
+        ),
+        ("bash: line 1: tree: command not found", ["bash: line 1: tree: command not found"]),
+        (
+            "python: can't open file 'x.py': [Errno 2] No such file",
+            ["python: can't open file 'x.py': [Errno 2] No such file"],
+        ),
+        ("print('No module named foo') is a string in a log", []),
     ],
 )
 def test_failures_recognised_from_result_text(output: str, expected: list[str]) -> None:
@@ -405,3 +415,155 @@ def test_heredoc_commands_keep_only_their_opening_line():
     facts = extract(messages)
     assert commands(facts) == ["cat > reproduce.py << 'EOF' …"]
     assert paths(facts) == ["reproduce.py"]  # the body (and what follows it) is file content, not commands
+
+
+def test_a_command_is_keyed_without_the_output_window_it_was_piped_through() -> None:
+    """``| tail -50`` or ``2>&1 | head -100`` only choose which part of the output is shown: one command."""
+    runs = [
+        ("mix test --seed 0 2>&1 | head -100", "** (BadMapError) expected a map\n1 test, 1 failure"),
+        ("mix test --seed 0 2>&1 | tail -50", "12 tests, 0 failures"),
+        ("pytest -x > out.log 2>&1", "ok"),
+        ("git log --oneline | head -n 5 | tail -2", "abc1234 fix"),
+    ]
+    messages = []
+    for i, (command, output) in enumerate(runs):
+        messages += [tool_call("openai", f"c{i}", "bash", {"command": command}), tool_result("openai", f"c{i}", output)]
+
+    facts = extract(messages)
+
+    assert [o.key for o in facts.outcomes] == [
+        "mix test --seed 0",
+        "mix test --seed 0",
+        "pytest -x > out.log 2>&1",
+        "git log --oneline",
+    ]
+    assert [o.ok for o in facts.outcomes] == [False, True, True, True]
+
+
+def test_find_patterns_are_not_files() -> None:
+    messages = [
+        tool_call("openai", "c1", "bash", {"command": 'find pydicom -name "valuerep.py" -newer setup.py | xargs ls'}),
+        tool_result("openai", "c1", "pydicom/valuerep.py"),
+    ]
+
+    assert paths(extract(messages)) == []
+
+
+# ---------------------------------------------------------------------------------------------- definitions
+
+ELIXIR = """defmodule Spotter.Renderer do
+  @moduledoc "Renders transcripts."
+  @default_visible_lines 10
+
+  def render(lines), do: Enum.map(lines, &line/1)
+
+  defp compute_groups(lines) do
+    lines
+  end
+end
+"""
+
+
+def definitions(facts: Facts) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    return list(facts.definitions)
+
+
+def test_a_write_or_edit_of_code_says_what_it_defined_and_removed() -> None:
+    edit = {
+        "file_path": "/repo/lib/live.ex",
+        "old_string": "  defp row_classes(line), do: line.classes\n  def mount(_, _, socket), do: socket",
+        "new_string": "  def mount(_, _, socket), do: assign(socket, :rows, [])",
+    }
+    messages = [
+        *(tool_call("anthropic", "w", "Write", {"file_path": "/repo/lib/renderer.ex", "content": ELIXIR}),),
+        tool_result("anthropic", "w", "File created"),
+        tool_call("anthropic", "e", "Edit", edit),
+        tool_result("anthropic", "e", "The file has been updated."),
+        tool_call("anthropic", "d", "Write", {"file_path": "/repo/README.md", "content": "# def nothing\n"}),
+        tool_result("anthropic", "d", "File created"),
+        tool_call("anthropic", "f", "Edit", {**edit, "file_path": "/repo/lib/other.ex"}),
+        tool_result("anthropic", "f", "String to replace not found in file.", True),
+    ]
+
+    assert definitions(extract(messages)) == [
+        ("/repo/lib/renderer.ex", ("Spotter.Renderer", "@default_visible_lines", "render", "compute_groups"), ()),
+        ("/repo/lib/live.ex", ("mount",), ("row_classes",)),
+    ]  # Markdown defines nothing; the failed edit changed nothing
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "names"),
+    [
+        ("a.py", "class Store:\n    def __init__(self): ...\n    async def get(self, key): ...\n", ("Store", "get")),
+        (
+            "a.ts",
+            "export const load = async (id: string) => {}\nexport interface Row {}\nconst n = 1\n",
+            ("load", "Row"),
+        ),
+        ("a.go", "func (s *Server) Handle() {}\ntype Config struct {}\n", ("Handle", "Config")),
+        ("a.rs", "pub(crate) async fn run() {}\nstruct Job;\n", ("run", "Job")),
+        ("a.sh", "spotter_rand_hex() {\n  echo\n}\nfunction cleanup {\n}\n", ("spotter_rand_hex", "cleanup")),
+        ("A.java", "public class A {\n  private static int count(String s) {\n  return f(x);\n", ("A", "count")),
+        ("a.rb", "module Billing\n  def self.charge!(x)\n", ("Billing", "charge!")),
+        ("notes.txt", "def not_code():\n", ()),
+    ],
+)
+def test_definitions_are_read_by_the_files_language(path: str, code: str, names: tuple[str, ...]) -> None:
+    messages = [
+        tool_call("openai", "w", "write_file", {"path": path, "content": code}),
+        tool_result("openai", "w", "ok"),
+    ]
+
+    assert definitions(extract(messages)) == ([(path, names, ())] if names else [])
+
+
+def test_multi_edits_editor_commands_and_patches_give_definitions() -> None:
+    multi = {
+        "file_path": "src/a.py",
+        "edits": [
+            {"old_string": "def old_name():", "new_string": "def new_name():"},
+            {"old_string": "x", "new_string": "y"},
+        ],
+    }
+    patch = "*** Begin Patch\n*** Update File: src/b.py\n@@\n-def gone():\n+def kept():\n+class Added:\n*** End Patch\n"
+    diff = "--- a/src/c.go\n+++ b/src/c.go\n@@ -1 +1 @@\n-func Old() {}\n+func New() {}\n"
+    messages = [
+        tool_call("anthropic", "m", "MultiEdit", multi),
+        tool_result("anthropic", "m", "ok"),
+        tool_call(
+            "openai",
+            "s",
+            "str_replace_based_edit_tool",
+            {"command": "create", "path": "src/d.py", "file_text": "def d():\n"},
+        ),
+        tool_result("openai", "s", "ok"),
+        tool_call("openai", "p", "apply_patch", {"input": patch}),
+        tool_result("openai", "p", "Done"),
+        tool_call("openai", "g", "edit_file", {"path": "src/c.go", "diff": diff}),
+        tool_result("openai", "g", "ok"),
+    ]
+
+    assert definitions(extract(messages)) == [
+        ("src/a.py", ("new_name",), ("old_name",)),
+        ("src/d.py", ("d",), ()),
+        ("src/b.py", ("kept", "Added"), ("gone",)),
+        ("src/c.go", ("New",), ("Old",)),
+    ]
+
+
+def test_the_commit_a_git_history_command_starts_with_is_an_identifier() -> None:
+    """The full format's ``commit <sha>`` lines were ids already; the one-line format's first sha is too."""
+    messages = [
+        tool_call("openai", "a", "bash", {"command": "cd /testbed && git log --oneline | head -5"}),
+        tool_result(
+            "openai", "a", "<returncode>0</returncode>\n<output>\n41dd7fe7 SWE-bench\nd2a5b3c7 Fix a typo\n</output>"
+        ),
+        tool_call("openai", "b", "bash", {"command": "git rev-parse HEAD"}),
+        tool_result("openai", "b", "0123abc9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9\n"),
+        tool_call("openai", "c", "bash", {"command": "cat notes.txt"}),
+        tool_result("openai", "c", "deadbeef1 is not a commit here\n"),
+        tool_call("openai", "d", "bash", {"command": "git log --oneline"}),
+        tool_result("openai", "d", "fatal: not a git repository\nExit code: 128"),
+    ]
+
+    assert extract(messages).identifiers == ("commit 41dd7fe7", "commit 0123abc9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9")

@@ -18,6 +18,8 @@ from amplifier_module_context_summarize.testing import (
     mixed_history,
     openai_turn,
     replay,
+    tool_call,
+    tool_result,
 )
 
 BUDGET = 12_000
@@ -350,6 +352,22 @@ async def test_the_first_request_stays_verbatim_after_the_summary(summarizer):
     assert last[summary_at + 1] == {"role": "user", "content": task}
     latest = manager.history.messages[manager.history.latest_request]
     assert not check_view(last, budget=BUDGET, count=manager.counter.count_messages, latest_request=latest)
+
+
+async def test_the_extractive_summary_names_the_pinned_first_request_without_copying_it():
+    task = "Task statement: port the billing service to the new queue API. " + "Keep every invoice id stable. " * 20
+    history = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": task}]
+    for t in range(40):  # one long agent turn: the first summary's only request is the task
+        history.append(tool_call("openai", f"c{t}", "bash", {"command": f"pytest tests/test_{t}.py"}))
+        history.append(tool_result("openai", f"c{t}", "collected 1 item\n" * 60 + "1 passed"))
+        history.append({"role": "assistant", "content": f"tests/test_{t}.py passes."})
+    manager, _ = make({"summarizer": "extractive", "observation_masking": False})
+    views = await replay(manager, history, FakeProvider(), budget=BUDGET)
+    first = next(v for v in views if str(v[1].get("content", "")).startswith(SUMMARY_MARKER))  # the first summary
+    summary = str(first[1]["content"])
+    assert "- Task statement: port the billing service" in summary and "shown in full after this summary" in summary
+    assert " ".join(task.split()) not in summary
+    assert first[2] == {"role": "user", "content": task}
 
 
 async def test_a_view_fits_whenever_any_valid_view_does_even_with_a_large_summary():

@@ -199,3 +199,19 @@ async def test_masking_never_makes_a_view_larger_than_the_outputs_it_replaces(sh
     texts = outputs(shown)
     assert any(t.startswith("[tool output masked:") for t in texts)  # the long outputs are masked
     assert sum(t.startswith("collected item") for t in texts) >= 12  # the short ones stay as they are
+
+
+@pytest.mark.parametrize("strategy", ["summarize", "mask"])
+async def test_recent_outputs_are_masked_rather_than_summarized_or_dropped(strategy):
+    """The newest ``mask_keep_recent`` outputs stay verbatim, unless the next rung would take their groups whole:
+    then masking them (calls and words kept, originals recallable) is the cheaper and less lossy way to the target."""
+    history = tool_session("anthropic", 7, output_lines=120, request_every=100)
+    manager, _ = make({"compaction_strategy": strategy})
+    provider = FakeProvider()
+    views = await replay(manager, history, provider, budget=BUDGET)
+    assert not provider.requests and not manager.state.segments and manager.state.boundary == 0
+    last = views[-1]
+    texts = outputs(last)
+    assert len(texts) == 7 and len([t for t in texts if t.startswith("[tool output masked:")]) >= 3
+    assert not texts[-1].startswith("[tool output masked:")  # the newest output is still verbatim
+    assert "pytest tests/test_0.py -q" in json.dumps(last)  # the calls of masked groups stay

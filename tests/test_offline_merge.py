@@ -1,8 +1,12 @@
 """The offline tier merge folds summaries section by section and never re-reads the span behind them."""
 
+import json
+from types import SimpleNamespace
+
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.offline_merge import merge_summaries
-from amplifier_module_context_summarize.testing import mixed_history, replay
+from amplifier_module_context_summarize.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 from amplifier_module_context_summarize.tokens import TokenCounter
 
 COUNT = TokenCounter().count_text
@@ -28,12 +32,53 @@ async def test_offline_merges_read_summaries_not_the_history(monkeypatch):
     spans: list[int] = []
     extractive = manager.summarizer.extractive
 
-    def counting(messages, previous, fallback):
+    def counting(messages, previous, fallback, **options):
         spans.append(len(messages))
-        return extractive(messages, previous, fallback)
+        return extractive(messages, previous, fallback, **options)
 
     monkeypatch.setattr(manager.summarizer, "extractive", counting)
     history = mixed_history(200)
     await replay(manager, history, None, budget=6_000)
     assert manager.state.segments and max(s.tier for s in manager.state.segments) >= 1  # merges happened
     assert max(spans) < len(history) // 4  # each summary read one segment's span, never the merged range
+
+
+async def test_a_merge_folds_the_summary_well_below_its_room_so_the_next_compactions_need_none():
+    """Hysteresis for the summary's own room: merged to ``MERGE_SHARE`` of it, not to just under it."""
+    budget = 12_000
+    manager = create_manager({"max_tokens": budget, "summarizer": "extractive"})
+    asked: list[tuple[int, int]] = []
+    merge = manager.segments.merge
+
+    async def recording(job, parts, max_tokens=None):
+        merged = await merge(job, parts, max_tokens)
+        asked.append((max_tokens, merged.tokens))
+        return merged
+
+    manager.segments.merge = recording
+    await replay(manager, mixed_history(300), None, budget=budget)
+    room = budget * manager.config.summary_budget_ratio
+    compactions = manager.stats["compactions"]
+    assert asked and len(asked) < compactions / 2
+    assert all(size <= room * MERGE_SHARE for size, _ in asked)
+    assert all(tokens <= size for size, tokens in asked)
+
+
+async def test_on_a_small_budget_a_new_segment_is_asked_for_a_share_of_the_summary_room():
+    """12,000 × 0.2 = 2,400 tokens of summary, 960 of them the working set's: a segment is asked for a quarter
+    of the rest (the output cap, 2,000 tokens, would overflow the room at once); large budgets keep the cap."""
+    manager = create_manager({"max_tokens": 12_000, "summary_budget_ratio": 0.2, "ledger_share": 0.4})
+    provider = FakeProvider()
+    await replay(manager, mixed_history(120), provider, budget=12_000)
+    prompts = [json.dumps(r.messages, default=str) for r in provider.requests]
+    asked = [p for p in prompts if "Stay under" in p and "Merge these" not in p]
+    assert asked and all(f"Stay under {int(360 * 0.6)} words" in p for p in asked)
+
+    strategy = manager.strategy
+    for budget, size in ((12_000, 360), (20_000, 600), (200_000, 2000)):
+        job = SimpleNamespace(
+            limits=SimpleNamespace(budget=budget),
+            working_set_tokens=manager.config.working_set_tokens(budget),
+            summary_allowance=manager.config.summary_output_tokens,
+        )
+        assert strategy.segment_tokens(job) == size

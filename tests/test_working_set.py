@@ -65,20 +65,20 @@ def test_rendering_gives_states_one_spelling_outcomes_and_ids() -> None:
     text = render(debugging_session())
     lines = text.splitlines()
 
-    assert lines[:2] == [HEADING, "Paths are relative to /repo."]
+    assert lines[:2] == [HEADING, "Paths are relative to /repo. Commands run there are shown without `cd /repo &&`."]
     assert "- src/app/models.py — edited" in lines  # read, then edited: edited; one spelling for both forms
     assert "- src/app/new_helper.py — created" in lines
     assert "- docs/guide.md (from docs/old.md) — moved" in lines
     assert "- build.log — deleted" in lines
     assert "- tests/test_models.py — used" in lines
-    assert text.index("Files changed:") < text.index("Files read or used:") < text.index("Commands")
+    assert text.index("Files changed:") < text.index("Files read or used:") < text.index("Commands (")
     assert (
-        "- `cd /repo && pytest -x tests/test_models.py` — passed, 2 runs; an earlier failure is resolved: "
+        "- `pytest -x tests/test_models.py` — passed, 2 runs; an earlier failure is resolved: "
         "FAILED tests/test_models.py::test_import - ModuleNotFoundError: No module named 'foo'"
     ) in lines
     assert "Identifiers: ABC-123, commit 1a2b3c4, PR #42" in lines
     assert lines[-2:] == ["URLs:", "- https://docs.example.com/x"]
-    assert "/repo/src" not in text.replace("Paths are relative to /repo.", "")
+    assert "/repo/src" not in text
 
 
 def test_a_command_failing_last_shows_its_failure_and_the_earlier_distinct_ones() -> None:
@@ -235,7 +235,7 @@ def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everythin
         unfolded = re.search(r"^- lib/spotter/\S+\.ex — (read|edited)$", text, re.MULTILINE)
         read_lost = re.search(r"read or used: .*\+\d+ more|more read or used files", text)
         changed_lost = "changed (12 edited)" in text or "more changed files" in text
-        commands_left = len(re.findall(r"^- `cd /repo", text, re.MULTILINE))
+        commands_left = len(re.findall(r"^- `mix test", text, re.MULTILINE))
         if read_lost:
             assert not unfolded and commands_left == 0  # every folder folded, every command dropped first
             seen.add("read lost")
@@ -417,3 +417,68 @@ async def test_the_extractive_view_names_the_summarized_tool_call_paths_of_a_gen
 
     assert len(set(paths)) > 100
     assert len(named_files(summary, list(set(paths)))) >= 0.9 * len(set(paths))
+
+
+# ------------------------------------------------------------------ definitions
+
+
+def coding_session(files: int = 6, names: int = 10) -> Messages:
+    """Modules written whole, one edited (a function renamed), one written and then deleted."""
+    messages: Messages = [{"role": "user", "content": "Build the services."}]
+    for f in range(files):
+        code = "".join(f"def handler_{f}_{n}(event):\n    return event\n\n" for n in range(names))
+        messages += call("anthropic", f"w{f}", "Write", {"file_path": f"/repo/app/mod_{f}.py", "content": code}, "ok")
+    edit = {"file_path": "app/mod_0.py", "old_string": "def handler_0_0(event):", "new_string": "def on_event(e):"}
+    messages += call("anthropic", "e", "Edit", edit, "ok")
+    messages += call("anthropic", "t", "Write", {"file_path": "/repo/app/tmp.py", "content": "def scratch():\n"}, "ok")
+    messages += call("anthropic", "r", "Bash", {"command": "cd /repo && rm app/tmp.py"}, "")
+    return messages
+
+
+def test_definitions_of_changed_files_newest_change_first_removed_ones_marked() -> None:
+    text = render(coding_session())
+
+    assert "Definitions written (newest first; · removed):" in text
+    assert "- app/mod_0.py: on_event, handler_0_1, handler_0_2," in text and "· removed: handler_0_0" in text
+    assert "- app/mod_1.py: handler_1_0, handler_1_1," in text and ", +2 more" in text  # 8 names, then a count
+    assert "tmp.py:" not in text  # a deleted file's definitions are gone with it
+    assert text.index("Definitions written") < text.index("Commands (")
+
+
+def test_definitions_are_trimmed_after_read_folders_and_dropped_before_changed_files_and_counted() -> None:
+    messages = coding_session(files=12) + big_session(read_files=40, edited=0)
+    state = working_set_of(messages)
+    full = COUNT(state.render(BIG, COUNT))
+    trimmed_seen = dropped_seen = False
+    for max_tokens in range(full, 0, -max(full // 60, 1)):
+        text = state.render(max_tokens, COUNT)
+        if not text:
+            continue
+        assert COUNT(text) <= max_tokens
+        trimmed = re.search(r"^- app/mod_\d+\.py: \w+, \w+, \w+, \+\d+ more$", text, re.MULTILINE)
+        dropped = re.search(r"^- \+(\d+) more changed files? with definitions$", text, re.MULTILINE)
+        listed = len(re.findall(r"^- app/mod_\d+\.py: ", text, re.MULTILINE))
+        if trimmed:
+            trimmed_seen = True
+            assert "lib/spotter/part_0/module_000.ex — read" not in text  # read folders folded first
+        if dropped:
+            dropped_seen = True
+            assert listed + int(dropped.group(1)) == 12  # every file with definitions listed or counted
+        if re.search(r"changed \(\d+ created\)|more changed files? in", text):
+            assert listed == 0  # definitions go before any changed file does
+    assert trimmed_seen and dropped_seen
+
+
+def test_a_command_run_in_the_root_is_shown_without_its_cd_and_counts_with_the_same_command() -> None:
+    messages = [
+        *call("openai", "a", "bash", {"command": "cd /repo && pytest -x tests/test_models.py"}, FAILING),
+        *call("openai", "b", "bash", {"command": "pytest -x tests/test_models.py"}, "3 passed in 0.2s"),
+        *call("openai", "c", "bash", {"command": "cd /repo && cat src/app/models.py"}, "import foo"),
+        *call("openai", "d", "bash", {"command": "cd /elsewhere && make"}, "done"),
+    ]
+    text = render(messages)
+
+    assert "Paths are relative to /repo. Commands run there are shown without `cd /repo &&`." in text
+    assert "- `pytest -x tests/test_models.py` — passed, 2 runs; an earlier failure is resolved: FAILED" in text
+    assert "- `cat src/app/models.py` — ok" in text and "- `cd /elsewhere && make` — ok" in text
+    assert "cd /repo &&" not in text.split("\n", 2)[2]

@@ -114,6 +114,8 @@ async def measure_requests(fixtures: list[Fixture], reps: Reps) -> dict[int, Siz
     results = {f.size: SizeCosts(f.size) for f in fixtures}
     for f in fixtures:  # start right after a compaction: the whole hysteresis band is ahead
         await turn_until_compaction(f.compacted, f.compacted_provider, f.stream)
+        while not f.compacted.state.segments:  # masking alone was enough: go on until a summary is in force
+            await turn_until_compaction(f.compacted, f.compacted_provider, f.stream)
     before = {(f.size, s): f.manager(s).stats["compactions"] for f in fixtures for s in STATES}
     turns: dict[tuple[int, str], list[float]] = defaultdict(list)
     first_requests: dict[tuple[int, str], list[float]] = defaultdict(list)

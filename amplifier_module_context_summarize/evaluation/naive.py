@@ -9,6 +9,7 @@ the public strategy interface only (``compaction.Strategy``).
 from __future__ import annotations
 
 from ..compaction import Compaction
+from ..segments import pinned_requests
 from ..state import CompactionState, Segment
 from ..summarize import SpanSummarizer
 
@@ -26,7 +27,8 @@ class NaiveStrategy:
         if boundary <= job.state.boundary:
             return job.state
         span = job.history.span(0, boundary)
-        outcome = await self.summarizer.summarize(span, None, job.provider, deadline=job.deadline)
+        pinned = pinned_requests(job.history, 0, boundary)
+        outcome = await self.summarizer.summarize(span, None, job.provider, deadline=job.deadline, pinned=pinned)
         report = job.report
         report.summaries += 1
         report.provider_calls += outcome.provider_calls

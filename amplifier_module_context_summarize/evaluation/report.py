@@ -423,9 +423,11 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
             "",
             "Measured on the view of every request that compacted. Artifacts: the files, commands and errors the "
             "module's ledger finds in the groups before the view's verbatim tail (summarized, masked or dropped), "
-            "leaving out those the tail itself contains; retained: named anywhere in the view's text (paths "
-            f"relative to the project root; commands and errors on their first {MATCH_CHARS} characters, "
-            "whitespace collapsed). after N: artifacts whose last verbatim occurrence left the tail N compactions "
+            "leaving out those the tail itself contains; retained: named anywhere in the view's text, spelled as "
+            "the working set spells them (paths relative to the project root, or a file's name on a line naming "
+            "its folder; a command run there without its `cd <root> &&`; commands and errors on their first "
+            f"{MATCH_CHARS} characters, whitespace collapsed). after N: artifacts whose last verbatim occurrence "
+            "left the tail N compactions "
             "ago (the compaction that took it out is the first). n counts (artifact, view) pairs: an artifact is "
             "counted again at every later compaction.",
         ]

@@ -8,11 +8,15 @@ request or tail). Artifacts the verbatim tail itself contains are left out: the 
 Each artifact is filed by the compactions run since it was last seen verbatim, the compaction that took its
 last occurrence out of the tail being the first: after 1, 2, 3–4, 5–7 and 8+ compactions.
 
-Matching: paths relative to the session's project root (as the working set spells them: Claude
-Code mixes absolute and relative forms of one file); all items and the view with whitespace collapsed and
-lower-cased; commands and errors on their first ``MATCH_CHARS`` characters, since the ledger, summaries and
-masking placeholders clip long ones. The view is searched as written and with JSON string escapes undone,
-since call arguments and placeholder lines are JSON (a command's quotes show as ``\\"`` there).
+Matching: paths in the one spelling the working set gives them (``working_set.canonical``: relative to the
+session's project root, normalised; Claude Code mixes absolute and relative forms of one file), and named
+either whole or by file name on a line that names its folder (``working_set.named_files``: how the working
+set lists a folded folder, ``- lib/x/ — edited: a.ex, b.ex``; the compaction's own ``artifacts_kept`` count
+reads it the same way); all items and the view with whitespace collapsed and lower-cased; commands and
+errors on their first ``MATCH_CHARS`` characters, since the ledger, summaries and masking placeholders clip
+long ones; a command that ran in the project root without its ``cd <root> &&``, as the working set shows it.
+The view is searched as written and with JSON string escapes undone, since call arguments and
+placeholder lines are JSON (a command's quotes show as ``\\"`` there).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 from ..history import History
 from ..ledger import extract
 from ..messages import Message
-from ..working_set import WorkingSet
+from ..working_set import WorkingSet, canonical, command_in_root, named_files
 from .scoring import view_text
 
 KINDS = ("files", "commands", "errors")
@@ -91,13 +95,12 @@ def searchable(view: list[Message]) -> str:
 def artifact_key(kind: str, item: str, root: str | None) -> str:
     """The form an artifact is looked for in a view's (flattened, lower-cased) text; "" to skip it."""
     if kind == "files":
-        if item.endswith("/") or (root and item == root):
+        path = canonical(item, root)
+        if item.endswith("/") or path in (".", "/"):
             return ""
-        if root and item.startswith(root + "/"):
-            item = item[len(root) + 1 :]
-        elif item.startswith("./"):
-            item = item[2:]
-        return flatten(item)
+        return flatten(path)
+    if kind == "commands":
+        item = command_in_root(item, root)
     return flatten(item).removesuffix("…").strip()[:MATCH_CHARS]
 
 
@@ -216,13 +219,15 @@ class RetentionTracker:
         for g in range(self._tail, len(history.groups)):
             in_tail.update(self.artifacts.group(history, g))
         text = searchable(view)
+        gone = [a for a in self._last_seen if a not in in_tail]
+        folded = [key for kind, key in gone if kind == "files" and key not in text]
+        by_folder = set(named_files(view_text(view), folded)) if folded else set()
         result = self.result
         result.measurements += 1
         missing: list[dict[str, Any]] = []
-        for artifact, (g, item) in self._last_seen.items():
-            if artifact in in_tail:
-                continue
-            named = artifact[1] in text
+        for artifact in gone:
+            g, item = self._last_seen[artifact]
+            named = artifact[1] in text or (artifact[0] == "files" and artifact[1] in by_folder)
             age = compactions - self._left_at[g] + 1
             result.overall.add(named)
             result.kinds[artifact[0]].add(named)

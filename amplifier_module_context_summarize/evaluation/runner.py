@@ -21,6 +21,7 @@ from ..manager import SummarizingContextManager
 from ..messages import Message
 from ..recall import RecallTool
 from ..state import CompactionState, Segment, summary_message
+from ..strategies import segment_tokens
 from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
 from .loader import Probe, Session
@@ -242,8 +243,9 @@ async def replay_session(
 async def reference_run(session: Session, counter: TokenCounter, oneshot: SummarizingContextManager | None) -> Run:
     """The reference summary's views at the probes after its boundary, and its coverage of the span.
 
-    With ``oneshot``, the same span is also summarized in one call by that manager's summarizer, so coverage
-    and size can be compared on identical input (``coverage['oneshot']``). They are measured on the summary
+    With ``oneshot``, the same span is also summarized in one call by that manager's summarizer, asked for the
+    size a compaction at its budget asks a new segment for (``strategies.segment_tokens``), so coverage and
+    size can be compared on identical input (``coverage['oneshot']``). They are measured on the summary
     message the manager would show for it (with its working set), not on the summarizer's text alone.
     """
     reference = session.reference
@@ -262,8 +264,12 @@ async def reference_run(session: Session, counter: TokenCounter, oneshot: Summar
     run.coverage = {"boundary": reference.boundary, "source": reference.source}
     run.coverage.update(coverage(reference.summary, span).as_dict())
     if oneshot is not None:
-        summarizer = oneshot.summarizer
-        outcome = await summarizer.summarize(span, None)
+        summarizer, config = oneshot.summarizer, oneshot.config
+        budget = config.budget_fallback
+        size = segment_tokens(
+            budget, config.summary_budget_ratio, config.working_set_tokens(budget), config.summary_output_tokens
+        )
+        outcome = await summarizer.summarize(span, None, max_tokens=size)
         run.coverage["oneshot"] = {
             "summarizer": summarizer.name,
             "fallback": outcome.fallback,

@@ -18,6 +18,7 @@ from ..backends.base import Backend, BackendError
 from ..backends.retrying import RetryingBackend
 from ..messages import Message, message_text
 from ..prompts import render_transcript
+from ..working_set import named_files
 from .loader import Probe
 from .prompts import EvalPrompts
 
@@ -34,6 +35,8 @@ DIMENSIONS = (
 """The judge's rubric, in the published order."""
 PUBLISHED = {"overall": 3.70, "artifact_trail": 2.45}
 """Best published figures (Factory.ai's own summarizer) for comparison: overall mean and artifact trail."""
+_PATH_KEY = re.compile(r"/?[\w.~+@-]+(?:/[\w.~+@-]+)*/[\w.~+@-]+\.\w+")
+"""A probe key that is a relative or absolute file path with a folder."""
 _SCORE_FIELD = re.compile(r'"score"\s*:\s*"?(\d+(?:\.\d+)?)')
 _BARE_SCORE = re.compile(r"\b([0-5](?:\.\d+)?)\b")
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
@@ -49,8 +52,15 @@ def view_text(view: list[Message]) -> str:
 
 
 def key_score(text: str, keys: tuple[str, ...] | list[str]) -> tuple[float, list[str]]:
-    """Share of ``keys`` found in ``text`` (already lower-cased), and the keys found."""
-    found = [k for k in keys if k.lower() in text]
+    """Share of ``keys`` found in ``text`` (already lower-cased), and the keys found.
+
+    A key that is a file path (``pkg/multival.py``) is also found by its file name on a line that names its
+    folder (``- pkg/ — read: dataset.py, multival.py``), the way the working set lists a folded folder; the
+    retention measure and the reference coverage read paths the same way (``working_set.named_files``).
+    """
+    paths = [k for k in keys if k.lower() not in text and _PATH_KEY.fullmatch(k)]
+    folded = set(named_files(text, paths)) if paths else set()
+    found = [k for k in keys if k.lower() in text or k in folded]
     return (len(found) / len(keys) if keys else 0.0), found
 
 

@@ -61,8 +61,10 @@ class ExtractiveMeter:
     def tokens(self) -> int:
         return self.read_tokens + self.written_tokens
 
-    def __call__(self, messages: list[Message], previous_summary: str | None, fallback: str | None) -> Outcome:
-        outcome = self._extractive(messages, previous_summary, fallback)
+    def __call__(
+        self, messages: list[Message], previous_summary: str | None, fallback: str | None, **options: Any
+    ) -> Outcome:
+        outcome = self._extractive(messages, previous_summary, fallback, **options)
         self.read_tokens += self._count_messages(messages)
         self.written_tokens += self._count_text(outcome.text)
         return outcome
