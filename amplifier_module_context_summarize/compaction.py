@@ -55,7 +55,9 @@ class Compaction:
     deadline: float | None = None
     """``time.monotonic()`` value past which no summarizer call runs."""
     working_set_tokens: int = 0
-    """Most tokens the working set (the summary message's last section) may take."""
+    """Tokens the working set (the summary message's last section) may always take."""
+    summary_room: int = 0
+    """The summary's whole room: the working set may also take what the segment summaries leave of it."""
     report: CompactionReport = field(default_factory=CompactionReport)
     masks: Masks | None = None
     """Masked forms of the groups, when observation masking is on."""
@@ -68,7 +70,13 @@ class Compaction:
         known = self._memo.get(id(state))
         if known is None or known[0] is not state:
             shows = shown(
-                state, self.history, self.counter, self.summary_allowance, self.working_set_tokens, self.recall_tool
+                state,
+                self.history,
+                self.counter,
+                self.summary_allowance,
+                self.working_set_tokens,
+                self.recall_tool,
+                self.summary_room,
             )
             known = self._memo[id(state)] = (state, shows)
         return known[1]

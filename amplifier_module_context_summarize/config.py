@@ -125,8 +125,13 @@ class Config:
     def summary_output_tokens(self) -> int:
         return self.summarizer.max_output_tokens or self.summary_max_tokens
 
+    def summary_room(self, budget: int) -> int:
+        """Tokens the summary message is planned to take in a view planned against ``budget``."""
+        return int(budget * self.summary_budget_ratio)
+
     def working_set_tokens(self, budget: int) -> int:
-        """Most tokens the working set may take in a view planned against ``budget``."""
+        """Tokens the working set may always take of the summary's room (it may also take what the segment
+        summaries leave)."""
         return int(budget * self.summary_budget_ratio * self.ledger_share)
 
 

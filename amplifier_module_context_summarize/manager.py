@@ -345,12 +345,12 @@ class SummarizingContextManager:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
-            ws = self.config.working_set_tokens(self._wire_budget)  # not calibrated: a resume renders the same
-            recall = self.config.recall_tool_name
+            c = self.config  # rooms from the uncalibrated budget: a resume renders the same
+            ws, room = c.working_set_tokens(self._wire_budget), c.summary_room(self._wire_budget)
             memo = self._shown_memo = (
                 self.state,
                 latest,
-                shown(self.state, self.history, self.counter, allowance, ws, recall),
+                shown(self.state, self.history, self.counter, allowance, ws, c.recall_tool_name, room),
             )
         elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
@@ -423,6 +423,7 @@ class SummarizingContextManager:
             deadline=deadline,
             masks=self.masks,
             working_set_tokens=c.working_set_tokens(self._wire_budget),
+            summary_room=c.summary_room(self._wire_budget),
             recall_tool=c.recall_tool_name,
         )
         job.remember(self.state, self._shown())

@@ -13,6 +13,7 @@ from .clip import clip_text
 from .history import History
 from .messages import Message, message_text, strip_tool_blocks
 from .tokens import TokenCounter
+from .working_set import working_set_room
 
 SUMMARY_MARKER = "[CONTEXT SUMMARY]"
 SUMMARY_PREAMBLE = (
@@ -116,19 +117,25 @@ def shown(
     summary_allowance: int,
     working_set_tokens: int = 0,
     recall_tool: str | None = None,
+    summary_room: int = 0,
 ) -> Shown:
-    summary = summary_message(state, history, working_set_tokens, recall_tool)
+    summary = summary_message(state, history, working_set_tokens, recall_tool, summary_room)
     tokens = counter.count_message(summary) if summary is not None else 0
     return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
 def summary_message(
-    state: CompactionState, history: History, working_set_tokens: int = 0, recall_tool: str | None = None
+    state: CompactionState,
+    history: History,
+    working_set_tokens: int = 0,
+    recall_tool: str | None = None,
+    summary_room: int = 0,
 ) -> Message | None:
     """The summary (or truncation marker) message; its last section is the working set of the summarized
     groups (``working_set.py``), and with ``recall_tool`` its preamble names the recall tool."""
     if state.segments:
-        working_set = history.working_set.render(state.segments[-1].end, working_set_tokens, history.counter.count_text)
+        room = working_set_room(state, working_set_tokens, summary_room)
+        working_set = history.working_set.render(state.segments[-1].end, room, history.counter.count_text)
         text = "\n\n".join(p for p in (state.summary_text, working_set) if p)
         preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
         return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}

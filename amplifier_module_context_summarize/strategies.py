@@ -179,7 +179,9 @@ class SummarizeStrategy:
         half of that), not just under it: a summary merged to just under its room would need another merge
         at the very next compaction.
         """
-        allowance = int(job.limits.budget * self.summary_budget_ratio) - shown_tokens(job, state)
+        # The working set's own share only: the room it borrows from short summaries must not force merges.
+        working_set = min(shown_tokens(job, state), job.working_set_tokens)
+        allowance = int(job.limits.budget * self.summary_budget_ratio) - working_set
         while True:
             count = split_for_tiers([s.tokens for s in state.segments], allowance)
             if count == 0:

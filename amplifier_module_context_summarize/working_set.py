@@ -776,13 +776,26 @@ class WorkingSetIndex:
         return text
 
 
+def working_set_room(state: CompactionState, working_set_tokens: int, summary_room: int) -> int:
+    """The working set's own share, or more: what the segment summaries leave of the summary's room.
+
+    Short summaries (a terse model, a freshly merged tier) would otherwise leave room unused while the
+    working set drops its oldest commands. The segments' sizes are part of the state, so a resumed session
+    gives the working set the same room and renders the same text.
+    """
+    if working_set_tokens <= 0:
+        return 0
+    return max(working_set_tokens, summary_room - sum(segment.tokens for segment in state.segments))
+
+
 def shown_tokens(job: Compaction, state: CompactionState) -> int:
     """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest)."""
     if not state.segments:
         return 0
     history = job.history
     count = history.counter.count_text
-    text = history.working_set.render(state.segments[-1].end, job.working_set_tokens, count)
+    room = working_set_room(state, job.working_set_tokens, job.summary_room)
+    text = history.working_set.render(state.segments[-1].end, room, count)
     return count(text) if text else 0
 
 

@@ -13,8 +13,16 @@ from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGen
 from amplifier_module_context_summarize.history import History
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.messages import message_calls
+from amplifier_module_context_summarize.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
-from amplifier_module_context_summarize.testing import CALL_SHAPES, mixed_history, replay, tool_call, tool_result
+from amplifier_module_context_summarize.testing import (
+    CALL_SHAPES,
+    FakeProvider,
+    mixed_history,
+    replay,
+    tool_call,
+    tool_result,
+)
 from amplifier_module_context_summarize.tokens import TokenCounter
 from amplifier_module_context_summarize.working_set import (
     HEADING,
@@ -22,6 +30,7 @@ from amplifier_module_context_summarize.working_set import (
     canonical,
     named_files,
     working_set_of,
+    working_set_room,
 )
 
 COUNTER = TokenCounter()
@@ -356,7 +365,39 @@ async def test_the_working_set_is_the_summary_messages_last_section_within_its_s
     section = summary[summary.index(HEADING) :]
     assert not re.search(r"^### (?!Working set)", section, re.MULTILINE)  # nothing after it
     assert summary.count(HEADING) == 1  # one index, not one per segment
-    assert 0 < COUNT(section) <= int(6_000 * 0.2 * 0.5)
+    narrative = sum(segment.tokens for segment in manager.state.segments)
+    assert 0 < COUNT(section) <= max(int(6_000 * 0.25 * 0.5), int(6_000 * 0.25) - narrative)
+
+
+def test_the_working_set_takes_what_the_segment_summaries_leave_of_the_summarys_room() -> None:
+    def state(*sizes: int) -> CompactionState:
+        return CompactionState(len(sizes), tuple(Segment(i, i + 1, "s", size) for i, size in enumerate(sizes)))
+
+    assert working_set_room(state(100, 200), 600, 1_500) == 1_200  # short summaries lend their room
+    assert working_set_room(state(700, 500), 600, 1_500) == 600  # long ones leave it its own share
+    assert working_set_room(state(100), 0, 1_500) == 0  # ledger_share 0: no working set at all
+
+
+async def test_a_terse_summarizer_leaves_the_working_set_room_for_more_commands() -> None:
+    """Same session, same shares: a summarizer that writes one line lets the working set list more commands."""
+    messages = mixed_history(4, size=2)
+    for i in range(120):
+        command = f"grep -n 'def handler_{i}' src/service_{i % 9}/module_{i}.py -B3 -A12"
+        messages += call(CALL_SHAPES[i % len(CALL_SHAPES)], f"g{i}", "Bash", {"command": command}, f"{i}: ok " * 40)
+
+    async def working_set(reply: str | None) -> tuple[str, int]:
+        manager = create_manager({"max_tokens": 6_000, "summarizer": {"provider": "session"}})
+        views = await replay(manager, messages, FakeProvider(reply=reply), budget=6_000)
+        summary = next(m for m in views[-1] if str(m["content"]).startswith(SUMMARY_MARKER))["content"]
+        assert COUNT(summary) <= int(6_000 * 0.25) + 100  # the preamble aside, the summary keeps to its room
+        return summary[summary.index(HEADING) :], sum(segment.tokens for segment in manager.state.segments)
+
+    terse, terse_tokens = await working_set("Grepped the handlers; see the working set.")
+    wordy, wordy_tokens = await working_set(None)
+
+    assert terse_tokens < wordy_tokens
+    assert COUNT(terse) > int(6_000 * 0.25 * 0.6)  # past its own share
+    assert terse.count("\n- `grep") > wordy.count("\n- `grep")
 
 
 async def test_ledger_share_zero_leaves_the_working_set_out() -> None:

@@ -290,7 +290,10 @@ def oneshot_summary(manager: SummarizingContextManager, span: list[Message], tex
     end = len(history.groups)
     state = CompactionState(end, (Segment(0, end, text, manager.counter.count_text(text)),))
     config = manager.config
-    message = summary_message(state, history, config.working_set_tokens(config.budget_fallback))
+    budget = config.budget_fallback
+    message = summary_message(
+        state, history, config.working_set_tokens(budget), summary_room=config.summary_room(budget)
+    )
     return str(message["content"]) if message is not None else text
 
 
