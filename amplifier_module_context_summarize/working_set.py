@@ -32,7 +32,6 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
@@ -41,6 +40,7 @@ from .messages import Message
 if TYPE_CHECKING:
     from .compaction import Compaction
     from .history import History
+    from .shelves import Recency, Shelves
     from .state import CompactionState
 
 HEADING = "### Working set"
@@ -64,6 +64,19 @@ _SEEN_ORDER = (READ_STATE, USED)
 
 Record = tuple[int, int, str, int, str]
 """Per spelling of a path: first seq, last seq, state, seq of its last change (-1: none), moved from."""
+
+
+@dataclass
+class Touched:
+    """Keys the folding changed since the render last looked, in the order they were first touched: what the
+    shelves (``shelves.py``) must redo."""
+
+    files: dict[str, None] = field(default_factory=dict)
+    definitions: dict[str, None] = field(default_factory=dict)
+    commands: dict[str, None] = field(default_factory=dict)
+    errors: dict[str, None] = field(default_factory=dict)
+    ids: dict[str, None] = field(default_factory=dict)
+    urls: dict[str, None] = field(default_factory=dict)
 
 
 class WorkingSet:
@@ -90,6 +103,15 @@ class WorkingSet:
         self.ids: dict[str, int] = {}
         self.definitions: dict[str, dict[str, tuple[int, int, bool]]] = {}
         """Path (as spelled) -> name -> (seq of the change that last touched it, place in it, removed)."""
+        self.leader: str | None = None
+        """The most voted folder (the first to reach the count on a tie), kept as votes come in."""
+        self.vote_order: dict[str, int] = {}
+        self.best_child: dict[str, str] = {}
+        """Folder (``""`` above the top ones) -> its subfolder holding the most absolute paths."""
+        self.relative_firsts: set[str] = set()
+        """First folder names of the relative spellings (``src`` of ``src/x.py``)."""
+        self.touched = Touched()
+        self.shelves: Shelves | None = None
 
     def copy(self) -> WorkingSet:
         other = WorkingSet()
@@ -100,6 +122,8 @@ class WorkingSet:
         other.commands, other.errors, other.resolved = dict(self.commands), dict(self.errors), dict(self.resolved)
         other.urls, other.ids = dict(self.urls), dict(self.ids)
         other.definitions = {path: dict(names) for path, names in self.definitions.items()}
+        other.leader, other.vote_order = self.leader, dict(self.vote_order)
+        other.best_child, other.relative_firsts = dict(self.best_child), set(self.relative_firsts)
         return other
 
     # ------------------------------------------------------------------ folding
@@ -112,10 +136,13 @@ class WorkingSet:
                 self._touch(action.target, "moved in", moved_from=action.path)
             else:
                 self._touch(action.path, action.action)
+        touched = self.touched
         for outcome in facts.outcomes:
             self.seq += 1
             key = outcome.key
+            touched.errors[key] = None
             if outcome.command:
+                touched.commands[key] = None
                 runs = self.commands[key][1] + 1 if key in self.commands else 1
                 self.commands[key] = (self.seq, runs, outcome.ok, outcome.label, outcome.reads)
             if not outcome.ok:
@@ -131,13 +158,15 @@ class WorkingSet:
         for url in facts.urls:
             self.seq += 1
             self.urls[url] = self.seq
+            touched.urls[url] = None
         for identifier in facts.identifiers:
             self.seq += 1
             self._identifier(identifier)
         for folder in facts.workdirs:
-            self.votes[folder] += 1
+            self._vote(folder)
         for path, written, removed in facts.definitions:
             self.seq += 1
+            touched.definitions[path] = None
             names = self.definitions.setdefault(path, {})
             for place, (name, gone) in enumerate([*((n, False) for n in written), *((n, True) for n in removed)]):
                 names.pop(name, None)
@@ -166,6 +195,7 @@ class WorkingSet:
             else:  # moved in
                 state, source = MOVED, moved_from
         self.files[path] = (first, self.seq, state, changed, source)
+        self.touched.files[path] = None
 
     def _register(self, path: str) -> None:
         """Root evidence from a new spelling: an absolute path that ends with a relative one seen (or vice versa)."""
@@ -173,18 +203,35 @@ class WorkingSet:
         if path.startswith("/"):
             self.absolute += 1
             parts = path.split("/")[1:-1]
+            parent = ""
             for depth in range(1, len(parts) + 1):
-                self.folders["/" + "/".join(parts[:depth])] += 1
+                folder = "/" + "/".join(parts[:depth])
+                self.folders[folder] += 1
+                best = self.best_child.get(parent)
+                if best is None or self.folders[folder] > self.folders[best]:
+                    self.best_child[parent] = folder
+                parent = folder
             for relative in _spellings(self.relative_by_name, name):
                 if path.endswith("/" + relative):
-                    self.votes[path[: -len(relative) - 1]] += 1
+                    self._vote(path[: -len(relative) - 1])
             _add_spelling(self.absolute_by_name, name, path)
         elif not path.startswith(("~", "../")):
             relative = path.removeprefix("./")
             for absolute in _spellings(self.absolute_by_name, name):
                 if absolute.endswith("/" + relative):
-                    self.votes[absolute[: -len(relative) - 1]] += 1
+                    self._vote(absolute[: -len(relative) - 1])
             _add_spelling(self.relative_by_name, name, relative)
+            if "/" in relative:
+                self.relative_firsts.add(relative.split("/", 1)[0])
+
+    def _vote(self, folder: str) -> None:
+        """One more vote for ``folder`` as the root; the leader is ``votes.most_common(1)``'s, kept as it goes."""
+        votes = self.votes
+        votes[folder] += 1
+        order = self.vote_order.setdefault(folder, len(self.vote_order))
+        leader = self.leader
+        if leader is None or (votes[folder], -order) > (votes[leader], -self.vote_order[leader]):
+            self.leader = folder
 
     def _identifier(self, identifier: str) -> None:
         """Like the URLs, except that a short commit SHA and a longer one already seen (or vice versa) are one."""
@@ -192,27 +239,42 @@ class WorkingSet:
             for known in self.ids:
                 if known.startswith("commit ") and (known.startswith(identifier) or identifier.startswith(known)):
                     self.ids[known] = self.seq
+                    self.touched.ids[known] = None
                     return
         self.ids[identifier] = self.seq
+        self.touched.ids[identifier] = None
 
     # ------------------------------------------------------------------ reading
 
     def root(self) -> str | None:
-        """The workspace root: the best-evidenced folder, else the deepest one holding most absolute paths."""
+        """The workspace root: the best-evidenced folder, else the deepest one holding most absolute paths.
+
+        Folders holding most absolute paths nest, so the deepest is found by walking down the subfolders
+        that hold the most: the cost is the root's depth, not the number of folders ever seen.
+        """
         if self.votes:
-            return self.votes.most_common(1)[0][0]
-        majority = [f for f, n in self.folders.items() if n * 2 > self.absolute]
-        if not majority:
+            return self.leader
+        root = ""
+        while (child := self.best_child.get(root)) is not None and self.folders[child] * 2 > self.absolute:
+            root = child
+        if not root:
             return None
-        root = max(majority, key=len)
         parent, name = posixpath.split(root)
-        if parent != "/" and name in self._relative_firsts():
+        if parent != "/" and name in self.relative_firsts:
             return parent  # relative paths start inside it (``src/x.py`` beside ``/repo/src/y.py``): one level up
         return root
 
-    def _relative_firsts(self) -> set[str]:
-        names = self.relative_by_name
-        return {r.split("/", 1)[0] for name in names for r in _spellings(names, name) if "/" in r}
+    def shelved(self) -> Shelves:
+        """The shelves for the current root, brought up to date with what was folded since the last look."""
+        from .shelves import Shelves  # it arranges this module's records: imported when first needed
+
+        root = self.root()
+        if self.shelves is None or self.shelves.root != root:
+            self.shelves = Shelves(self, root)
+        else:
+            self.shelves.refresh(self, self.touched)
+        self.touched = Touched()
+        return self.shelves
 
     def entries(self) -> list[FileEntry]:
         """One entry per file (spellings merged), in first-seen order, paths relative to ``root()``."""
@@ -231,15 +293,9 @@ class WorkingSet:
         """
         if max_tokens <= 0:
             return ""
-        known: dict[str, int] = {}
-
-        def measure(line: str) -> int:
-            tokens = known.get(line)
-            if tokens is None:
-                tokens = known[line] = count_tokens(line + "\n")
-            return tokens
-
-        layout = _Layout(self, max_tokens, measure)
+        shelves = self.shelved()
+        measure = shelves.measure(count_tokens)
+        layout = _Layout(shelves, self, max_tokens, measure)
         if layout.empty:
             return ""
 
@@ -321,6 +377,8 @@ class _Folder:
     last: int
     changed: bool
     ident: int = 0
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    """Its lines by ladder shape (the shelf's: kept while the folder does not change)."""
 
 
 @dataclass
@@ -345,9 +403,11 @@ class _Layout:
     What cannot fit whatever else goes is dropped up front and only counted: within each kind (and rank) the
     ladder drops the oldest first, so of the commands and errors only the newest whose lines (at their
     shortest) add up to ``max_tokens`` can ever be shown, and of the rest only the newest ``max_tokens // 3``
-    (a line costs at least 3 tokens, an id 2). Rendering thus costs what can be shown, not the history.
+    (a line costs at least 3 tokens, an id 2). Rendering thus costs what can be shown, not the history: the
+    shelves hand each kind over newest first, already merged under the root.
     """
 
+    shelves: Shelves
     working_set: WorkingSet
     max_tokens: int
     measure: Callable[[str], int]
@@ -364,31 +424,25 @@ class _Layout:
     relative: bool = False
     in_root: bool = False
     """Some command is shown without its ``cd <root> &&``."""
-    folder_lines: dict[tuple[int, str], list[str]] = field(default_factory=dict)
-    """A folder's lines by its shape on the ladder, made once per render."""
     gone: Counter[str] = field(default_factory=Counter)
     """Dropped up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
 
     def __post_init__(self) -> None:
-        ws = self.working_set
+        ws, shelves = self.working_set, self.shelves
         limit = max(self.max_tokens // 3, 1)
-        self.root = ws.root()
-        every = ws.entries()
-        entries = [e for e in every if e.state != MOVED_AWAY]
-        self.relative = self.root is not None and any(not e.path.startswith(("/", "~")) for e in entries)
-        self.changed = self._newest_folders(_folders([e for e in entries if e.changed], changed=True), limit)
-        self.seen = self._newest_folders(_folders([e for e in entries if not e.changed], changed=False), limit)
-        self.definitions = self._definitions({e.path: e.state for e in every}, limit)
+        self.root = shelves.root
+        self.relative = self.root is not None and shelves.relative_entries > 0
+        self.changed = self._newest_folders(_folders(shelves, changed=True), limit)
+        self.seen = self._newest_folders(_folders(shelves, changed=False), limit)
+        self.definitions = self._definitions(limit)
         self.commands = self._commands()
         self.errors = self._errors()
-        ids = sorted(ws.ids.items(), key=itemgetter(1))[-max(self.max_tokens // 2, 1) :]
+        ids = shelves.newest(shelves.ids, shelves.id_order, max(self.max_tokens // 2, 1))
         self.gone["id"] = len(ws.ids) - len(ids)
-        kept = {identifier for identifier, _ in ids}
-        self.ids = [_Item(identifier, seq) for identifier, seq in ws.ids.items() if identifier in kept]
-        urls = sorted(ws.urls.items(), key=itemgetter(1))[-limit:]
+        self.ids = [_Item(identifier, ws.ids[identifier]) for identifier in ids]
+        urls = shelves.newest(shelves.urls, shelves.url_order, limit)
         self.gone["URL"] = len(ws.urls) - len(urls)
-        kept = {url for url, _ in urls}
-        self.urls = [_Item(clip(url, URL_MAX_CHARS), seq) for url, seq in ws.urls.items() if url in kept]
+        self.urls = [_Item(clip(url, URL_MAX_CHARS), ws.urls[url]) for url in urls]
         items: list[_Folder | _Item] = [
             *self.changed,
             *self.seen,
@@ -419,23 +473,9 @@ class _Layout:
                 self.gone[f"{noun} folders"] += 1
         return [f for f in folders if id(f) in newest]
 
-    def _definitions(self, states: dict[str, str], limit: int) -> list[_Item]:
+    def _definitions(self, limit: int) -> list[_Item]:
         """Per file still there, the names its changes defined (newest change first) and removed; by path."""
-        merged: dict[str, dict[str, tuple[int, int, bool]]] = {}
-        for spelling, names in self.working_set.definitions.items():
-            path = canonical(spelling, self.root)
-            if states.get(path) in (DELETED, MOVED_AWAY):
-                continue
-            known = merged.setdefault(path, {})
-            for name, mark in names.items():
-                if name not in known or mark[:2] > known[name][:2]:
-                    known[name] = mark
-        items = []
-        for path, names in merged.items():
-            order = sorted(names, key=lambda n: (-names[n][0], names[n][1]))
-            written = [n for n in order if not names[n][2]]
-            removed = [n for n in order if names[n][2]]
-            items.append(_definition_item(path, written, removed, max(mark[0] for mark in names.values())))
+        items = [_Item(text, last, short=short) for text, short, last in self.shelves.definition_items.values()]
         if len(items) > limit:
             self.gone["definitions"] = len(items) - limit
             items = sorted(items, key=_last)[-limit:]
@@ -447,27 +487,10 @@ class _Layout:
         A command that ran in the workspace root is shown without its ``cd <root> &&`` (``command_in_root``):
         the section says where paths are relative to, and ``X`` and ``cd <root> && X`` are one command.
         """
-        ws = self.working_set
-        merged: dict[str, list[Any]] = {}
-        for key, (seq, runs, ok, label, reads) in ws.commands.items():
-            shown, failure = command_in_root(key, self.root), ws.errors.get(key)
-            self.in_root = self.in_root or shown != key
-            known = merged.get(shown)
-            if known is None:
-                merged[shown] = [seq, runs, ok, label, reads, failure]
-                continue
-            if seq > known[0]:
-                known[0], known[2], known[3] = seq, ok, label
-            known[1] += runs
-            known[4] = known[4] and reads
-            if failure is not None and (known[5] is None or failure[0] > known[5][0]):
-                known[5] = failure
-        ranked = []
-        for shown, (seq, runs, ok, label, reads, failure) in merged.items():
-            rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-            ranked.append((rank, seq, shown, runs, label, failure))
-        items = self._newest_fitting(ranked, self._command_item)
-        self.gone["command"] = len(ranked) - len(items)
+        shelves = self.shelves
+        self.in_root = shelves.in_root > 0
+        items = self._newest_fitting(shelves.commands, self._command_item)
+        self.gone["command"] = len(shelves.groups) - len(items)
         return items
 
     @staticmethod
@@ -481,12 +504,12 @@ class _Layout:
         history = f" (failed before with: {'; '.join(earlier)})" if earlier else ""
         return _Item(text + history, seq, short=text if earlier else "", rank=rank)
 
-    def _newest_fitting(self, ranked: list[tuple[Any, ...]], make: Callable[[tuple[Any, ...]], _Item]) -> list[_Item]:
+    def _newest_fitting(self, ranked: dict[int, Recency], make: Callable[[tuple[Any, ...]], _Item]) -> list[_Item]:
         """Per rank, items made newest first until their shortest lines alone pass the room; oldest first."""
         items = []
-        for rank in sorted({row[0] for row in ranked}):
+        for rank in sorted(ranked):
             room = self.max_tokens
-            for row in sorted((row for row in ranked if row[0] == rank), key=itemgetter(1), reverse=True):
+            for row in ranked[rank].newest_rows():
                 item = make(row)
                 room -= self.measure(f"- {item.short or item.text}")
                 if room < 0:
@@ -496,14 +519,9 @@ class _Layout:
 
     def _errors(self) -> list[_Item]:
         """Failures of calls other than commands: the last of each tool and path, and whether a later call worked."""
-        ws = self.working_set
-        ranked = [
-            (2 if key in ws.resolved else 3, seq, key, line)
-            for key, (seq, line, command, _) in ws.errors.items()
-            if not command
-        ]
-        items = self._newest_fitting(ranked, self._error_item)
-        self.gone["error"] = len(ranked) - len(items)
+        shelves = self.shelves
+        items = self._newest_fitting(shelves.errors, self._error_item)
+        self.gone["error"] = len(shelves.error_rank) - len(items)
         return items
 
     def _error_item(self, row: tuple[Any, ...]) -> _Item:
@@ -555,10 +573,10 @@ class _Layout:
                 continue
             lines.append(title)
             for folder in folders:
-                key = (folder.ident, shape.get(folder.ident, ""))
-                shown = self.folder_lines.get(key)
+                form = shape.get(folder.ident, "")
+                shown = folder.lines.get(form)
                 if shown is None:
-                    shown = self.folder_lines[key] = _folder_lines(folder, key[1])
+                    shown = folder.lines[form] = _folder_lines(folder, form)
                 lines += shown
             gone = [f for f in folders if shape.get(f.ident) == DROP]
             files = sum(len(f.files) for f in gone) + self.gone[kind]
@@ -604,13 +622,11 @@ class _Layout:
         return lines
 
 
-def _folders(entries: list[FileEntry], changed: bool) -> list[_Folder]:
-    by_folder: dict[str, list[FileEntry]] = {}
-    for entry in entries:
-        by_folder.setdefault(posixpath.dirname(entry.path), []).append(entry)
+def _folders(shelves: Shelves, changed: bool) -> list[_Folder]:
+    """The folders of changed (or of read or used) files, by name, as the shelves keep them."""
     return [
-        _Folder(f"{folder}/" if folder not in ("", "/") else folder or "./", files, max(e.last for e in files), changed)
-        for folder, files in sorted(by_folder.items())
+        _Folder(shelf.heading, files, shelf.last, changed, lines=shelf.lines)
+        for shelf, files in shelves.folder_list(changed)
     ]
 
 
