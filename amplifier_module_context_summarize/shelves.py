@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import bisect
 import posixpath
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .working_set import (
     DELETED,
+    FOLD_KEEP,
     MOVED_AWAY,
     FileEntry,
     Touched,
@@ -120,12 +122,18 @@ class Shelves:
         """Spelling -> canonical path."""
         self.folders: dict[bool, dict[str, FolderShelf]] = {True: {}, False: {}}
         self.folder_names: dict[bool, list[str]] = {True: [], False: []}
+        self.counts: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
+        """Per kind of folder: files, folders, folders of more than one file and of more than ``FOLD_KEEP + 1``."""
+        self.folder_recency: dict[bool, Recency] = {True: Recency(), False: Recency()}
         self.relative_entries = 0
         """Entries shown in folders whose path is relative (the section then says what it is relative to)."""
         self.definitions: dict[str, list[str]] = {}
         """Canonical path -> its spellings with definitions, in the order they were first seen."""
         self.definition_items: dict[str, tuple[str, str, int]] = {}
         """Canonical path -> (text, trimmed text, newest change) of the files still there."""
+        self.definition_recency = Recency()
+        self.trimmable = 0
+        """Definition items with a trimmed form."""
         self.groups: dict[str, list[str]] = {}
         """Shown command -> the commands as run that show as it, in first-run order."""
         self.command_rank: dict[str, int] = {}
@@ -202,6 +210,7 @@ class Shelves:
         folder = None if entry.state == MOVED_AWAY else (entry.changed, posixpath.dirname(path))
         if known.folder is not None and known.folder != folder:
             self._unshelve(known)
+            known.folder = None
         if folder is not None:
             changed, name = folder
             shelf = self.folders[changed].get(name)
@@ -211,7 +220,9 @@ class Shelves:
                 bisect.insort(self.folder_names[changed], name)
             if known.folder is None and not path.startswith(("/", "~")):
                 self.relative_entries += 1
+            size = len(shelf.files)
             shelf.put(known.ordinal, entry)
+            self._resized(changed, name, shelf, size)
         known.folder = folder
         return path, before.state if before is not None else None
 
@@ -219,7 +230,9 @@ class Shelves:
         assert known.folder is not None and known.entry is not None
         changed, name = known.folder
         shelf = self.folders[changed][name]
+        size = len(shelf.files)
         shelf.remove(known.ordinal)
+        self._resized(changed, name, shelf, size)
         if not shelf.files:
             del self.folders[changed][name]
             names = self.folder_names[changed]
@@ -227,11 +240,27 @@ class Shelves:
         if not known.entry.path.startswith(("/", "~")):
             self.relative_entries -= 1
 
+    def _resized(self, changed: bool, name: str, shelf: FolderShelf, before: int) -> None:
+        """Keep the counts the layout's ladder is sized by, and the folder's place among the newest."""
+        after = len(shelf.files)
+        count = self.counts[changed]
+        count["files"] += after - before
+        count["folders"] += (after > 0) - (before > 0)
+        count["several"] += (after > 1) - (before > 1)
+        count["many"] += (after > FOLD_KEEP + 1) - (before > FOLD_KEEP + 1)
+        if after:
+            self.folder_recency[changed].put(name, shelf.last)
+        else:
+            self.folder_recency[changed].remove(name)
+
     def _define(self, ws: WorkingSet, path: str) -> None:
         """A file's definitions merged over its spellings, newest change first; none once it is deleted or moved."""
         known = self.files.get(path)
         if known is not None and known.entry is not None and known.entry.state in (DELETED, MOVED_AWAY):
-            self.definition_items.pop(path, None)
+            gone = self.definition_items.pop(path, None)
+            if gone is not None:
+                self.trimmable -= bool(gone[1])
+                self.definition_recency.remove(path)
             return
         names: dict[str, tuple[int, int, bool]] = {}
         for spelling in self.definitions[path]:
@@ -242,7 +271,10 @@ class Shelves:
         written = [n for n in order if not names[n][2]]
         removed = [n for n in order if names[n][2]]
         item = _definition_item(path, written, removed, max(mark[0] for mark in names.values()))
+        before = self.definition_items.get(path)
+        self.trimmable += bool(item.short) - bool(before is not None and before[1])
         self.definition_items[path] = (item.text, item.short, item.last)
+        self.definition_recency.put(path, item.last)
 
     def _shown(self, key: str) -> str:
         return command_in_root(key, self.root)

@@ -32,6 +32,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
@@ -288,32 +289,36 @@ class WorkingSet:
         """The section within ``max_tokens`` ("" when empty or when not even its counts fit).
 
         The ladder is searched on an estimate, each distinct line counted once with its newline (within a
-        token or two of the whole text's count); the text chosen is then counted whole, and shrunk further
-        in the rare case the estimate was short.
+        token or two of the whole text's count; ``ladder_tokens.py`` works it out per step without writing the
+        lines); the text chosen is then counted whole, and shrunk further in the rare case the estimate was short.
         """
         if max_tokens <= 0:
             return ""
         shelves = self.shelved()
-        measure = shelves.measure(count_tokens)
-        layout = _Layout(shelves, self, max_tokens, measure)
-        if layout.empty:
-            return ""
+        return search(_Layout(shelves, self, max_tokens, shelves.measure(count_tokens)), count_tokens)
 
-        def estimate(steps: int) -> int:
-            return sum(measure(line) for line in layout.lines(steps))
 
-        low, high = -1, len(layout.ladder)
-        while high - low > 1:  # the fewest ladder steps whose estimate fits
-            middle = (low + high) // 2
-            if estimate(middle) <= max_tokens:
-                high = middle
-            else:
-                low = middle
-        for steps in range(high, len(layout.ladder) + 1):
-            text = "\n".join(layout.lines(steps))
-            if count_tokens(text) <= max_tokens:
-                return text
+def search(layout: _Layout, count_tokens: Callable[[str], int]) -> str:
+    """The text of the fewest ladder steps that fits ``layout.max_tokens`` ("" if none does)."""
+    from .ladder_tokens import LadderTokens  # it reads the layout this module makes: imported when needed
+
+    max_tokens = layout.max_tokens
+    if layout.empty:
         return ""
+    estimate = LadderTokens(layout).at
+    hidden, first = layout.hidden_rungs, layout.first_fitting
+    low, high = -1, len(layout.ladder) + hidden
+    while high - low > 1:  # the fewest ladder steps whose estimate fits (counted on the count cut's ladder)
+        middle = (low + high) // 2
+        if middle >= first and estimate(middle - hidden) <= max_tokens:
+            high = middle
+        else:
+            low = middle
+    for steps in range(high - hidden, len(layout.ladder) + 1):
+        text = "\n".join(layout.lines(steps))
+        if count_tokens(text) <= max_tokens:
+            return text
+    return ""
 
 
 def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:
@@ -405,6 +410,11 @@ class _Layout:
     shortest) add up to ``max_tokens`` can ever be shown, and of the rest only the newest ``max_tokens // 3``
     (a line costs at least 3 tokens, an id 2). Rendering thus costs what can be shown, not the history: the
     shelves hand each kind over newest first, already merged under the root.
+
+    Folders, definitions and URLs are cut the same way as commands, by their shortest lines. The ladder they
+    were first cut by (a count) is kept in view: ``hidden_rungs`` of its rungs concern what the cut left out,
+    all before ``first_fitting``, and no step before that can fit (a kind's newest lines alone pass the room),
+    so ``WorkingSet.render`` searches that ladder's steps as before and reads them off this shorter one.
     """
 
     shelves: Shelves
@@ -426,21 +436,38 @@ class _Layout:
     """Some command is shown without its ``cd <root> &&``."""
     gone: Counter[str] = field(default_factory=Counter)
     """Dropped up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
+    present: set[str] = field(default_factory=set)
+    """Kinds of folders, definitions and URLs with anything at all (shown or only counted): their titles show."""
+    unshown: Counter[str] = field(default_factory=Counter)
+    """Per ladder segment, the rungs of what the cut by shortest lines left out."""
+    fit: bool = True
+    """Cut folders, definitions and URLs by their shortest lines too (False: by count alone, as the layout did
+    before; the tests render both ways and compare)."""
+    segments: list[int] = field(default_factory=list)
+    """Lengths of the ladder's segments (a kind of rung on a kind of item each), in ladder order."""
+    hidden_rungs: int = 0
+    first_fitting: int = 0
 
     def __post_init__(self) -> None:
         ws, shelves = self.working_set, self.shelves
         limit = max(self.max_tokens // 3, 1)
         self.root = shelves.root
         self.relative = self.root is not None and shelves.relative_entries > 0
-        self.changed = self._newest_folders(_folders(shelves, changed=True), limit)
-        self.seen = self._newest_folders(_folders(shelves, changed=False), limit)
-        self.definitions = self._definitions(limit)
         self.commands = self._commands()
         self.errors = self._errors()
+        # Kinds from the last the ladder drops to the first: while anything of a kind shows, all that is dropped
+        # after it shows too, so its room is what their shortest lines leave (``_place_unshown`` relies on it).
+        later = 0
+        self.changed, tokens = self._fitting_folders(True, limit, self.max_tokens - later)
+        later += tokens + self._calls_tokens(3)
+        self.definitions, tokens = self._definitions(limit, self.max_tokens - later)
+        later += tokens
+        self.seen, tokens = self._fitting_folders(False, limit, self.max_tokens - later)
+        later += tokens + self._calls_tokens(2) + self._calls_tokens(1) + self._calls_tokens(0)
         ids = shelves.newest(shelves.ids, shelves.id_order, max(self.max_tokens // 2, 1))
         self.gone["id"] = len(ws.ids) - len(ids)
         self.ids = [_Item(identifier, ws.ids[identifier]) for identifier in ids]
-        urls = shelves.newest(shelves.urls, shelves.url_order, limit)
+        urls = self._fitting_urls(limit, self.max_tokens - later)
         self.gone["URL"] = len(ws.urls) - len(urls)
         self.urls = [_Item(clip(url, URL_MAX_CHARS), ws.urls[url]) for url in urls]
         items: list[_Folder | _Item] = [
@@ -455,12 +482,87 @@ class _Layout:
         for ident, item in enumerate(items):
             item.ident = ident
         self.ladder = self._ladder()
+        self._place_unshown()
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.changed or self.seen or self.definitions or self.commands or self.errors or self.ids or self.urls
-        )
+        return not (self.present or self.commands or self.errors or self.ids)
+
+    def _fitting_folders(self, changed: bool, limit: int, room: int) -> tuple[list[_Folder], int]:
+        """The newest folders whose shortest lines add up to ``room``, by name, the rest only counted; and the
+        tokens of the shortest lines taken (past ``room``: nothing before this kind can show)."""
+        shelves, kind = self.shelves, "changed" if changed else "seen"
+        count = shelves.counts[changed]
+        if count["folders"]:
+            self.present.add(kind)
+        if count["folders"] > limit or not self.fit:  # the count cut: every folder it keeps (rare; not bounded)
+            folders = self._newest_folders(_folders(shelves, changed), limit)
+            return folders, sum(self._shortest_folder(folder) for folder in folders)
+        kept, tokens = [], 0
+        for name in shelves.folder_recency[changed].newest() if room >= 0 else ():
+            shelf = shelves.folders[changed][name]
+            folder = _Folder(shelf.heading, shelf.entries(), shelf.last, changed, lines=shelf.lines)
+            tokens += self._shortest_folder(folder)
+            if tokens > room:
+                break
+            kept.append((name, folder))
+        folders = [folder for _, folder in sorted(kept, key=itemgetter(0))]
+        unshown = self.unshown
+        unshown[kind] = count["folders"] - len(folders)
+        unshown[f"{kind} several"] = count["several"] - sum(len(f.files) > 1 for f in folders)
+        unshown[f"{kind} many"] = count["many"] - sum(len(f.files) > FOLD_KEEP + 1 for f in folders)
+        self.gone[kind] += count["files"] - sum(len(f.files) for f in folders)
+        self.gone[f"{kind} folders"] += unshown[kind]
+        return folders, tokens
+
+    def _shortest_folder(self, folder: _Folder) -> int:
+        """Tokens of the folder's lines in its shortest shape on the ladder."""
+        shapes = [
+            "",
+            *([FOLD] if len(folder.files) > 1 else []),
+            *([TRIM] if len(folder.files) > FOLD_KEEP + 1 else []),
+        ]
+        return min(sum(self.measure(line) for line in _shaped(folder, shape)) for shape in shapes)
+
+    def _shortest_item(self, item: _Item) -> int:
+        full = self.measure(f"- {item.text}")
+        return min(full, self.measure(f"- {item.short}")) if item.short else full
+
+    def _calls_tokens(self, rank: int) -> int:
+        return sum(self._shortest_item(c) for c in (*self.commands, *self.errors) if c.rank == rank)
+
+    def _fitting_urls(self, limit: int, room: int) -> list[str]:
+        """The newest URLs whose lines add up to ``room``, in first-seen order."""
+        shelves = self.shelves
+        if shelves.urls:
+            self.present.add("URL")
+        if len(shelves.urls) > limit or not self.fit:
+            return shelves.newest(shelves.urls, shelves.url_order, limit)
+        kept, tokens = [], 0
+        for url in shelves.urls.newest() if room >= 0 else ():
+            tokens += self.measure(f"- {clip(url, URL_MAX_CHARS)}")
+            if tokens > room:
+                break
+            kept.append(url)
+        self.unshown["URL"] = len(shelves.urls) - len(kept)
+        return sorted(kept, key=shelves.url_order.__getitem__)
+
+    def _place_unshown(self) -> None:
+        """Where the rungs of what the cuts by shortest lines left out stood on the ladder a count cut gives.
+
+        Each is among the first rungs of its segment (the oldest go first), so the segments' lengths place them.
+        """
+        u = self.unshown
+        unshown = [
+            *(u["seen several"], u["changed several"], u["URL"], 0, 0, 0, u["seen many"]),
+            *(u["trimmable definitions"], 0, u["seen"], u["definitions"], 0, 0, u["changed many"], u["changed"]),
+        ]
+        start = 0
+        for length, hidden in zip(self.segments, unshown, strict=True):
+            if hidden:
+                self.first_fitting = start + hidden
+            start += length + hidden
+        self.hidden_rungs = sum(unshown)
 
     def _newest_folders(self, folders: list[_Folder], limit: int) -> list[_Folder]:
         if len(folders) <= limit:
@@ -473,13 +575,30 @@ class _Layout:
                 self.gone[f"{noun} folders"] += 1
         return [f for f in folders if id(f) in newest]
 
-    def _definitions(self, limit: int) -> list[_Item]:
-        """Per file still there, the names its changes defined (newest change first) and removed; by path."""
-        items = [_Item(text, last, short=short) for text, short, last in self.shelves.definition_items.values()]
+    def _definitions(self, limit: int, room: int) -> tuple[list[_Item], int]:
+        """Per file still there, the names its changes defined (newest change first) and removed; by path. The
+        newest whose shortest lines add up to ``room`` (the rest only counted), and the tokens of those lines."""
+        shelves = self.shelves
+        if shelves.definition_items:
+            self.present.add("definitions")
+        if len(shelves.definition_items) <= limit and self.fit:
+            items, tokens = [], 0
+            for path in shelves.definition_recency.newest() if room >= 0 else ():
+                text, short, last = shelves.definition_items[path]
+                item = _Item(text, last, short=short)
+                tokens += self._shortest_item(item)
+                if tokens > room:
+                    break
+                items.append(item)
+            self.unshown["definitions"] = len(shelves.definition_items) - len(items)
+            self.unshown["trimmable definitions"] = shelves.trimmable - sum(1 for item in items if item.short)
+            self.gone["definitions"] = self.unshown["definitions"]
+            return sorted(items, key=lambda item: item.text), tokens
+        items = [_Item(text, last, short=short) for text, short, last in shelves.definition_items.values()]
         if len(items) > limit:
             self.gone["definitions"] = len(items) - limit
             items = sorted(items, key=_last)[-limit:]
-        return sorted(items, key=lambda item: item.text)
+        return sorted(items, key=lambda item: item.text), sum(self._shortest_item(item) for item in items)
 
     def _commands(self) -> list[_Item]:
         """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is).
@@ -537,24 +656,26 @@ class _Layout:
         def oldest(items: Iterable[_Folder | _Item]) -> list[_Folder | _Item]:
             return sorted(items, key=_last)
 
-        steps: list[tuple[str, int]] = []
-        steps += [(FOLD, f.ident) for f in oldest(self.seen) if len(f.files) > 1]
-        steps += [(FOLD, f.ident) for f in oldest(self.changed) if len(f.files) > 1]
         calls = [*self.commands, *self.errors]
-        steps += [(DROP, u.ident) for u in oldest(self.urls)]
-        steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 0)]
-        steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 1)]
-        steps += [(TRIM, c.ident) for c in oldest(c for c in calls if c.short)]
-        steps += [(TRIM, f.ident) for f in oldest(self.seen) if len(f.files) > FOLD_KEEP + 1]
-        steps += [(TRIM, d.ident) for d in oldest(self.definitions) if d.short]
-        steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 2)]
-        steps += [(DROP, f.ident) for f in oldest(self.seen)]
-        steps += [(DROP, d.ident) for d in oldest(self.definitions)]
-        steps += [(DROP, i.ident) for i in oldest(self.ids)]
-        steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 3)]
-        steps += [(TRIM, f.ident) for f in oldest(self.changed) if len(f.files) > FOLD_KEEP + 1]
-        steps += [(DROP, f.ident) for f in oldest(self.changed)]
-        return steps
+        segments: list[list[tuple[str, int]]] = [
+            [(FOLD, f.ident) for f in oldest(self.seen) if len(f.files) > 1],
+            [(FOLD, f.ident) for f in oldest(self.changed) if len(f.files) > 1],
+            [(DROP, u.ident) for u in oldest(self.urls)],
+            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 0)],
+            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 1)],
+            [(TRIM, c.ident) for c in oldest(c for c in calls if c.short)],
+            [(TRIM, f.ident) for f in oldest(self.seen) if len(f.files) > FOLD_KEEP + 1],
+            [(TRIM, d.ident) for d in oldest(self.definitions) if d.short],
+            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 2)],
+            [(DROP, f.ident) for f in oldest(self.seen)],
+            [(DROP, d.ident) for d in oldest(self.definitions)],
+            [(DROP, i.ident) for i in oldest(self.ids)],
+            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 3)],
+            [(TRIM, f.ident) for f in oldest(self.changed) if len(f.files) > FOLD_KEEP + 1],
+            [(DROP, f.ident) for f in oldest(self.changed)],
+        ]
+        self.segments = [len(segment) for segment in segments]
+        return [step for segment in segments for step in segment]
 
     def lines(self, steps: int) -> list[str]:
         """The section's lines after the first ``steps`` rungs of the ladder."""
@@ -569,21 +690,17 @@ class _Layout:
             ("Files changed:", self.changed, "changed", "changed"),
             ("Files read or used:", self.seen, "seen", "read or used"),
         ):
-            if not folders:
+            if kind not in self.present:
                 continue
             lines.append(title)
             for folder in folders:
-                form = shape.get(folder.ident, "")
-                shown = folder.lines.get(form)
-                if shown is None:
-                    shown = folder.lines[form] = _folder_lines(folder, form)
-                lines += shown
+                lines += _shaped(folder, shape.get(folder.ident, ""))
             gone = [f for f in folders if shape.get(f.ident) == DROP]
             files = sum(len(f.files) for f in gone) + self.gone[kind]
             if files:
                 where = len(gone) + self.gone[f"{kind} folders"]
                 lines.append(f"- +{files} more {noun} {_noun(files, 'file')} in {where} {_noun(where, 'folder')}")
-        if self.definitions:
+        if "definitions" in self.present:
             lines.append("Definitions written (newest first; · removed):")
             for item in self.definitions:
                 if item.ident not in shape:
@@ -613,7 +730,7 @@ class _Layout:
             gone_count = len(self.ids) - len(kept_ids) + self.gone["id"]
             prefix = f"(+{gone_count} more) " if gone_count else ""
             lines.append(f"Identifiers: {prefix}{', '.join(kept_ids)}".rstrip())
-        if self.urls:
+        if "URL" in self.present:
             lines.append("URLs:")
             lines += [f"- {item.text}" for item in self.urls if item.ident not in shape]
             gone_count = sum(1 for item in self.urls if item.ident in shape) + self.gone["URL"]
@@ -628,6 +745,14 @@ def _folders(shelves: Shelves, changed: bool) -> list[_Folder]:
         _Folder(shelf.heading, files, shelf.last, changed, lines=shelf.lines)
         for shelf, files in shelves.folder_list(changed)
     ]
+
+
+def _shaped(folder: _Folder, shape: str) -> list[str]:
+    """The folder's lines in ``shape``, made once per version of the folder."""
+    shown = folder.lines.get(shape)
+    if shown is None:
+        shown = folder.lines[shape] = _folder_lines(folder, shape)
+    return shown
 
 
 def _folder_lines(folder: _Folder, shape: str) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from amplifier_module_context_summarize.ladder_tokens import LadderTokens
 from amplifier_module_context_summarize.ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts
 from amplifier_module_context_summarize.ledger import FileAction as Action
 from amplifier_module_context_summarize.shelves import Shelves
@@ -23,9 +24,11 @@ from amplifier_module_context_summarize.working_set import (
     MOVED_AWAY,
     WorkingSet,
     _definition_item,
+    _Layout,
     _merge,
     canonical,
     command_in_root,
+    search,
 )
 
 COUNT = TokenCounter().count_text
@@ -239,3 +242,34 @@ def test_a_tie_in_votes_goes_to_the_folder_voted_for_first() -> None:
     ws.add(Facts(workdirs=("/b", "/a", "/a", "/b")))
 
     assert ws.root() == reference_root(ws) == Counter(["/b", "/a", "/a", "/b"]).most_common(1)[0][0] == "/b"
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_write(seed: int) -> None:
+    rng = random.Random(2_000 + seed)
+    ws = WorkingSet()
+    for _ in range(rng.randint(5, 150)):
+        ws.add(random_facts(rng))
+    shelves = ws.shelved()
+    measure = shelves.measure(COUNT)
+    layout = _Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
+    estimate = LadderTokens(layout)
+
+    for steps in range(len(layout.ladder) + 1):
+        assert estimate.at(steps) == sum(measure(line) for line in layout.lines(steps)), (seed, steps)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cut_renders(seed: int) -> None:
+    """Folders, definitions and URLs beyond what could fit are only counted: the text must not change."""
+    rng = random.Random(3_000 + seed)
+    ws = WorkingSet()
+    for _ in range(rng.randint(5, 200)):
+        ws.add(random_facts(rng))
+        if rng.random() < 0.2:
+            shelves = ws.shelved()
+            measure = shelves.measure(COUNT)
+            for max_tokens in (rng.randint(1, 40), rng.randint(40, 300), rng.randint(300, 3_000)):
+                cut = _Layout(shelves, ws, max_tokens, measure)
+                counted = _Layout(shelves, ws, max_tokens, measure, fit=False)
+                assert search(cut, COUNT) == search(counted, COUNT), (seed, max_tokens)
