@@ -69,7 +69,10 @@ class LadderTokens:
             "command": sorted(at[c.ident] for c in layout.commands if c.ident in at),
             "error": sorted(at[e.ident] for e in layout.errors if e.ident in at),
             "URL": sorted(at[u.ident] for u in layout.urls if u.ident in at),
+            "id": sorted(at[i.ident] for i in layout.ids),
         }
+        self.kinds["id ident"] = [ident for _, ident in sorted((at[i.ident], i.ident) for i in layout.ids)]
+        self.ids_lines: dict[int, int] = {}
         self.files = {
             kind: [
                 0,
@@ -91,13 +94,25 @@ class LadderTokens:
             lines.append("Files read or used:")
         if "definitions" in layout.present:
             lines.append("Definitions written (newest first; · removed):")
-        if layout.commands:
+        if layout.commands or "command" in layout.present:
             lines.append("Commands (latest outcome, last failure):")
         if layout.errors:
             lines.append("Tool errors (last failure of each):")
         if "URL" in layout.present:
             lines.append("URLs:")
         return lines
+
+    def _ids_line(self, dropped: int) -> int:
+        """Tokens of the identifiers line with its ``dropped`` oldest ids gone (the same for most probes)."""
+        tokens = self.ids_lines.get(dropped)
+        if tokens is None:
+            layout = self.layout
+            gone_ids = set(self.kinds["id ident"][:dropped])
+            kept = [item.text for item in layout.ids if item.ident not in gone_ids]
+            gone = dropped + layout.gone["id"]
+            prefix = f"(+{gone} more) " if gone else ""
+            tokens = self.ids_lines[dropped] = self.measure(f"Identifiers: {prefix}{', '.join(kept)}".rstrip())
+        return tokens
 
     def _dropped(self, kind: str, steps: int) -> int:
         return bisect.bisect_left(self.kinds[kind], steps)
@@ -119,16 +134,12 @@ class LadderTokens:
             if gone:
                 total += measure(f"- +{gone} more changed {_noun(gone, 'file')} with definitions")
         for items, noun in ((layout.commands, "command"), (layout.errors, "error")):
-            if items:
+            if items or noun in layout.present:
                 gone = self._dropped(noun, steps) + layout.gone[noun]
                 if gone:
                     total += measure(f"- +{gone} earlier {_noun(gone, noun)}")
-        if layout.ids:
-            at = self.drop_at
-            kept = [item.text for item in layout.ids if at.get(item.ident, steps) >= steps]
-            gone = len(layout.ids) - len(kept) + layout.gone["id"]
-            prefix = f"(+{gone} more) " if gone else ""
-            total += measure(f"Identifiers: {prefix}{', '.join(kept)}".rstrip())
+        if "id" in layout.present:
+            total += self._ids_line(bisect.bisect_left(self.kinds["id"], steps))
         if "URL" in layout.present:
             gone = self._dropped("URL", steps) + layout.gone["URL"]
             if gone:

@@ -45,6 +45,8 @@ class Recency:
         self._order: list[tuple[int, str]] = []
         self._seq: dict[str, int] = {}
         self.rows: dict[str, Row] = {}
+        self.made: dict[str, Any] = {}
+        """What the layout made of a key's row (its line and that line's tokens), until the row changes."""
 
     def __len__(self) -> int:
         return len(self._seq)
@@ -56,6 +58,8 @@ class Recency:
                 del self._order[bisect.bisect_left(self._order, (known, key))]
             bisect.insort(self._order, (seq, key))
             self._seq[key] = seq
+        if self.rows.get(key) != row:
+            self.made.pop(key, None)
         self.rows[key] = row
 
     def remove(self, key: str) -> None:
@@ -63,6 +67,7 @@ class Recency:
         if known is not None:
             del self._order[bisect.bisect_left(self._order, (known, key))]
             del self.rows[key]
+            self.made.pop(key, None)
 
     def newest(self) -> Iterator[str]:
         return (key for _, key in reversed(self._order))
@@ -347,8 +352,10 @@ class Shelves:
     def measure(self, count_tokens: Callable[[str], int]) -> Callable[[str], int]:
         """Tokens of a line with its newline, remembered across renders (old items' lines recur in every one)."""
         counter, recent, older = self._measured
-        if counter is not count_tokens:
+        if counter is not count_tokens:  # counted by another counter: forget every count (and the lines made)
             recent, older = {}, {}
+            for recency in (*self.commands.values(), *self.errors.values()):
+                recency.made.clear()
         self._measured = (count_tokens, recent, older)
 
         def measure(line: str) -> int:

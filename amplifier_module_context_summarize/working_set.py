@@ -31,7 +31,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,8 @@ EARLIER_FAILURES = 2
 """Distinct failures of one command kept before its last one (the first lines to go when room is short)."""
 ERROR_KEY_MAX_CHARS = 80
 URL_MAX_CHARS = 200
+COMMIT_KEY = len("commit ") + 7
+"""A commit id's characters up to its shortest SHA (7 hex digits)."""
 
 # File states, in the order a folder line lists them.
 CREATED, EDITED, MOVED, DELETED, READ_STATE, USED = "created", "edited", "moved", "deleted", "read", "used"
@@ -111,6 +113,9 @@ class WorkingSet:
         """Folder (``""`` above the top ones) -> its subfolder holding the most absolute paths."""
         self.relative_firsts: set[str] = set()
         """First folder names of the relative spellings (``src`` of ``src/x.py``)."""
+        self.commits: dict[str, list[str]] = {}
+        """Commit ids by their first ``COMMIT_KEY`` characters (``""``: shorter ones)."""
+        self.commit_order: dict[str, int] = {}
         self.touched = Touched()
         self.shelves: Shelves | None = None
 
@@ -125,6 +130,8 @@ class WorkingSet:
         other.definitions = {path: dict(names) for path, names in self.definitions.items()}
         other.leader, other.vote_order = self.leader, dict(self.vote_order)
         other.best_child, other.relative_firsts = dict(self.best_child), set(self.relative_firsts)
+        other.commits = {key: list(bucket) for key, bucket in self.commits.items()}
+        other.commit_order = dict(self.commit_order)
         return other
 
     # ------------------------------------------------------------------ folding
@@ -235,13 +242,25 @@ class WorkingSet:
             self.leader = folder
 
     def _identifier(self, identifier: str) -> None:
-        """Like the URLs, except that a short commit SHA and a longer one already seen (or vice versa) are one."""
+        """Like the URLs, except that a short commit SHA and a longer one already seen (or vice versa) are one.
+
+        Commits that are one share their first ``COMMIT_KEY`` characters unless one is shorter: only those
+        are compared (and every commit, for a short one), the first seen winning.
+        """
         if identifier not in self.ids and identifier.startswith("commit "):
-            for known in self.ids:
-                if known.startswith("commit ") and (known.startswith(identifier) or identifier.startswith(known)):
-                    self.ids[known] = self.seq
-                    self.touched.ids[known] = None
-                    return
+            commits = self.commits
+            if len(identifier) >= COMMIT_KEY:
+                candidates = [*commits.get("", ()), *commits.get(identifier[:COMMIT_KEY], ())]
+            else:
+                candidates = [known for bucket in commits.values() for known in bucket]
+            matches = [k for k in candidates if k.startswith(identifier) or identifier.startswith(k)]
+            if matches:
+                known = min(matches, key=self.commit_order.__getitem__)
+                self.ids[known] = self.seq
+                self.touched.ids[known] = None
+                return
+            self.commit_order[identifier] = len(self.commit_order)
+            commits.setdefault(identifier[:COMMIT_KEY] if len(identifier) >= COMMIT_KEY else "", []).append(identifier)
         self.ids[identifier] = self.seq
         self.touched.ids[identifier] = None
 
@@ -437,7 +456,8 @@ class _Layout:
     gone: Counter[str] = field(default_factory=Counter)
     """Dropped up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
     present: set[str] = field(default_factory=set)
-    """Kinds of folders, definitions and URLs with anything at all (shown or only counted): their titles show."""
+    """Kinds of folders, definitions, commands, identifiers and URLs with anything at all (shown or only counted):
+    their titles (or the identifiers line) show."""
     unshown: Counter[str] = field(default_factory=Counter)
     """Per ladder segment, the rungs of what the cut by shortest lines left out."""
     fit: bool = True
@@ -453,19 +473,31 @@ class _Layout:
         limit = max(self.max_tokens // 3, 1)
         self.root = shelves.root
         self.relative = self.root is not None and shelves.relative_entries > 0
-        self.commands = self._commands()
+        commands = self._commands()
+        if any(commands.values()):
+            self.present.add("command")
         self.errors = self._errors()
         # Kinds from the last the ladder drops to the first: while anything of a kind shows, all that is dropped
         # after it shows too, so its room is what their shortest lines leave (``_place_unshown`` relies on it).
         later = 0
         self.changed, tokens = self._fitting_folders(True, limit, self.max_tokens - later)
-        later += tokens + self._calls_tokens(3)
+        later += tokens + self._calls_tokens(commands, 3)
+        ids = shelves.newest(shelves.ids, shelves.id_order, max(self.max_tokens // 2, 1))
+        if ids:
+            self.present.add("id")
+        if self.fit and later > self.max_tokens:  # no room left for any identifier (their one line is not cut)
+            self.unshown["id"], ids = len(ids), []
+        self.gone["id"] = len(ws.ids) - len(ids)
         self.definitions, tokens = self._definitions(limit, self.max_tokens - later)
         later += tokens
         self.seen, tokens = self._fitting_folders(False, limit, self.max_tokens - later)
-        later += tokens + self._calls_tokens(2) + self._calls_tokens(1) + self._calls_tokens(0)
-        ids = shelves.newest(shelves.ids, shelves.id_order, max(self.max_tokens // 2, 1))
-        self.gone["id"] = len(ws.ids) - len(ids)
+        later += tokens + self._calls_tokens(commands, 2)
+        for rank in (1, 0):  # succeeded commands: only dropped, never trimmed, so cut like the folders
+            kept = self._fitting_calls(commands.get(rank, []), self.max_tokens - later, f"rank {rank}")
+            later += self._calls_tokens(commands, rank)
+            commands[rank] = kept
+        self.commands = sorted((replace(item) for made in commands.values() for item, _ in made), key=_last)
+        self.gone["command"] = len(shelves.groups) - len(self.commands)
         self.ids = [_Item(identifier, ws.ids[identifier]) for identifier in ids]
         urls = self._fitting_urls(limit, self.max_tokens - later)
         self.gone["URL"] = len(ws.urls) - len(urls)
@@ -486,7 +518,7 @@ class _Layout:
 
     @property
     def empty(self) -> bool:
-        return not (self.present or self.commands or self.errors or self.ids)
+        return not (self.present or self.commands or self.errors)
 
     def _fitting_folders(self, changed: bool, limit: int, room: int) -> tuple[list[_Folder], int]:
         """The newest folders whose shortest lines add up to ``room``, by name, the rest only counted; and the
@@ -528,8 +560,23 @@ class _Layout:
         full = self.measure(f"- {item.text}")
         return min(full, self.measure(f"- {item.short}")) if item.short else full
 
-    def _calls_tokens(self, rank: int) -> int:
-        return sum(self._shortest_item(c) for c in (*self.commands, *self.errors) if c.rank == rank)
+    def _calls_tokens(self, commands: dict[int, list[tuple[_Item, int]]], rank: int) -> int:
+        """Tokens of the shortest lines of the commands and errors of ``rank`` the count cut keeps."""
+        calls = [item for item, _ in commands.get(rank, [])] + [c for c in self.errors if c.rank == rank]
+        return sum(self._shortest_item(c) for c in calls)
+
+    def _fitting_calls(self, made: list[tuple[_Item, int]], room: int, segment: str) -> list[tuple[_Item, int]]:
+        """The newest of ``made`` (newest first, with their lines' tokens) whose lines add up to ``room``."""
+        if not self.fit:
+            return made
+        kept, tokens = [], 0
+        for each in made if room >= 0 else ():
+            tokens += each[1]
+            if tokens > room:
+                break
+            kept.append(each)
+        self.unshown[segment] = len(made) - len(kept)
+        return kept
 
     def _fitting_urls(self, limit: int, room: int) -> list[str]:
         """The newest URLs whose lines add up to ``room``, in first-seen order."""
@@ -554,8 +601,8 @@ class _Layout:
         """
         u = self.unshown
         unshown = [
-            *(u["seen several"], u["changed several"], u["URL"], 0, 0, 0, u["seen many"]),
-            *(u["trimmable definitions"], 0, u["seen"], u["definitions"], 0, 0, u["changed many"], u["changed"]),
+            *(u["seen several"], u["changed several"], u["URL"], u["rank 0"], u["rank 1"], 0, u["seen many"]),
+            *(u["trimmable definitions"], 0, u["seen"], u["definitions"], u["id"], 0, u["changed many"], u["changed"]),
         ]
         start = 0
         for length, hidden in zip(self.segments, unshown, strict=True):
@@ -600,17 +647,14 @@ class _Layout:
             items = sorted(items, key=_last)[-limit:]
         return sorted(items, key=lambda item: item.text), sum(self._shortest_item(item) for item in items)
 
-    def _commands(self) -> list[_Item]:
+    def _commands(self) -> dict[int, list[tuple[_Item, int]]]:
         """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is).
 
         A command that ran in the workspace root is shown without its ``cd <root> &&`` (``command_in_root``):
         the section says where paths are relative to, and ``X`` and ``cd <root> && X`` are one command.
         """
-        shelves = self.shelves
-        self.in_root = shelves.in_root > 0
-        items = self._newest_fitting(shelves.commands, self._command_item)
-        self.gone["command"] = len(shelves.groups) - len(items)
-        return items
+        self.in_root = self.shelves.in_root > 0
+        return self._newest_fitting(self.shelves.commands, self._command_item)
 
     @staticmethod
     def _command_item(row: tuple[Any, ...]) -> _Item:
@@ -623,23 +667,29 @@ class _Layout:
         history = f" (failed before with: {'; '.join(earlier)})" if earlier else ""
         return _Item(text + history, seq, short=text if earlier else "", rank=rank)
 
-    def _newest_fitting(self, ranked: dict[int, Recency], make: Callable[[tuple[Any, ...]], _Item]) -> list[_Item]:
-        """Per rank, items made newest first until their shortest lines alone pass the room; oldest first."""
-        items = []
+    def _newest_fitting(
+        self, ranked: dict[int, Recency], make: Callable[[tuple[Any, ...]], _Item]
+    ) -> dict[int, list[tuple[_Item, int]]]:
+        """Per rank, items made newest first until their shortest lines alone pass the room, with their tokens."""
+        items: dict[int, list[tuple[_Item, int]]] = {}
         for rank in sorted(ranked):
-            room = self.max_tokens
-            for row in ranked[rank].newest_rows():
-                item = make(row)
-                room -= self.measure(f"- {item.short or item.text}")
+            room, recency, kept = self.max_tokens, ranked[rank], items.setdefault(rank, [])
+            for key in recency.newest():
+                made = recency.made.get(key)
+                if made is None:
+                    item = make(recency.rows[key])
+                    made = recency.made[key] = (item, self.measure(f"- {item.short or item.text}"))
+                room -= made[1]
                 if room < 0:
                     break
-                items.append(item)
-        return sorted(items, key=_last)
+                kept.append(made)
+        return items
 
     def _errors(self) -> list[_Item]:
         """Failures of calls other than commands: the last of each tool and path, and whether a later call worked."""
         shelves = self.shelves
-        items = self._newest_fitting(shelves.errors, self._error_item)
+        ranked = self._newest_fitting(shelves.errors, self._error_item)
+        items = sorted((replace(item) for made in ranked.values() for item, _ in made), key=_last)
         self.gone["error"] = len(shelves.error_rank) - len(items)
         return items
 
@@ -714,7 +764,7 @@ class _Layout:
             ("Commands (latest outcome, last failure):", self.commands, "command"),
             ("Tool errors (last failure of each):", self.errors, "error"),
         ):
-            if not items:
+            if not items and noun not in self.present:
                 continue
             lines.append(title)
             gone_count = sum(1 for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
@@ -725,7 +775,7 @@ class _Layout:
                     lines.append(f"- {item.text}")
                 elif shape[item.ident] == TRIM:
                     lines.append(f"- {item.short}")
-        if self.ids:
+        if "id" in self.present:
             kept_ids = [item.text for item in self.ids if item.ident not in shape]
             gone_count = len(self.ids) - len(kept_ids) + self.gone["id"]
             prefix = f"(+{gone_count} more) " if gone_count else ""

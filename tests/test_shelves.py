@@ -70,7 +70,11 @@ def random_facts(rng: random.Random) -> Facts:
     urls = tuple(f"https://x.example/{rng.randrange(40)}" for _ in range(rng.randint(0, 1)))
     ids = tuple(
         rng.choice(
-            (f"PROJ-{rng.randrange(50)}", f"commit {'abcdef1234567'[: rng.randint(7, 13)]}", f"PR #{rng.randrange(9)}")
+            (
+                f"PROJ-{rng.randrange(50)}",
+                f"commit {rng.choice(('abcdef1234567', 'abcdef9999', '0123456789ab'))[: rng.randint(4, 13)]}",
+                f"PR #{rng.randrange(9)}",
+            )
         )
         for _ in range(rng.randint(0, 2))
     )
@@ -273,3 +277,25 @@ def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cu
                 cut = _Layout(shelves, ws, max_tokens, measure)
                 counted = _Layout(shelves, ws, max_tokens, measure, fit=False)
                 assert search(cut, COUNT) == search(counted, COUNT), (seed, max_tokens)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_commit_ids_are_merged_as_a_scan_of_every_id_would_merge_them(seed: int) -> None:
+    rng = random.Random(4_000 + seed)
+    ws, reference_ids = WorkingSet(), {}
+    for seq in range(1, 300):
+        sha = rng.choice(("abcdef1234567", "abcdef9999", "0123456789ab", "0123456fff"))[: rng.randint(3, 13)]
+        identifier = f"commit {sha}" if rng.random() < 0.8 else f"PROJ-{rng.randrange(20)}"
+        ws.add(Facts(identifiers=(identifier,)))
+        known = None
+        if identifier not in reference_ids and identifier.startswith("commit "):
+            known = next(
+                (
+                    k
+                    for k in reference_ids
+                    if k.startswith("commit ") and (k.startswith(identifier) or identifier.startswith(k))
+                ),
+                None,
+            )
+        reference_ids[known or identifier] = seq
+        assert list(ws.ids.items()) == list(reference_ids.items()), (seed, seq)
