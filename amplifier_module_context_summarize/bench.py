@@ -1,4 +1,5 @@
-"""``bench``: measure the module's own per-request, compaction and memory costs, and a long session's cost.
+"""``bench``: measure the module's own per-request, compaction and memory costs, a long session's cost, and what
+one compaction costs early and late in a 50,000-message session (``--compaction-only`` runs just that).
 
 The work lives in ``benchmark/``; this is only the command line.
 """
@@ -39,6 +40,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--sizes", type=_sizes, help="history sizes in messages (default 1000,10000,100000)")
     parser.add_argument("--sim-turns", type=_turns, help="turns in the session simulation (default 2000; quick 150)")
     parser.add_argument("--no-sim", action="store_true", help="skip the session simulation")
+    parser.add_argument(
+        "--compaction-only",
+        action="store_true",
+        help="only the long session: CPU time per compaction at 5k-50k messages, extractive and failing summarizer",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument(
@@ -58,7 +64,13 @@ def run(args: argparse.Namespace) -> int:
     from .benchmark.run import run_benchmark
 
     result = asyncio.run(
-        run_benchmark(args.sizes, quick=args.quick, sim_turns=args.sim_turns, simulate_session=not args.no_sim)
+        run_benchmark(
+            args.sizes,
+            quick=args.quick,
+            sim_turns=args.sim_turns,
+            simulate_session=not args.no_sim,
+            compaction_only=args.compaction_only,
+        )
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
     return 1 if args.check and not all(t.passed for t in result.targets) else 0

@@ -9,7 +9,9 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
+from amplifier_module_context_summarize.benchmark.long_session import KINDS, QUICK_LONG
 from amplifier_module_context_summarize.benchmark.naive import NaiveContextManager
 from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
@@ -48,7 +50,8 @@ def test_json_has_every_figure(result):
         assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
     assert set(data["simulation"]) >= SIM_KEYS
     names = [t["name"] for t in data["targets"]]
-    assert len(names) == 7 and all(isinstance(t["passed"], bool) for t in data["targets"])
+    assert len(names) == 9 and all(isinstance(t["passed"], bool) for t in data["targets"])
+    assert [run["kind"] for run in data["long_session"]] == list(KINDS)
 
 
 def test_states_measure_what_they_claim(result):
@@ -136,3 +139,39 @@ def test_cli_prints_json_and_rejects_bad_sizes(capsys):
     assert list(data["sizes"]) == ["300"] and data["simulation"] is None
     with pytest.raises(SystemExit):
         main(["bench", "--sizes", "ten"])
+
+
+def test_the_long_session_times_compactions_at_every_checkpoint(result):
+    for run in result.long_session:
+        assert [c.messages for c in run.checkpoints] == list(QUICK_LONG.checkpoints)
+        assert all(0 < c.samples <= QUICK_LONG.samples and 0 < c.median_s <= c.max_s for c in run.checkpoints)
+        assert run.compactions >= QUICK_LONG.samples and run.checkpoints[-1].span_messages > 0
+        assert run.flatness == run.checkpoints[-1].median_s / run.checkpoints[0].median_s
+    extractive, failing = result.long_session
+    assert extractive.provider_calls == 0 and extractive.fallbacks == 0
+    assert failing.provider_calls > 0 and failing.fallbacks == failing.compactions  # every summary fell back
+    targets = [t for t in result.targets if t.name.startswith("compaction CPU time")]
+    assert [t.value for t in targets] == [run.flatness for run in result.long_session]
+
+
+def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
+    session = CodingSession(SMALL, seed=3, text=text)
+    messages = session.history(1_500)
+    manager = create_manager({"max_tokens": 20_000, "compaction_strategy": "extractive"})
+    views = asyncio.run(kit_replay(manager, messages, budget=20_000))  # every view checked
+    assert views and manager.stats["compactions"] > 0
+    early, late = (
+        manager.history.working_set.state(n) for n in (len(manager.history.groups) // 4, len(manager.history.groups))
+    )
+    assert len(late.files) > 2 * len(early.files) and len(late.definitions) > 2 * len(early.definitions)
+    assert any(not ok for _, _, ok, _, _ in late.commands.values()) and late.ids and late.urls
+
+
+def test_cli_compaction_only_prints_just_the_long_session(capsys):
+    assert main(["bench", "--quick", "--compaction-only", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sizes"] == {} and data["simulation"] is None
+    assert [run["kind"] for run in data["long_session"]] == list(KINDS)
+    assert [t["name"].startswith("compaction CPU time") for t in data["targets"]] == [True, True]
+    assert main(["bench", "--quick", "--compaction-only"]) == 0
+    assert "Long session: CPU time per compaction" in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .costs import STATES
 from .fixtures import BUDGET
+from .long_session import LongCosts
 from .run import BenchResult
 
 US, MS, MB = 1e6, 1e3, 1 / 1e6
@@ -18,11 +19,38 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _long_session(runs: list[LongCosts]) -> list[str]:
+    """Compaction CPU time at each checkpoint of the long session, per kind, and how flat it stays."""
+    if not runs:
+        return []
+    first = runs[0]
+    lines = [
+        f"Long session: CPU time per compaction ({first.budget:,}-token budget, a coding session whose working set "
+        "keeps growing;",
+        f"  median / max of the last {max(c.samples for c in first.checkpoints)} compactions before each checkpoint)",
+    ]
+    checkpoints = [f"{c.messages:,} msgs ms" for c in first.checkpoints]
+    header = ["strategy", *checkpoints, "span msgs", "compactions", "fell back", "last/first"]
+    rows = []
+    for run in runs:
+        cells = [f"{c.median_s * MS:.1f} / {c.max_s * MS:.1f}" for c in run.checkpoints]
+        span = run.checkpoints[-1].span_messages
+        rows.append([run.kind, *cells, f"{span:.0f}", str(run.compactions), str(run.fallbacks), f"{run.flatness:.2f}x"])
+    lines += _table(header, rows)
+    lines.append("  target: last/first <= 1.5x (a compaction costs its span, not the history behind it)")
+    return lines
+
+
 def render(result: BenchResult) -> str:
     lines = [
         f"context-summarize benchmark{' (quick: indicative only)' if result.quick else ''}",
         f"  {result.environment.get('python')} on {result.environment.get('cpus')} cpus, "
         f"tokens by {result.environment.get('token_counter')}, instant fake summarizer backend",
+    ]
+    if not result.sizes:  # --compaction-only
+        lines += ["", *_long_session(result.long_session), *_targets(result), "", f"total {result.seconds:.1f} s"]
+        return "\n".join(lines)
+    lines += [
         f"  compacted = {BUDGET:,}-token budget with a summary in force; open = never compacted, view = all history",
         "",
         "Per turn and per request (medians; turn = add_message + get_messages_for_request)",
@@ -66,6 +94,8 @@ def render(result: BenchResult) -> str:
             ]
         )
     lines += _table(["messages", "samples", "span msgs", "total ms", "planning ms", "prompt-building ms"], rows)
+    if result.long_session:
+        lines += ["", *_long_session(result.long_session)]
     lines += ["", "Memory (tracemalloc; own = manager minus the stored copy of the messages)"]
     rows = []
     for size in result.sizes:
@@ -114,9 +144,14 @@ def render(result: BenchResult) -> str:
             f"({sim.naive_over_module:.1f}x the module's)",
             f"  largest view {sim.max_view_tokens:,} tokens; views over budget {sim.views_over_budget}",
         ]
-    lines += ["", "Targets"]
+    lines += _targets(result)
+    lines += ["", f"total {result.seconds:.1f} s"]
+    return "\n".join(lines)
+
+
+def _targets(result: BenchResult) -> list[str]:
+    lines = ["", "Targets"]
     for t in result.targets:
         sign = "<=" if t.at_most else ">="
         lines.append(f"  {'PASS' if t.passed else 'FAIL'}  {t.name}: {t.value:,.2f} (target {sign} {t.limit:g})")
-    lines += ["", f"total {result.seconds:.1f} s"]
-    return "\n".join(lines)
+    return lines

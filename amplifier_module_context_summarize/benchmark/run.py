@@ -11,6 +11,7 @@ from typing import Any
 from .. import tokens
 from .costs import Reps, SizeCosts, measure_compactions, measure_naive, measure_requests
 from .fixtures import BUDGET, Memory, build
+from .long_session import QUICK_LONG, LongCosts, LongPlan, measure_long_sessions
 from .simulation import SimPlan, SimResult, simulate
 from .synth import TextSource
 from .targets import Target, evaluate
@@ -28,6 +29,7 @@ class BenchResult:
     costs: dict[int, SizeCosts] = field(default_factory=dict)
     memory: dict[int, Memory] = field(default_factory=dict)
     simulation: SimResult | None = None
+    long_session: list[LongCosts] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -60,6 +62,7 @@ class BenchResult:
             "environment": self.environment,
             "sizes": sizes,
             "simulation": sim,
+            "long_session": [{**asdict(costs), "flatness": costs.flatness} for costs in self.long_session],
             "targets": [{**asdict(t), "passed": t.passed} for t in self.targets],
             "all_passed": all(t.passed for t in self.targets),
             "seconds": self.seconds,
@@ -77,14 +80,24 @@ def _environment() -> dict[str, Any]:
 
 
 async def run_benchmark(
-    sizes: list[int] | None = None, quick: bool = False, sim_turns: int | None = None, simulate_session: bool = True
+    sizes: list[int] | None = None,
+    quick: bool = False,
+    sim_turns: int | None = None,
+    simulate_session: bool = True,
+    compaction_only: bool = False,
 ) -> BenchResult:
+    """Every measurement; with ``compaction_only``, just the long session's compaction costs."""
     started = time.perf_counter()
-    chosen = sorted(sizes or (QUICK_SIZES if quick else FULL_SIZES))
+    chosen = [] if compaction_only else sorted(sizes or (QUICK_SIZES if quick else FULL_SIZES))
     reps = QUICK_REPS if quick else Reps()
     result = BenchResult(quick=quick, sizes=chosen, environment=_environment())
     text = TextSource()
     text.calibrate(tokens.TokenCounter().count_text)
+    result.long_session = await measure_long_sessions(QUICK_LONG if quick else LongPlan(), text)
+    if compaction_only:
+        result.targets = evaluate({}, {}, None, result.long_session)
+        result.seconds = time.perf_counter() - started
+        return result
     fixtures = [await build(size, text) for size in chosen]
     result.memory = {f.size: f.memory for f in fixtures}
     result.costs = await measure_requests(fixtures, reps)
@@ -98,6 +111,6 @@ async def run_benchmark(
         if sim_turns is not None:
             plan = SimPlan(turns=sim_turns, budget=plan.budget, sizes=plan.sizes)
         result.simulation = await simulate(plan, text)
-    result.targets = evaluate(result.costs, result.memory, result.simulation)
+    result.targets = evaluate(result.costs, result.memory, result.simulation, result.long_session)
     result.seconds = time.perf_counter() - started
     return result

@@ -6,8 +6,11 @@ from dataclasses import dataclass
 
 from .costs import SizeCosts
 from .fixtures import Memory
+from .long_session import LongCosts
 from .simulation import SimResult
 
+FLAT_COMPACTIONS = 1.5
+"""A compaction late in a long session may cost at most this many times one early in it."""
 REFERENCE_SIZE = 10_000
 SMALL_SIZE = 1_000
 LARGE_SIZE = 100_000
@@ -30,7 +33,12 @@ def _pick(sizes: list[int], wanted: int, fallback: int) -> int:
     return wanted if wanted in sizes else fallback
 
 
-def evaluate(costs: dict[int, SizeCosts], memory: dict[int, Memory], sim: SimResult | None) -> list[Target]:
+def evaluate(
+    costs: dict[int, SizeCosts],
+    memory: dict[int, Memory],
+    sim: SimResult | None,
+    long_session: list[LongCosts] | None = None,
+) -> list[Target]:
     """Targets at 1k / 10k / 100k messages, or at the smallest / largest measured size when those were not run."""
     targets: list[Target] = []
     sizes = sorted(costs)
@@ -76,4 +84,14 @@ def evaluate(costs: dict[int, SizeCosts], memory: dict[int, Memory], sim: SimRes
             ),
             Target("share of views extending the previous one", sim.extension_share, 0.95, False),
         ]
+    for run in long_session or []:
+        first, last = run.checkpoints[0].messages, run.checkpoints[-1].messages
+        targets.append(
+            Target(
+                f"compaction CPU time at {last:,} / at {first:,} msgs ({run.kind})",
+                run.flatness,
+                FLAT_COMPACTIONS,
+                True,
+            )
+        )
     return targets

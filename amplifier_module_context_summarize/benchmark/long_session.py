@@ -1,0 +1,128 @@
+"""What one compaction costs early and late in a long session, with no LLM to hide behind.
+
+With the extractive strategy, or a summarizer whose every call fails (so each segment is written
+extractively after the failure), a compaction is all the module's own work. A session of up to 50,000
+messages is replayed as an orchestrator would (a request before each assistant message) and every compacting
+request is timed in CPU time (``time.process_time``: another process on the machine does not count). At each
+checkpoint the compactions just before it are taken: a compaction must cost what its span costs, so the
+median at 50,000 messages should be that at 5,000.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import create_manager
+from ..backends.base import SERVER_ERROR, BackendError
+from ..testing import EventRecorder, replay_steps
+from .coding import CodingSession
+from .synth import SMALL, TextSource
+from .timing import gc_paused
+
+KINDS = ("extractive", "failing summarizer")
+
+
+@dataclass(frozen=True)
+class LongPlan:
+    checkpoints: tuple[int, ...] = (5_000, 10_000, 20_000, 50_000)
+    budget: int = 100_000
+    samples: int = 8
+    """Compactions timed per checkpoint: the last ones before it."""
+    seed: int = 50_000
+
+
+QUICK_LONG = LongPlan(checkpoints=(1_000, 2_000), budget=20_000, samples=3)
+
+
+@dataclass
+class Checkpoint:
+    messages: int
+    samples: int = 0
+    median_s: float = 0.0
+    max_s: float = 0.0
+    span_messages: float = 0.0
+    """Median messages in the history between consecutive compactions there."""
+
+
+@dataclass
+class LongCosts:
+    kind: str
+    budget: int
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    compactions: int = 0
+    fallbacks: int = 0
+    """Compactions that fell back from the LLM (all of them, with the failing summarizer; none, extractive)."""
+    provider_calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def flatness(self) -> float:
+        """Median compaction time at the last checkpoint over that at the first."""
+        first, last = self.checkpoints[0], self.checkpoints[-1]
+        return last.median_s / first.median_s if first.median_s else 0.0
+
+
+class FailingBackend:
+    """A summarizer backend whose every call fails (a provider that is down)."""
+
+    name = "bench-failing"
+    model: str | None = "failing"
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None) -> Any:
+        raise BackendError(SERVER_ERROR)
+
+
+def _manager(kind: str, budget: int, events: EventRecorder) -> Any:
+    if kind == "extractive":
+        return create_manager({"max_tokens": budget, "compaction_strategy": "extractive"}, hooks=events)
+    config = {"max_tokens": budget, "summarizer": {"max_retries": 0}}
+    return create_manager(config, backend=FailingBackend(), hooks=events)
+
+
+async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> LongCosts:
+    """Replay one coding session to the last checkpoint, timing every compacting request."""
+    started = time.perf_counter()
+    events = EventRecorder(only={"context:post_compact"})
+    manager = _manager(kind, plan.budget, events)
+    messages = CodingSession(SMALL, seed=plan.seed, text=text).history(max(plan.checkpoints))
+    timed: list[tuple[int, float]] = []
+    """(messages in the history, CPU seconds) of each compacting request."""
+    async for step in replay_steps(manager, messages, budget=plan.budget):
+        if not step.due:
+            continue
+        done = manager.stats["compactions"]
+        with gc_paused():
+            cpu = time.process_time()
+            await step.request()
+            elapsed = time.process_time() - cpu
+        if manager.stats["compactions"] > done:
+            timed.append((step.index + 1, elapsed))
+    result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
+    result.fallbacks = sum(1 for payload in events.payloads("context:post_compact") if payload["fallback"])
+    for checkpoint in plan.checkpoints:
+        before = [(n, s) for n, s in timed if n <= checkpoint][-plan.samples :]
+        seconds = [s for _, s in before]
+        spans = [b - a for (a, _), (b, _) in _pairs(before)]
+        result.checkpoints.append(
+            Checkpoint(
+                checkpoint,
+                len(seconds),
+                statistics.median(seconds) if seconds else 0.0,
+                max(seconds, default=0.0),
+                statistics.median(spans) if spans else 0.0,
+            )
+        )
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _pairs(items: list[tuple[int, float]]) -> Iterator[tuple[tuple[int, float], tuple[int, float]]]:
+    return zip(items, items[1:], strict=False)
+
+
+async def measure_long_sessions(plan: LongPlan, text: TextSource) -> list[LongCosts]:
+    return [await measure_long_session(kind, plan, text) for kind in KINDS]
