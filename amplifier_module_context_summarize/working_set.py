@@ -566,8 +566,11 @@ class _Layout:
         return sum(self._shortest_item(c) for c in calls)
 
     def _fitting_calls(self, made: list[tuple[_Item, int]], room: int, segment: str) -> list[tuple[_Item, int]]:
-        """The newest of ``made`` (newest first, with their lines' tokens) whose lines add up to ``room``."""
-        if not self.fit:
+        """The newest of ``made`` (newest first, with their lines' tokens) whose lines add up to ``room``.
+
+        Only for calls the ladder never trims: the rungs of those left out must be the first of their segments.
+        """
+        if not self.fit or any(item.short for item, _ in made):
             return made
         kept, tokens = [], 0
         for each in made if room >= 0 else ():
