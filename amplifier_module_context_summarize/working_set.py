@@ -677,7 +677,9 @@ class _Layout:
         items: dict[int, list[tuple[_Item, int]]] = {}
         for rank in sorted(ranked):
             room, recency, kept = self.max_tokens, ranked[rank], items.setdefault(rank, [])
+            reached = []
             for key in recency.newest():
+                reached.append(key)
                 made = recency.made.get(key)
                 if made is None:
                     item = make(recency.rows[key])
@@ -686,6 +688,8 @@ class _Layout:
                 if room < 0:
                     break
                 kept.append(made)
+            if len(recency.made) > 2 * len(reached):  # what older renders made and no render reaches any more
+                recency.made = {key: recency.made[key] for key in reached}
         return items
 
     def _errors(self) -> list[_Item]:
