@@ -1019,6 +1019,8 @@ def named_files(text: str, paths: list[str]) -> list[str]:
     """
     lowered = text.lower()
     lines = lowered.splitlines()
+    headed: dict[str, list[tuple[str, int]]] = {}
+    """Folder -> the lines naming it, each with where its first mention ends (found once per folder)."""
     found = []
     for path in paths:
         spelled = path.lower()
@@ -1028,11 +1030,12 @@ def named_files(text: str, paths: list[str]) -> list[str]:
         folder, name = posixpath.split(spelled)
         if not folder:
             continue
-        heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(folder.rstrip('/'))}/(?!{_PATH_CHAR})")
+        rows = headed.get(folder)
+        if rows is None:
+            stem = folder.rstrip("/")
+            heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
+            rows = headed[folder] = [(line, m.end()) for line in lines if stem in line and (m := heading.search(line))]
         word = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(name)}(?![\w/-]|\.\w)")
-        for line in lines:
-            match = heading.search(line) if folder.rstrip("/") in line else None
-            if match and word.search(line, match.end()):
-                found.append(path)
-                break
+        if any(word.search(line, end) for line, end in rows):
+            found.append(path)
     return found
