@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
 from .messages import Message
+from .reads import READ_GROUP, read_form
 
 if TYPE_CHECKING:
     from .compaction import Compaction
@@ -49,6 +50,8 @@ FOLD_KEEP = 3
 DEFINITIONS_KEEP = 8
 """Names of definitions listed per changed file (its newest change's first)."""
 COMMAND_MAX_CHARS = 160
+READS_KEEP = 3
+"""Reads a trimmed folded line still lists (its file's newest)."""
 EARLIER_FAILURES = 2
 """Distinct failures of one command kept before its last one (the first lines to go when room is short)."""
 ERROR_KEY_MAX_CHARS = 80
@@ -332,6 +335,8 @@ class _Item:
     rank: int = 0
     """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
     ident: int = 0
+    commands: int = 1
+    """Commands (or errors) the line stands for: a file's folded reads are several."""
 
 
 def _last(item: _Folder | _Item) -> int:
@@ -463,16 +468,30 @@ class _Layout:
             if failure is not None and (known[5] is None or failure[0] > known[5][0]):
                 known[5] = failure
         ranked = []
+        by_file: dict[str, list[tuple[Any, ...]]] = {}
         for shown, (seq, runs, ok, label, reads, failure) in merged.items():
             rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-            ranked.append((rank, seq, shown, runs, label, failure))
+            row = (rank, seq, shown, runs, label, failure)
+            form = read_form(shown) if rank == 0 else None
+            if form is None:
+                ranked.append(row)
+            else:
+                by_file.setdefault(canonical(form[0], self.root), []).append((seq, form[1], runs, row))
+        for path, reads in by_file.items():
+            if len(reads) == 1:
+                ranked.append(reads[0][3])
+            else:
+                ranked.append((0, max(r[0] for r in reads), path, sorted(reads, key=itemgetter(0)), READ_GROUP, None))
+        count = sum(len(row[3]) if row[4] is READ_GROUP else 1 for row in ranked)
         items = self._newest_fitting(ranked, self._command_item)
-        self.gone["command"] = len(ranked) - len(items)
+        self.gone["command"] = count - sum(item.commands for item in items)
         return items
 
     @staticmethod
     def _command_item(row: tuple[Any, ...]) -> _Item:
         rank, seq, key, runs, label, failure = row
+        if label is READ_GROUP:
+            return _read_group_item(key, runs, seq)
         text = f"`{clip(key, COMMAND_MAX_CHARS)}` — {label}" + (f", {runs} runs" if runs > 1 else "")
         if failure is None:
             return _Item(text, seq, rank=rank)
@@ -524,9 +543,10 @@ class _Layout:
         steps += [(FOLD, f.ident) for f in oldest(self.changed) if len(f.files) > 1]
         calls = [*self.commands, *self.errors]
         steps += [(DROP, u.ident) for u in oldest(self.urls)]
+        steps += [(TRIM, c.ident) for c in oldest(c for c in calls if c.rank == 0 and c.short)]
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 0)]
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 1)]
-        steps += [(TRIM, c.ident) for c in oldest(c for c in calls if c.short)]
+        steps += [(TRIM, c.ident) for c in oldest(c for c in calls if c.rank > 0 and c.short)]
         steps += [(TRIM, f.ident) for f in oldest(self.seen) if len(f.files) > FOLD_KEEP + 1]
         steps += [(TRIM, d.ident) for d in oldest(self.definitions) if d.short]
         steps += [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 2)]
@@ -582,7 +602,7 @@ class _Layout:
             if not items:
                 continue
             lines.append(title)
-            gone_count = sum(1 for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
+            gone_count = sum(item.commands for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
             if gone_count:
                 lines.append(f"- +{gone_count} earlier {_noun(gone_count, noun)}")
             for item in items:
@@ -636,6 +656,20 @@ def _folder_lines(folder: _Folder, shape: str) -> list[str]:
         detail = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
         return [f"- {folder.heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
     return [f"- {folder.heading} — {len(folder.files)} read or used: {', '.join(names)}"]
+
+
+def _read_group_item(path: str, reads: list[tuple[Any, ...]], last: int) -> _Item:
+    """One file's successful reads on one line (``reads.py``), oldest first; trimmed, the newest few."""
+
+    def shown(rest: str, runs: int) -> str:
+        return f"`{clip(rest, COMMAND_MAX_CHARS)}`" + (f" ×{runs}" if runs > 1 else "")
+
+    listed = [shown(rest, runs) for _, rest, runs, _ in reads]
+    text = f"{path}{READ_GROUP}{' · '.join(listed)}"
+    short = ""
+    if len(listed) > READS_KEEP:
+        short = f"{path}{READ_GROUP}(+{len(listed) - READS_KEEP} earlier) {' · '.join(listed[-READS_KEEP:])}"
+    return _Item(text, last, short=short, rank=0, commands=len(reads))
 
 
 def _definition_item(path: str, written: list[str], removed: list[str], last: int) -> _Item:
