@@ -48,7 +48,7 @@ def read_form(command: str) -> tuple[str, str] | None:
     if _NOT_SIMPLE.search(command):
         return None
     words = _WORD.findall(command)
-    if len(words) < 2:
+    if len(words) < 2 or " ".join(words) != " ".join(command.split()):  # an unbalanced quote: not surely one read
         return None
     program = posixpath.basename(words[0])
     if program not in _READERS or (program == "sed" and any(w.startswith("-i") for w in words[1:])):

@@ -46,6 +46,7 @@ def test_a_simple_read_of_one_file_splits_into_its_file_and_the_rest(command: st
         "python -c 'print(1)' a.py",  # not a reader
         "ls -la",
         "grep -n pattern",
+        'grep -n "unbalanced a.py',
     ],
 )
 def test_anything_but_one_simple_read_of_one_file_is_left_as_it_is(command: str) -> None:
