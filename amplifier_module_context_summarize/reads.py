@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
 
 READ_GROUP = " — read (ok): "
 """Joins a file to its folded reads on a working-set line; ``named_reads`` looks for it."""
@@ -72,6 +75,28 @@ def read_form(command: str) -> tuple[str, str] | None:
         return None
     rest = " ".join(w for i, w in enumerate(words) if i != operands[0])
     return path, rest
+
+
+def fold_reads(rows: list[tuple[Any, ...]], spell: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    """Command rows ``(rank, seq, command, runs, label, failure)`` with each file's successful reads as one row.
+
+    A file read twice or more gives ``(0, newest seq, path, [(seq, rest, runs, row), …] oldest first,
+    READ_GROUP, None)``; a file read once keeps its own row. ``spell`` gives a path its one spelling.
+    """
+    kept: list[tuple[Any, ...]] = []
+    by_file: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        form = read_form(row[2]) if row[0] == 0 else None
+        if form is None:
+            kept.append(row)
+        else:
+            by_file.setdefault(spell(form[0]), []).append((row[1], form[1], row[3], row))
+    for path, reads in by_file.items():
+        if len(reads) == 1:
+            kept.append(reads[0][3])
+        else:
+            kept.append((0, max(r[0] for r in reads), path, sorted(reads, key=itemgetter(0)), READ_GROUP, None))
+    return kept
 
 
 def named_reads(text: str, commands: list[tuple[str, str, str]], match_chars: int) -> set[str]:

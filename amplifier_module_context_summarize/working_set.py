@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
 from .messages import Message
-from .reads import READ_GROUP, read_form
+from .reads import READ_GROUP, fold_reads
 
 if TYPE_CHECKING:
     from .compaction import Compaction
@@ -468,20 +468,10 @@ class _Layout:
             if failure is not None and (known[5] is None or failure[0] > known[5][0]):
                 known[5] = failure
         ranked = []
-        by_file: dict[str, list[tuple[Any, ...]]] = {}
         for shown, (seq, runs, ok, label, reads, failure) in merged.items():
             rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-            row = (rank, seq, shown, runs, label, failure)
-            form = read_form(shown) if rank == 0 else None
-            if form is None:
-                ranked.append(row)
-            else:
-                by_file.setdefault(canonical(form[0], self.root), []).append((seq, form[1], runs, row))
-        for path, reads in by_file.items():
-            if len(reads) == 1:
-                ranked.append(reads[0][3])
-            else:
-                ranked.append((0, max(r[0] for r in reads), path, sorted(reads, key=itemgetter(0)), READ_GROUP, None))
+            ranked.append((rank, seq, shown, runs, label, failure))
+        ranked = fold_reads(ranked, lambda path: canonical(path, self.root))
         count = sum(len(row[3]) if row[4] is READ_GROUP else 1 for row in ranked)
         items = self._newest_fitting(ranked, self._command_item)
         self.gone["command"] = count - sum(item.commands for item in items)
