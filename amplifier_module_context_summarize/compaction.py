@@ -23,6 +23,14 @@ PIN_PASSES = 3
 """Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
 
 
+class SummarizerNeeded(Exception):
+    """Raised by an ``offline`` compaction at the first summary that would call the LLM.
+
+    The soft threshold plans a compaction in band this way: when masking and stored summaries are enough it
+    is installed at once; otherwise it is run again in the background (``background.py``).
+    """
+
+
 @dataclass
 class CompactionReport:
     """What one compaction did; the ``context:post_compact`` event and the stats are made from it."""
@@ -63,6 +71,8 @@ class Compaction:
     """Masked forms of the groups, when observation masking is on."""
     recall_tool: str | None = None
     """The mounted recall tool the summary's preamble names (none: it names no tool)."""
+    offline: bool = False
+    """Never call the summarizer: a summary that would need it raises ``SummarizerNeeded`` (the soft threshold)."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
