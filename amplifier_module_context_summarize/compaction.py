@@ -15,7 +15,7 @@ from .history import History
 from .invariants import last_allowed_cut
 from .masking import Masks
 from .messages import Message
-from .plan import Limits, choose_boundary
+from .plan import Limits, choose_boundary, near_target
 from .state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for, shown
 from .tokens import TokenCounter
 
@@ -144,8 +144,7 @@ class Compaction:
     @property
     def near_target(self) -> int:
         """A view this small leaves nearly all the room the target would: no further rung is worth paying for."""
-        limits = self.limits
-        return limits.target + max(limits.compact_at - limits.target, 0) // 4
+        return near_target(self.limits)
 
     def within_target(self, state: CompactionState) -> bool:
         return self.view_tokens(state) <= self.near_target

@@ -25,6 +25,7 @@ from .compaction import Compaction, CompactionReport, Strategy, SummarizerNeeded
 from .config import Config
 from .flight import BACKGROUND_CLAIM_S
 from .history import History, from_hook
+from .invariants import last_allowed_cut
 from .losses import Account, account, newly_hidden
 from .masking import Masks, MaskSettings
 from .messages import Message, canonical_json, content_hash, copy_message, message_text, scrub_value, validate_message
@@ -181,7 +182,10 @@ class SummarizingContextManager:
             if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
-                await self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider, span_of)
+                saves = self._mask_savings if self.masks is not None else None
+                await self.prefetcher.maybe_start(
+                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves
+                )
             return view
 
     # ------------------------------------------------------- guide API (older callers)
@@ -392,6 +396,15 @@ class SummarizingContextManager:
         tail = state.tail_start
         masked = self.masks.tokens(state.boundary, tail) if self.masks is not None else 0
         return self._system_view_tokens() + self._shown().tokens + masked + prefix[-1] - prefix[tail]
+
+    def _mask_savings(self, end: int) -> int:
+        """Tokens masking saves from the mask end to ``end`` (or as far as it may reach, if further): what the
+        strategy tries before it pays for a summary ending at ``end``."""
+        masks, start, prefix = self.masks, self.state.tail_start, self.history.prefix
+        if masks is None:
+            return 0
+        end = min(max(end, masks.limit()), last_allowed_cut(self.history))
+        return prefix[end] - prefix[start] - masks.tokens(start, end) if end > start else 0
 
     def _build_view(self) -> list[Message]:
         view = self._system_view()
