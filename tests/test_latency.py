@@ -287,3 +287,37 @@ def test_background_compaction_must_be_a_boolean():
     assert parse_config({}).background_compaction is True
     with pytest.raises(ValueError, match="background_compaction"):
         parse_config({"background_compaction": "no"})
+
+
+# ------------------------------------------------------------------------------- the latency benchmark
+
+
+def test_the_virtual_time_loop_jumps_over_waits_and_feeds_the_package_deadlines():
+    from amplifier_module_context_summarize.benchmark import virtual_time
+
+    clock = virtual_time.VirtualClock()
+
+    async def session() -> tuple[float, float]:
+        before = manager_module.time.monotonic()
+        await asyncio.sleep(30)
+        return before, manager_module.time.monotonic()
+
+    before, after = virtual_time.run(session(), clock)
+    assert after - before == pytest.approx(30) and clock.now == pytest.approx(virtual_time.START + 30)
+    assert manager_module.time.monotonic() != after, "the real clock is back once the loop ends"
+
+
+def test_latency_benchmark_compares_blocking_with_the_soft_threshold():
+    from amplifier_module_context_summarize.benchmark.latency import MODES, LatencyPlan, render, run_latency
+
+    plan = LatencyPlan(turns=25, budget=30_000, delays_s=(10.0,))
+    result = run_latency(plan, MODES[:2])
+    blocking, soft = result.runs
+    assert blocking.compactions > 0 and soft.compactions > 0
+    assert blocking.views_over_budget == soft.views_over_budget == 0
+    assert soft.waits == soft.waits_not_fitting, "the soft threshold waits only for views that would not fit"
+    assert soft.summarizer_calls >= soft.wasted_calls >= 0 and soft.background_started > 0
+    assert blocking.max_ms >= 10_000, "blocking waited for a whole summary at least once"
+    assert "Targets (summarizer 10 s)" in render(result)
+    figures = set(result.to_json()["runs"][0])
+    assert {"p50_ms", "p95_ms", "max_ms", "wait_share", "wasted_share", "peak_share"} <= figures
