@@ -77,5 +77,15 @@ def run(main: Coroutine[Any, Any, T], clock: VirtualClock | None = None) -> T:
         with _clocked(clock):
             return loop.run_until_complete(main)
     finally:
+        _cancel_leftovers(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """As ``asyncio.run`` does: tasks still pending (a background summary) are cancelled and let finish."""
+    leftovers = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
