@@ -201,7 +201,7 @@ class SummarizingContextManager:
         """Compact the view now, even under the threshold; return the tokens it saved. History is untouched."""
         async with self._lock:
             limits = self._limits(self._last_budget)
-            await self._settle_background(limits, time.monotonic() + self.config.compaction_deadline_s)
+            await self._settle_background(time.monotonic() + self.config.compaction_deadline_s)
             before = self._view_tokens()
             await self._compact(limits, None, force=True)
             return max(before - self._view_tokens(), 0)
@@ -442,7 +442,7 @@ class SummarizingContextManager:
                 await self._compact_soft(limits, provider)
             return
         self._in_band_next = False
-        await self._settle_background(limits, deadline)
+        await self._settle_background(deadline)
         if needs_compaction(self._view_tokens(), limits):
             await self._compact(limits, provider, force=False, deadline=deadline)
 
@@ -576,7 +576,7 @@ class SummarizingContextManager:
             landed.artifacts,
         )
 
-    async def _settle_background(self, limits: Limits, deadline: float) -> None:
+    async def _settle_background(self, deadline: float) -> None:
         """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
         if not self.background.running:
             await self._land()

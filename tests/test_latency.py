@@ -282,6 +282,44 @@ async def test_masking_alone_is_installed_in_band_without_a_background_compactio
     assert provider.requests == []
 
 
+async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make({"prefetch": True, "prefetch_threshold": 0.6})
+    provider = FakeProvider(delay=10.0)
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    assert manager.prefetcher.busy, "the prefetch started below the threshold is still under way"
+    for _ in range(60):
+        if not manager.background.running:
+            break
+        await asyncio.sleep(1)
+    await manager.add_message(history[added])
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "landed"]
+    assert len(recorder.get_events("context:summary_prefetched")) == 1
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["cache_hits"] >= 1 and post["provider_calls"] == 0, "the compaction took the prefetched summary"
+    assert len(provider.requests) == 1, "one summary paid for, by the prefetch"
+    assert fits(view, manager) and str(view[1]["content"]).startswith(SUMMARY_MARKER)
+
+
+async def test_compact_lets_a_background_compaction_land_first_then_compacts_in_band(monkeypatch: pytest.MonkeyPatch):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make()
+    provider = FakeProvider(delay=3.0)
+    await until_background_starts(manager, provider, mixed_history(80, size=8))
+    started = clock.now
+    saved = await manager.compact()
+    assert 0 < clock.now - started <= 3.0, "compact() waited for the summary under way, not longer"
+    assert phases(recorder) == ["started", "landed"] and saved >= 0
+    assert [d["forced"] for _, d in recorder.get_events("context:pre_compact")] == [False, True]
+    assert len(recorder.get_events("context:post_compact")) == 2
+
+
 def test_background_compaction_must_be_a_boolean():
     assert parse_config({"background_compaction": False}).background_compaction is False
     assert parse_config({}).background_compaction is True
