@@ -1,9 +1,10 @@
 """The Amplifier ContextManager protocol, adapted onto the pieces that do the work.
 
 It holds the lock, the history and the compaction state, measures the budget, asks the configured
-strategy for a new state when the view passes the threshold, and emits the events. History is never
-changed by compaction: the state can always be rebuilt from the history plus the summary store, which is
-what makes resume and fork free.
+strategy for a new state when the view passes the threshold (in band while masking and stored summaries are
+enough, or when the view would not fit; else in the background, ``background.py``), and emits the events.
+History is never changed by compaction: the state can always be rebuilt from the history plus the summary
+store, which is what makes resume and fork free.
 """
 
 from __future__ import annotations
