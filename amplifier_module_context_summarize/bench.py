@@ -54,12 +54,20 @@ def add_parser(commands: Any) -> None:
         "(needs redis-server)",
     )
     parser.add_argument("--workers", type=_turns, default=8, help="worker processes for --fleet (default 8)")
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="instead: latency a compaction adds to requests, blocking vs soft threshold, prefetch on/off, with "
+        "summarizers taking 2, 10 and 30 s (virtual time; --sim-turns sets the turns, default 200; quick 40)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.fleet:
         return run_fleet(args)
+    if args.latency:
+        return run_latency(args)
     from .benchmark.report import render
     from .benchmark.run import run_benchmark
 
@@ -89,3 +97,16 @@ def run_fleet(args: argparse.Namespace) -> int:
     runs = run_comparison(plan)
     print(json.dumps([r.to_json() for r in runs], indent=2) if args.json else render(runs))
     return 0
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from .benchmark.latency import QUICK_PLAN, LatencyPlan, latency_targets, render, run_latency
+
+    plan = QUICK_PLAN if args.quick else LatencyPlan()
+    if args.sim_turns is not None:
+        plan = replace(plan, turns=args.sim_turns)
+    result = run_latency(plan)
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return 1 if args.check and not all(passed for _, _, passed in latency_targets(result)) else 0

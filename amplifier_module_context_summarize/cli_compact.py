@@ -51,7 +51,9 @@ def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tupl
 async def replay_session(messages: list[dict[str, Any]], budget: int, summarizer: dict[str, Any]) -> dict[str, Any]:
     """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end."""
     recorder = EventRecorder(only={"context:post_compact"})
-    manager = create_manager({"summarizer": summarizer, "max_tokens": budget}, hooks=recorder)
+    # In band: a replay has no agent time between requests in which a background summary could land.
+    config = {"summarizer": summarizer, "max_tokens": budget, "background_compaction": False}
+    manager = create_manager(config, hooks=recorder)
     started = time.perf_counter()
     view: list[dict[str, Any]] = []
     requests = 0

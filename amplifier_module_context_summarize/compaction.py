@@ -15,12 +15,20 @@ from .history import History
 from .invariants import last_allowed_cut
 from .masking import Masks
 from .messages import Message
-from .plan import Limits, choose_boundary
+from .plan import Limits, choose_boundary, near_target
 from .state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for, shown
 from .tokens import TokenCounter
 
 PIN_PASSES = 3
 """Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
+
+
+class SummarizerNeeded(Exception):
+    """Raised by an ``offline`` compaction at the first summary that would call the LLM.
+
+    The soft threshold plans a compaction in band this way: when masking and stored summaries are enough it
+    is installed at once; otherwise it is run again in the background (``background.py``).
+    """
 
 
 @dataclass
@@ -63,6 +71,8 @@ class Compaction:
     """Masked forms of the groups, when observation masking is on."""
     recall_tool: str | None = None
     """The mounted recall tool the summary's preamble names (none: it names no tool)."""
+    offline: bool = False
+    """Never call the summarizer: a summary that would need it raises ``SummarizerNeeded`` (the soft threshold)."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
@@ -134,8 +144,7 @@ class Compaction:
     @property
     def near_target(self) -> int:
         """A view this small leaves nearly all the room the target would: no further rung is worth paying for."""
-        limits = self.limits
-        return limits.target + max(limits.compact_at - limits.target, 0) // 4
+        return near_target(self.limits)
 
     def within_target(self, state: CompactionState) -> bool:
         return self.view_tokens(state) <= self.near_target

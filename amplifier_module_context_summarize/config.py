@@ -80,6 +80,9 @@ class Config:
     token_encoding: str = "cl100k_base"
     compaction_deadline_s: float = 30.0
     """Longest a request waits for summarizing; past it the extractive rung answers."""
+    background_compaction: bool = True
+    """The soft threshold: while the view still fits, the summarizer works in the background and no request
+    waits for it; false: the request that passes ``compact_threshold`` waits for its compaction (blocking)."""
     calibrate_from_usage: bool = True
     """Learn how the provider's token counts differ from ours from the usage it reports (mounted sessions)."""
     initial_calibration: float = 1.1
@@ -180,6 +183,16 @@ _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
 }
 
 
+_BOOLEANS = (
+    "preserve_system",
+    "prefetch",
+    "calibrate_from_usage",
+    "observation_masking",
+    "recall_tool",
+    "background_compaction",
+)
+
+
 def _check_storage_url(value: Any) -> str | None:
     """Errors here never quote the value: a URL can carry a password."""
     if value is None:
@@ -259,7 +272,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             if value not in STRATEGIES:
                 raise _fail(key, f"must be one of {', '.join(STRATEGIES)}", value)
             options[key] = value
-        elif key in ("preserve_system", "prefetch", "calibrate_from_usage", "observation_masking", "recall_tool"):
+        elif key in _BOOLEANS:
             if not isinstance(value, bool):
                 raise _fail(key, "must be true or false", value)
             options[key] = value

@@ -16,6 +16,7 @@ SUMMARY_FAILED = "context:summary_failed"
 SUMMARY_PREFETCHED = "context:summary_prefetched"
 STORE_DEGRADED = "context:store_degraded"
 STORE_RESTORED = "context:store_restored"
+BACKGROUND_COMPACTION = "context:background_compaction"
 
 
 class Payload:
@@ -125,6 +126,20 @@ class StoreRestored(Payload):
     down_s: float
 
 
+@dataclass(frozen=True)
+class BackgroundCompaction(Payload):
+    """A compaction past the soft threshold whose summarizer work runs in the background: started, landed
+    (installed by a request: ``context:post_compact`` follows), failed, or cancelled."""
+
+    event: ClassVar[str] = BACKGROUND_COMPACTION
+    phase: str
+    reason: str | None
+    token_count: int
+    budget: int
+    elapsed_ms: float
+    waited_ms: float
+
+
 PAYLOADS: tuple[type[Payload], ...] = (
     PreCompact,
     PostCompact,
@@ -133,6 +148,7 @@ PAYLOADS: tuple[type[Payload], ...] = (
     SummaryPrefetched,
     StoreDegraded,
     StoreRestored,
+    BackgroundCompaction,
 )
 EMITTED = [p.event for p in PAYLOADS]
 PRE_COMPACT, POST_COMPACT, COMPACTION = CONTEXT_PRE_COMPACT, CONTEXT_POST_COMPACT, CONTEXT_COMPACTION

@@ -73,6 +73,9 @@ class LadderTokens:
         }
         self.kinds["id ident"] = [ident for _, ident in sorted((at[i.ident], i.ident) for i in layout.ids)]
         self.ids_lines: dict[int, int] = {}
+        dropped_commands = sorted((c for c in layout.commands if c.ident in at), key=lambda c: at[c.ident])
+        self.command_counts = [0, *itertools.accumulate(c.commands for c in dropped_commands)]
+        """Commands the first N dropped command lines stand for (a file's reads share one line)."""
         self.files = {
             kind: [
                 0,
@@ -135,7 +138,8 @@ class LadderTokens:
                 total += measure(f"- +{gone} more changed {_noun(gone, 'file')} with definitions")
         for items, noun in ((layout.commands, "command"), (layout.errors, "error")):
             if items or noun in layout.present:
-                gone = self._dropped(noun, steps) + layout.gone[noun]
+                dropped = self._dropped(noun, steps)
+                gone = (self.command_counts[dropped] if noun == "command" else dropped) + layout.gone[noun]
                 if gone:
                     total += measure(f"- +{gone} earlier {_noun(gone, noun)}")
         if "id" in layout.present:

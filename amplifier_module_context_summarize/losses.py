@@ -3,7 +3,8 @@
 The artifacts are the ledger's (files, commands, URLs, identifiers, error lines of the span, found the
 same way with or without an LLM); one counts as kept when the text that replaced the span still names
 it: a file by its path relative to the workspace root or by its name on its folder's line (as the working
-set folds them), anything else by its string or its clipped form. The cost is one extraction of the
+set folds them), a one-file read by the rest of its command on its file's line of folded reads, anything else
+by its string or its clipped form. The cost is one extraction of the
 span and one search per artifact in that text.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from .ledger import clip, extract
 from .messages import Message
+from .reads import named_reads, read_form
 from .working_set import WorkingSet, canonical, command_in_root, named_files
 
 ITEM_MAX_CHARS = 200
@@ -55,6 +57,9 @@ def account(span: list[Message], shown_text: str) -> Account:
     for kind in KINDS:
         items = list(dict.fromkeys(i for i in found[kind] if i and i != "."))
         named = set(named_files(shown_text, items)) if kind == "files" else set()
+        if kind == "commands":
+            reads = [(item, canonical(form[0], root), form[1]) for item in items if (form := read_form(item))]
+            named = named_reads(shown_text, reads, ITEM_MAX_CHARS)
         for item in items:
             if kind != "files":
                 short = clip(item, ITEM_MAX_CHARS).rstrip("…")

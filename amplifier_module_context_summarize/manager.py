@@ -1,9 +1,10 @@
 """The Amplifier ContextManager protocol, adapted onto the pieces that do the work.
 
 It holds the lock, the history and the compaction state, measures the budget, asks the configured
-strategy for a new state when the view passes the threshold, and emits the events. History is never
-changed by compaction: the state can always be rebuilt from the history plus the summary store, which is
-what makes resume and fork free.
+strategy for a new state when the view passes the threshold (in band while masking and stored summaries are
+enough, or when the view would not fit; else in the background, ``background.py``), and emits the events.
+History is never changed by compaction: the state can always be rebuilt from the history plus the summary
+store, which is what makes resume and fork free.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from typing import Any
 from amplifier_core.models import HookResult
 
 from . import events
+from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
 from .budget import request_budget
 from .clip import clip_tool_outputs
-from .compaction import Compaction, CompactionReport, Strategy
+from .compaction import Compaction, CompactionReport, Strategy, SummarizerNeeded
 from .config import Config
+from .flight import BACKGROUND_CLAIM_S
 from .history import History, from_hook
+from .invariants import last_allowed_cut
 from .losses import Account, account, newly_hidden
 from .masking import Masks, MaskSettings
 from .messages import Message, canonical_json, content_hash, copy_message, message_text, scrub_value, validate_message
@@ -48,6 +52,9 @@ FINGERPRINT_VERSION = "3"
 3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
 MASK_MARK = "mask:"
 """Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
+BACKGROUND_DEADLINE_S = BACKGROUND_CLAIM_S
+"""A background compaction's summarizer calls end by then (no request waits for it unless its view would not
+fit, and such a request cancels it at its own deadline)."""
 MIN_PLAN_SHARE = 4
 """Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
 SystemPromptFactory = Callable[[], Awaitable[str]]
@@ -89,6 +96,10 @@ class SummarizingContextManager:
         )
         """Decides each compaction; the configured one unless another is given (the evaluation's baselines)."""
         self.prefetcher = Prefetcher(self.segments, c.prefetch_threshold, self._report_prefetch)
+        self.background = BackgroundCompactor(self._run_background)
+        """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
+        self._in_band_next = False
+        """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
         self._stats = events.Stats()
         self._system_prompt_factory: SystemPromptFactory | None = None
         """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
@@ -138,10 +149,12 @@ class SummarizingContextManager:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
             history = self._history_of([copy_message(m) for m in messages])
             state = await self._resumed(history)
+            await self._cancel_background("replaced")
             self._install(history, state)
 
     async def clear(self) -> None:
         async with self._lock:
+            await self._cancel_background("cleared")
             self._reset([])
 
     async def get_messages_for_request(
@@ -155,9 +168,10 @@ class SummarizingContextManager:
                 await self._resume()
             self._use_system_prompt(system_prompt)
             limits = self._limits(self._plan_budget(wire_budget))
+            await self._land()
             tokens = self._view_tokens()
             if needs_compaction(tokens, limits):
-                await self._compact(limits, provider, force=False)
+                await self._compact_for_request(limits, provider, tokens)
                 tokens = self._view_tokens()
             view, sent = self._build_view(), tokens
             if tokens > limits.budget:
@@ -169,7 +183,10 @@ class SummarizingContextManager:
             if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
-                await self.prefetcher.maybe_start(self.history, self.state, limits, tokens, fixed, provider, span_of)
+                saves = self._mask_savings if self.masks is not None else None
+                await self.prefetcher.maybe_start(
+                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves
+                )
             return view
 
     # ------------------------------------------------------- guide API (older callers)
@@ -184,8 +201,10 @@ class SummarizingContextManager:
     async def compact(self) -> int:
         """Compact the view now, even under the threshold; return the tokens it saved. History is untouched."""
         async with self._lock:
+            limits = self._limits(self._last_budget)
+            await self._settle_background(time.monotonic() + self.config.compaction_deadline_s)
             before = self._view_tokens()
-            await self._compact(self._limits(self._last_budget), None, force=True)
+            await self._compact(limits, None, force=True)
             return max(before - self._view_tokens(), 0)
 
     # ------------------------------------------------------- the wire and the ecosystem
@@ -275,6 +294,8 @@ class SummarizingContextManager:
 
     def _install(self, history: History, state: CompactionState) -> None:
         self.prefetcher.cancel()
+        self.background.cancel()
+        self._in_band_next = False
         self.history = history
         self.masks = Masks(history, self.mask_settings) if self.mask_settings is not None else None
         self._masked_view = None
@@ -377,6 +398,15 @@ class SummarizingContextManager:
         masked = self.masks.tokens(state.boundary, tail) if self.masks is not None else 0
         return self._system_view_tokens() + self._shown().tokens + masked + prefix[-1] - prefix[tail]
 
+    def _mask_savings(self, end: int) -> int:
+        """Tokens masking saves from the mask end to ``end`` (or as far as it may reach, if further): what the
+        strategy tries before it pays for a summary ending at ``end``."""
+        masks, start, prefix = self.masks, self.state.tail_start, self.history.prefix
+        if masks is None:
+            return 0
+        end = min(max(end, masks.limit()), last_allowed_cut(self.history))
+        return prefix[end] - prefix[start] - masks.tokens(start, end) if end > start else 0
+
     def _build_view(self) -> list[Message]:
         view = self._system_view()
         view += self._shown().messages
@@ -395,23 +425,70 @@ class SummarizingContextManager:
 
     # ------------------------------------------------------------------ compaction
 
-    async def _compact(self, limits: Limits, provider: Any | None, force: bool) -> None:
+    async def _compact_for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
+        """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
+        threshold); a view that would not fit waits, up to the compaction deadline, then the cheaper rungs answer."""
+        deadline = time.monotonic() + self.config.compaction_deadline_s
+        if not self.config.background_compaction:
+            await self._compact(limits, provider, force=False, deadline=deadline)
+            return
+        if tokens > limits.budget and self.background.running:
+            await self.background.wait(deadline)
+            await self._land()
+            tokens = self._view_tokens()
+            if not needs_compaction(tokens, limits):
+                return
+        if tokens <= limits.budget and not self._in_band_next:
+            if not self.background.running:
+                await self._compact_soft(limits, provider)
+            return
+        self._in_band_next = False
+        await self._settle_background(deadline)
+        if needs_compaction(self._view_tokens(), limits):
+            await self._compact(limits, provider, force=False, deadline=deadline)
+
+    async def _compact_soft(self, limits: Limits, provider: Any | None) -> None:
+        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background."""
         started = time.perf_counter()
-        c = self.config
+        tokens_before, messages_before = self._view_tokens(), len(self._build_view())
+        await self._emit_pre_compact(limits, tokens_before, force=False)
+        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.state
+        try:
+            state = await self.strategy.compact(job)
+        except SummarizerNeeded:
+            deadline = time.monotonic() + BACKGROUND_DEADLINE_S
+            flight = self.background.start(
+                self._job(limits, provider, force=False, deadline=deadline), before, self.history, tokens_before
+            )
+            await self._emit_background(flight, STARTED)
+            return
+        except Exception as exc:  # a bug here must never stop the agent loop
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(self.state, limits)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+
+    async def _compact(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
+        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""
+        started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
-        deadline = time.monotonic() + c.compaction_deadline_s
+        deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
         await self.prefetcher.drain(deadline)
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
-        await self._emit(
-            events.PreCompact(
-                message_count=len(self.history.messages),
-                token_count=tokens_before,
-                budget=limits.budget,
-                strategy=c.compaction_strategy,
-                threshold=limits.compact_at,
-                forced=force,
-            )
-        )
+        await self._emit_pre_compact(limits, tokens_before, force)
+        job, before = self._job(limits, provider, force, deadline), self.state
+        try:
+            state = await self.strategy.compact(job)
+        except Exception as exc:  # a bug here must never stop the agent loop
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(self.state, limits)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force)
+
+    def _job(
+        self, limits: Limits, provider: Any | None, force: bool, deadline: float | None, offline: bool = False
+    ) -> Compaction:
+        c = self.config
         job = Compaction(
             history=self.history,
             state=self.state,
@@ -425,31 +502,128 @@ class SummarizingContextManager:
             working_set_tokens=c.working_set_tokens(self._wire_budget),
             summary_room=c.summary_room(self._wire_budget),
             recall_tool=c.recall_tool_name,
+            offline=offline,
         )
         job.remember(self.state, self._shown())
-        before = self.state
-        try:
-            self.state = await self.strategy.compact(job)
-        except Exception as exc:  # a bug here must never stop the agent loop
-            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
-            self.state = job.truncated(self.state, limits)
+        return job
+
+    async def _finish(
+        self,
+        job: Compaction,
+        before: CompactionState,
+        state: CompactionState,
+        tokens_before: int,
+        messages_before: int,
+        started: float,
+        force: bool,
+    ) -> None:
+        """Install a compaction made in band and report it."""
+        self.state = state
         self._shown_memo = (self.state, self.history.latest_request, job.shown(self.state))
+        await self._after_install(before)
+        artifacts = self._artifacts_hidden(before, self.state, self._shown())
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        await self._report_compaction(
+            job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts
+        )
+
+    async def _after_install(self, before: CompactionState) -> None:
         if self.masks is not None:
             self.masks.forget_before(self.state.boundary)
             await self._record_mask_end(before)
-        artifacts = self._artifacts_hidden(before)
-        await self._report_compaction(job.report, limits, tokens_before, messages_before, started, force, artifacts)
 
-    def _artifacts_hidden(self, before: CompactionState) -> Account:
+    # ------------------------------------------------------------------ background compaction
+
+    async def _run_background(self, job: Compaction, before: CompactionState) -> Landed:
+        """The background task: a prefetch under way is let land first (single flight), then the strategy runs.
+
+        The summary message and the artifact account are worked out here too, off the request path.
+        """
+        await self.prefetcher.drain(job.deadline)
+        try:
+            state = await self.strategy.compact(job)
+        except Exception as exc:  # as in band: a bug in a strategy truncates, it does not fail the compaction
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(job.state, job.limits)
+        shows = job.shown(state)
+        return Landed(state, shows, self._artifacts_hidden(before, state, shows))
+
+    async def _land(self) -> None:
+        """Install a background compaction that has landed, if it still applies; report how it ended."""
+        flight = self.background.landed()
+        if flight is None:
+            return
+        landed = None if flight.task.cancelled() else flight.task.result()
+        if landed is None:
+            self._in_band_next = True
+            await self._emit_background(flight, FAILED, flight.error or "error")
+            return
+        if flight.history is not self.history or flight.before is not self.state:
+            await self._emit_background(flight, CANCELLED, "superseded")
+            return
+        tokens_before, messages_before = self._view_tokens(), len(self._build_view())
+        self.state = landed.state
+        self._shown_memo = (landed.state, -1, landed.shown)  # -1: the pinned latest request is re-derived
+        await self._after_install(flight.before)
+        await self._emit_background(flight, LANDED)
+        await self._report_compaction(
+            flight.job.report,
+            flight.job.limits,
+            tokens_before,
+            messages_before,
+            flight.elapsed_ms(),
+            False,
+            landed.artifacts,
+        )
+
+    async def _settle_background(self, deadline: float) -> None:
+        """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
+        if not self.background.running:
+            await self._land()
+            return
+        await self.background.wait(deadline)
+        await self._land()
+        await self._cancel_background("deadline")
+
+    async def _cancel_background(self, reason: str) -> None:
+        flight = self.background.cancel()
+        if flight is not None:
+            await self._emit_background(flight, CANCELLED, reason)
+
+    async def _emit_background(self, flight: Flight, phase: str, reason: str | None = None) -> None:
+        await self._emit(
+            events.BackgroundCompaction(
+                phase=phase,
+                reason=reason,
+                token_count=flight.tokens,
+                budget=flight.job.limits.budget,
+                elapsed_ms=0.0 if phase == STARTED else flight.elapsed_ms(),
+                waited_ms=round(flight.waited * 1000, 3),
+            )
+        )
+
+    async def _emit_pre_compact(self, limits: Limits, tokens: int, force: bool) -> None:
+        await self._emit(
+            events.PreCompact(
+                message_count=len(self.history.messages),
+                token_count=tokens,
+                budget=limits.budget,
+                strategy=self.config.compaction_strategy,
+                threshold=limits.compact_at,
+                forced=force,
+            )
+        )
+
+    def _artifacts_hidden(self, before: CompactionState, state: CompactionState, shows: Shown) -> Account:
         """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
 
         O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form.
         """
-        history, state = self.history, self.state
+        history = self.history
         spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
         stored: list[Message] = []
-        texts = [message_text(m) for m in self._shown().messages]
+        texts = [message_text(m) for m in shows.messages]
         for start, end in spans:
             stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
             if start >= state.boundary and self.masks is not None:
@@ -462,7 +636,7 @@ class SummarizingContextManager:
         limits: Limits,
         tokens_before: int,
         messages_before: int,
-        started: float,
+        duration_ms: float,
         force: bool,
         artifacts: Account,
     ) -> None:
@@ -487,7 +661,7 @@ class SummarizingContextManager:
                 summarizer_input_tokens=report.input_tokens,
                 summarizer_output_tokens=report.output_tokens,
                 summary_tokens=self._shown().summary_tokens,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                duration_ms=duration_ms,
                 fallback=report.fallback,
                 circuit=self.breaker.state,
                 clipped=tokens_after > limits.budget,

@@ -34,6 +34,11 @@ def needs_compaction(view_tokens: int, limits: Limits) -> bool:
     return view_tokens > limits.compact_at
 
 
+def near_target(limits: Limits) -> int:
+    """A view this small leaves nearly all the room the target would: no further rung is worth paying for."""
+    return limits.target + max(limits.compact_at - limits.target, 0) // 4
+
+
 def choose_boundary(
     prefix: Sequence[int],
     current: int,

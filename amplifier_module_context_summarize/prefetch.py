@@ -15,7 +15,7 @@ from typing import Any
 
 from .history import History
 from .messages import Message
-from .plan import Limits, choose_boundary
+from .plan import Limits, choose_boundary, near_target
 from .segments import SegmentSource
 from .state import CompactionState
 
@@ -43,14 +43,18 @@ class Prefetcher:
         fixed_tokens: int,
         provider: Any | None,
         span_of: Callable[[int, int], list[Message]] | None = None,
+        mask_savings: Callable[[int], int] | None = None,
     ) -> None:
-        """``fixed_tokens``: system, summary and the allowance of the summary to come."""
+        """``fixed_tokens``: system, summary and the allowance of the summary to come. ``mask_savings(end)``: tokens
+        masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows)."""
         if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
             return
         growth = limits.compact_at - view_tokens + 1
         end = choose_boundary(history.prefix, state.boundary, history.last_cuttable, fixed_tokens, limits, growth)
         if end <= state.boundary:
             return
+        if mask_savings is not None and limits.compact_at - mask_savings(end) <= near_target(limits):
+            return  # masking will answer the threshold compaction: a summary made now would go unused
         key = self.segments.key(history, state.boundary, end)
         if await self.segments.store.get(*key) is not None:
             return

@@ -15,7 +15,7 @@ from typing import Any
 
 from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
 from .breaker import CircuitBreaker
-from .compaction import Compaction, CompactionReport
+from .compaction import Compaction, CompactionReport, SummarizerNeeded
 from .flight import SingleFlight
 from .history import History
 from .ledger import authored_text
@@ -91,6 +91,8 @@ class SegmentSource:
                 span, previous, fallback=CIRCUIT_OPEN, pinned=pinned, max_tokens=max_tokens
             )
         else:
+            if job.offline and self.summarizer.backend is not None:
+                raise SummarizerNeeded
             peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
             if peer is not None:  # another worker paid for it while we waited
                 report.cache_hits += 1
@@ -116,6 +118,8 @@ class SegmentSource:
         key = self.key(history, start, end)
         tier = max(p.tier for p in parts) + 1
         cached = await self.store.get(*key)
+        if job.offline and (cached is None or cached.tier == 0) and self._would_call(key):
+            raise SummarizerNeeded
         if cached is None and self.summarizer.backend is not None:
             cached = await self.flight.acquire(key, job.deadline)
         if cached is not None and cached.tier > 0:
@@ -252,6 +256,11 @@ class SegmentSource:
         start, end = self.key(history, segment.start, segment.end)
         entry = CachedSummary(start, end, segment.text, segment.tokens, segment.end - segment.start, segment.tier)
         await self.store.put(entry)
+
+    def _would_call(self, key: tuple[str, str]) -> bool:
+        """Whether a summary of ``key`` not in the store would be asked of the LLM (not cooling, circuit closed)."""
+        backend = self.summarizer.backend is not None
+        return backend and self.breaker.allows_call() and not self.cooling_down(key)
 
     def note_health(self, outcome: Outcome) -> None:
         """Feed the breaker: a summary from the LLM closes it; a failed call counts toward opening it."""

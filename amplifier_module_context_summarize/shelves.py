@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .reads import READ_GROUP, read_form
 from .working_set import (
     DELETED,
     FOLD_KEEP,
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .working_set import WorkingSet
 
 Row = tuple[Any, ...]
+READS_KEY = "\0reads "
+"""Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
 MEASURED_KEEP = 16_384
 """Line token counts remembered per generation (two generations: the lines of recent renders stay)."""
 
@@ -142,6 +145,12 @@ class Shelves:
         self.groups: dict[str, list[str]] = {}
         """Shown command -> the commands as run that show as it, in first-run order."""
         self.command_rank: dict[str, int] = {}
+        """Shown command -> its rank, for commands shelved on their own (not a file's folded reads)."""
+        self.file_reads: dict[str, dict[str, tuple[Any, ...]]] = {}
+        """Canonical path -> shown command -> (seq, the command without the path, runs, its own row): the
+        successful one-file reads of each file (``reads.read_form``)."""
+        self.read_file: dict[str, str] = {}
+        """Shown command -> the file it reads, while it is one of ``file_reads``."""
         self.commands: dict[int, Recency] = {}
         self.in_root = 0
         """Commands shown without their ``cd <root> &&``."""
@@ -309,7 +318,42 @@ class Shelves:
                 merged[5] = failure
         seq, runs, ok, label, reads, failure = merged
         rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
-        self._rank(self.commands, self.command_rank, shown, rank, seq, (rank, seq, shown, runs, label, failure))
+        row = (rank, seq, shown, runs, label, failure)
+        form = read_form(shown) if rank == 0 else None
+        path = self._canonical(form[0]) if form else None
+        was = self.read_file.get(shown)
+        if was is not None and was != path:  # no longer a successful read of that file
+            del self.read_file[shown], self.file_reads[was][shown]
+            self.commands[0].remove(shown)  # shelved on its own while it was the file's only read
+            self._file_line(was)
+        if form is None:
+            self._rank(self.commands, self.command_rank, shown, rank, seq, row)
+            return
+        before = self.command_rank.pop(shown, None)
+        if before is not None:
+            self.commands[before].remove(shown)
+        self.read_file[shown] = path
+        self.file_reads.setdefault(path, {})[shown] = (seq, form[1], runs, row)
+        self._file_line(path)
+
+    def _file_line(self, path: str) -> None:
+        """Shelve a file's successful reads: one read as its own row, several as one row of them all (``reads.py``).
+
+        Costs the reads of that one file, never the other commands.
+        """
+        shelf = self.commands.setdefault(0, Recency())
+        reads = self.file_reads.get(path, {})
+        shelf.remove(READS_KEY + path)
+        for shown in reads:
+            shelf.remove(shown)
+        if len(reads) == 1:
+            ((shown, (seq, _, _, row)),) = reads.items()
+            shelf.put(shown, seq, row)
+        elif reads:
+            listed = tuple(sorted((seq, rest, runs) for seq, rest, runs, _ in reads.values()))
+            shelf.put(READS_KEY + path, listed[-1][0], (0, listed[-1][0], path, listed, READ_GROUP, None))
+        else:
+            self.file_reads.pop(path, None)
 
     def _error(self, ws: WorkingSet, key: str) -> None:
         """A failure of a call other than a command: its last line, and whether a later call worked."""

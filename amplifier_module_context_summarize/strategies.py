@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 
 from .backends.base import ERROR
-from .compaction import Compaction
+from .compaction import Compaction, SummarizerNeeded
 from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
 from .segments import SegmentSource, pinned_requests
@@ -83,6 +83,8 @@ class SummarizeStrategy:
     async def compact(self, job: Compaction) -> CompactionState:
         try:
             return await self._summarize(job)
+        except SummarizerNeeded:
+            raise  # an offline plan reached the LLM: the caller runs it again in the background
         except Exception as exc:  # a bug, not a provider fault (those are handled below this)
             logger.exception("summarizing failed (%s); dropping whole groups instead", type(exc).__name__)
             job.report.note_fallback(ERROR)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts, FileAction, clip, extract
 from .messages import Message
+from .reads import READ_GROUP
 
 if TYPE_CHECKING:
     from .compaction import Compaction
@@ -414,6 +415,8 @@ class _Item:
     rank: int = 0
     """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
     ident: int = 0
+    commands: int = 1
+    """Commands (or errors) the line stands for: a file's folded reads are several."""
 
 
 def _last(item: _Folder | _Item) -> int:
@@ -497,7 +500,7 @@ class _Layout:
             later += self._calls_tokens(commands, rank)
             commands[rank] = kept
         self.commands = sorted((replace(item) for made in commands.values() for item, _ in made), key=_last)
-        self.gone["command"] = len(shelves.groups) - len(self.commands)
+        self.gone["command"] = len(shelves.groups) - sum(item.commands for item in self.commands)
         self.ids = [_Item(identifier, ws.ids[identifier]) for identifier in ids]
         urls = self._fitting_urls(limit, self.max_tokens - later)
         self.gone["URL"] = len(ws.urls) - len(urls)
@@ -662,6 +665,8 @@ class _Layout:
     @staticmethod
     def _command_item(row: tuple[Any, ...]) -> _Item:
         rank, seq, key, runs, label, failure = row
+        if label == READ_GROUP:
+            return _read_group_item(key, runs, seq)
         text = f"`{clip(key, COMMAND_MAX_CHARS)}` — {label}" + (f", {runs} runs" if runs > 1 else "")
         if failure is None:
             return _Item(text, seq, rank=rank)
@@ -774,7 +779,7 @@ class _Layout:
             if not items and noun not in self.present:
                 continue
             lines.append(title)
-            gone_count = sum(1 for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
+            gone_count = sum(item.commands for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
             if gone_count:
                 lines.append(f"- +{gone_count} earlier {_noun(gone_count, noun)}")
             for item in items:
@@ -834,6 +839,12 @@ def _folder_lines(folder: _Folder, shape: str) -> list[str]:
         detail = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
         return [f"- {folder.heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
     return [f"- {folder.heading} — {len(folder.files)} read or used: {', '.join(names)}"]
+
+
+def _read_group_item(path: str, reads: tuple[tuple[Any, ...], ...], last: int) -> _Item:
+    """One file's successful reads on one line (``reads.py``), oldest first, each by the rest of its command."""
+    listed = [f"`{clip(rest, COMMAND_MAX_CHARS)}`" + (f" ×{runs}" if runs > 1 else "") for _, rest, runs in reads]
+    return _Item(f"{path}{READ_GROUP}{' · '.join(listed)}", last, rank=0, commands=len(reads))
 
 
 def _definition_item(path: str, written: list[str], removed: list[str], last: int) -> _Item:

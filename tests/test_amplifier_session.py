@@ -20,6 +20,7 @@ which is exactly what this test must not do.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import logging
 import types
@@ -227,6 +228,7 @@ async def test_two_hundred_turn_session_compacts_and_keeps_everything(monkeypatc
 
     session.coordinator.hooks.register("context:pre_compact", observe)
     session.coordinator.hooks.register("context:post_compact", observe)
+    session.coordinator.hooks.register("context:background_compaction", observe)
     await session.initialize()
     try:
         context = session.coordinator.get("context")
@@ -251,17 +253,29 @@ async def test_two_hundred_turn_session_compacts_and_keeps_everything(monkeypatc
         # The session's own hook registry saw each compaction begin and end.
         pre = [d for e, d in events if e == "context:pre_compact"]
         post = [d for e, d in events if e == "context:post_compact"]
-        assert len(post) >= 5 and len(pre) == len(post)
+        # A background compaction reports its pre_compact when it starts and its post_compact when it lands; one
+        # may still be under way when the session ends.
+        background = [d["phase"] for e, d in events if e == "context:background_compaction"]
+        pending = background.count("started") - (len(background) - background.count("started"))
+        assert len(post) >= 5 and len(pre) == len(post) + pending and pending in (0, 1)
+        assert "failed" not in background
         assert all(d["session_id"] == session.session_id for d in pre + post)
         assert {d["wire_budget"] for d in post} == {BUDGET}
         assert all(d["budget"] < BUDGET for d in post)  # less the default calibration reserve
         assert all(d["fallback"] is None and d["token_count"] < d["tokens_before"] for d in post)
-        assert len(provider.summary_requests) == sum(d["provider_calls"] for d in post)
+        reported = sum(d["provider_calls"] for d in post)  # a compaction under way reports its calls on landing
+        assert len(provider.summary_requests) == reported or (pending and reported < len(provider.summary_requests))
 
         # The transcript is intact: exactly what the orchestrator added, in order.
         transcript = await context.get_messages()
         assert transcript == orchestrator.added
         assert sum(is_user_turn(m) for m in transcript) == TURNS
+        # Settled: a background compaction under way may already have stored its summary, which a resumed session
+        # would show; the view to compare with is the one after it lands.
+        for _ in range(1000):
+            if not context.background.running:
+                break
+            await asyncio.sleep(0.001)
         final_view = await context.get_messages_for_request(provider=provider)
         paid_before = set(provider.summary_requests)
     finally:

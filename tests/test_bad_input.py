@@ -370,6 +370,7 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "storage_path": ["", 7],
     "cache_max_entries": [0, -1, 2.5],
     "prefetch": ["true", 0],
+    "background_compaction": ["false", 1, None],
     "prefetch_threshold": [0, 0.95, 1.5],
     "failure_cooldown_s": [-1, "1", None],
     "token_encoding": ["", 3],

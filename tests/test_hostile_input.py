@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from virtual_clock import VirtualClock
 
-from amplifier_module_context_summarize import create_manager, prefetch, summarize
+from amplifier_module_context_summarize import background, create_manager, prefetch, summarize
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.backends import retrying
@@ -660,7 +660,7 @@ async def test_a_real_cancellation_still_reaches_the_caller():
 async def test_compaction_deadline_bounds_everything_a_request_waits_for(monkeypatch):
     """Every attempt hangs until cut off: prefetch, retries, merges and extra passes all share the deadline."""
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch, manager_module, summarize, retrying, prefetch, background)
     config = {
         "compaction_deadline_s": 25,
         "prefetch": True,

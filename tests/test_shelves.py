@@ -17,6 +17,7 @@ import pytest
 from amplifier_module_context_summarize.ladder_tokens import LadderTokens
 from amplifier_module_context_summarize.ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts
 from amplifier_module_context_summarize.ledger import FileAction as Action
+from amplifier_module_context_summarize.reads import READ_GROUP, read_form
 from amplifier_module_context_summarize.shelves import Shelves
 from amplifier_module_context_summarize.tokens import TokenCounter
 from amplifier_module_context_summarize.working_set import (
@@ -50,6 +51,12 @@ def random_path(rng: random.Random) -> str:
     return relative
 
 
+def one_file_reads(rng: random.Random) -> tuple[str, ...]:
+    """Reads the working set folds per file (``reads.py``), of a few files in a few spellings."""
+    path = rng.choice(("src/a1.py", "/repo/src/a1.py", "lib/b.ex", "./lib/b.ex"))
+    return (f"sed -n '{rng.randrange(9)},20p' {path}", f"grep -n x{rng.randrange(5)} {path} -B2", f"head -5 {path}")
+
+
 def random_facts(rng: random.Random) -> Facts:
     files = []
     for _ in range(rng.randint(0, 4)):
@@ -61,7 +68,9 @@ def random_facts(rng: random.Random) -> Facts:
         ok = rng.random() < 0.6
         error = "" if ok else rng.choice(("", "E: boom", "FAILED t::x", "No module named y"))
         if rng.random() < 0.7:
-            command = rng.choice(("pytest", "make", "cat src/a1.py", "git status", f"ls {rng.randrange(30)}"))
+            command = rng.choice(
+                ("pytest", "make", "cat src/a1.py", "git status", f"ls {rng.randrange(30)}", *one_file_reads(rng))
+            )
             key = f"cd {rng.choice(ROOTS)} && {command}" if rng.random() < 0.3 else command
             outcomes.append(CallOutcome(key, True, ok, "passed" if ok else "failed", error, rng.random() < 0.4))
         else:
@@ -155,10 +164,22 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
         known_row[4] = known_row[4] and reads
         if failure is not None and (known_row[5] is None or failure[0] > known_row[5][0]):
             known_row[5] = failure
-    command_rows = sorted(
-        ((0 if r else 1) if f is None else (2 if ok else 3), seq, shown, runs, label, f)
-        for shown, (seq, runs, ok, label, r, f) in commands.items()
-    )
+    command_rows = []
+    reads: dict[str, list[tuple[Any, ...]]] = {}
+    for shown, (seq, runs, ok, label, r, f) in commands.items():
+        row = ((0 if r else 1) if f is None else (2 if ok else 3), seq, shown, runs, label, f)
+        form = read_form(shown) if row[0] == 0 else None
+        if form is None:
+            command_rows.append(row)
+        else:
+            reads.setdefault(canonical(form[0], root), []).append((seq, form[1], runs, row))
+    for path, listed in reads.items():
+        if len(listed) == 1:
+            command_rows.append(listed[0][3])
+        else:
+            folded = tuple(sorted(r[:3] for r in listed))
+            command_rows.append((0, folded[-1][0], path, folded, READ_GROUP, None))
+    command_rows.sort()
     error_rows = sorted(
         (2 if key in ws.resolved else 3, seq, key, line)
         for key, (seq, line, command, _) in ws.errors.items()

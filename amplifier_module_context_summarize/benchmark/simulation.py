@@ -76,7 +76,9 @@ async def simulate(plan: SimPlan, text: TextSource) -> SimResult:
     counter = TokenCounter()
     events = EventRecorder(only={"context:post_compact"})
     backend = InstantBackend(text, count_text=counter.count_text)
-    manager = create_manager({"max_tokens": plan.budget}, hooks=events, backend=backend)
+    # In band: the replay has no agent time between requests for background work (``bench --latency`` has).
+    config = {"max_tokens": plan.budget, "background_compaction": False}
+    manager = create_manager(config, hooks=events, backend=backend)
     clock = SummarizerClock(manager)
     config = manager.config
     result = SimResult(plan.turns, plan.budget, config.compact_threshold, config.target_usage)

@@ -12,7 +12,9 @@ Matching: paths in the one spelling the working set gives them (``working_set.ca
 session's project root, normalised; Claude Code mixes absolute and relative forms of one file), and named
 either whole or by file name on a line that names its folder (``working_set.named_files``: how the working
 set lists a folded folder, ``- lib/x/ — edited: a.ex, b.ex``; the compaction's own ``artifacts_kept`` count
-reads it the same way); all items and the view with whitespace collapsed and lower-cased; commands and
+reads it the same way); a one-file read like ``sed -n '95,115p' a.py`` either whole or by the rest of its
+command on its file's line of folded reads (``reads.named_reads``: ``- a.py — read (ok): `sed -n '95,115p'` ``);
+all items and the view with whitespace collapsed and lower-cased; commands and
 errors on their first ``MATCH_CHARS`` characters, since the ledger, summaries and masking placeholders clip
 long ones; a command that ran in the project root without its ``cd <root> &&``, as the working set shows it.
 The view is searched as written and with JSON string escapes undone, since call arguments and
@@ -29,6 +31,7 @@ from typing import Any
 from ..history import History
 from ..ledger import extract
 from ..messages import Message
+from ..reads import named_reads, read_form
 from ..working_set import WorkingSet, canonical, command_in_root, named_files
 from .scoring import view_text
 
@@ -142,6 +145,11 @@ class GroupArtifacts:
             self._known[g] = found
         return found
 
+    def read_form(self, command: str) -> tuple[str, str] | None:
+        """A one-file read's file (in the working set's spelling) and the rest of the command, else None."""
+        form = read_form(command_in_root(command, self.root))
+        return None if form is None else (canonical(form[0], self.root), form[1])
+
     def _artifacts(self, artifacts: dict[str, list[str]]) -> dict[Artifact, str]:
         found: dict[Artifact, str] = {}
         for kind in KINDS:
@@ -207,6 +215,8 @@ class RetentionTracker:
         """Compaction (1-based) at which each group left the verbatim tail."""
         self._last_seen: dict[Artifact, tuple[int, str]] = {}
         """Artifacts of the groups that left the tail: the last such group holding each, and its display form."""
+        self._read_forms: dict[str, tuple[str, str] | None] = {}
+        """Per command key, its file and the rest when it is a one-file read (``reads.read_form``)."""
 
     def measure(self, history: History, tail_start: int, compactions: int, view: list[Message]) -> None:
         """Tally the view of the request that ran compaction ``compactions``; its tail starts at ``tail_start``."""
@@ -214,6 +224,8 @@ class RetentionTracker:
             self._left_at.append(compactions)
             for artifact, item in self.artifacts.group(history, g).items():
                 self._last_seen[artifact] = (g, item)
+                if artifact[0] == "commands" and artifact[1] not in self._read_forms:
+                    self._read_forms[artifact[1]] = self.artifacts.read_form(item)
         self._tail = max(self._tail, tail_start)
         in_tail: set[Artifact] = set()
         for g in range(self._tail, len(history.groups)):
@@ -222,12 +234,18 @@ class RetentionTracker:
         gone = [a for a in self._last_seen if a not in in_tail]
         folded = [key for kind, key in gone if kind == "files" and key not in text]
         by_folder = set(named_files(view_text(view), folded)) if folded else set()
+        reads = [
+            (key, *form)
+            for kind, key in gone
+            if kind == "commands" and key not in text and (form := self._read_forms.get(key))
+        ]
+        by_file = named_reads(view_text(view), reads, MATCH_CHARS) if reads else set()
         result = self.result
         result.measurements += 1
         missing: list[dict[str, Any]] = []
         for artifact in gone:
             g, item = self._last_seen[artifact]
-            named = artifact[1] in text or (artifact[0] == "files" and artifact[1] in by_folder)
+            named = artifact[1] in text or artifact[1] in (by_folder if artifact[0] == "files" else by_file)
             age = compactions - self._left_at[g] + 1
             result.overall.add(named)
             result.kinds[artifact[0]].add(named)

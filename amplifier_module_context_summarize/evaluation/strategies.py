@@ -36,6 +36,9 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
         "max_tokens": budget,
         "compaction_strategy": _COMPACTION_STRATEGY.get(strategy, "summarize"),
         "summarizer": settings,
+        # A replay has no agent time between requests for background work to run in: compact in band, so the
+        # views scored are the ones compaction makes (when they arrive is what ``bench --latency`` measures).
+        "background_compaction": False,
     }
     if strategy == "summarize-only":
         config["observation_masking"] = False

@@ -1,0 +1,91 @@
+"""A virtual-time event loop: a session of 1-5 s turns and 30 s summaries runs in seconds of wall time.
+
+Time passes only when every task waits: the loop then jumps straight to its next timer. CPU work takes no
+virtual time, so a benchmark measures the module's own work for real (``time.perf_counter``) and the waits
+(for the summarizer, the agent's turns) virtually. The package's deadlines read ``time.monotonic()``; inside
+``run`` the modules that do read this clock instead, so deadlines and timers agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+import time
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from types import ModuleType, SimpleNamespace
+from typing import Any, TypeVar
+
+from .. import background, manager, prefetch, summarize
+from ..backends import retrying
+
+T = TypeVar("T")
+CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, background, prefetch, summarize, retrying)
+"""The modules whose deadlines are read from ``time.monotonic()`` on a request's path."""
+START = 1_000.0
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """Never sleeps: when nothing is ready, it moves the clock to the loop's next timer instead."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(0)
+        if not ready and timeout is not None and timeout > 0:
+            self.clock.now += timeout
+        return ready
+
+
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _VirtualLoop(asyncio.SelectorEventLoop):
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(_JumpingSelector(clock))
+        self.clock = clock
+
+    def time(self) -> float:
+        return self.clock.now
+
+
+@contextmanager
+def _clocked(clock: VirtualClock) -> Iterator[None]:
+    fake = SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter, time=time.time)
+    saved = [(module, module.time) for module in CLOCKED_MODULES]
+    for module, _ in saved:
+        module.time = fake  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module, real in saved:
+            module.time = real  # type: ignore[attr-defined]
+
+
+def run(main: Coroutine[Any, Any, T], clock: VirtualClock | None = None) -> T:
+    """Run ``main`` to completion on a virtual-time loop (not from inside a running loop)."""
+    clock = clock or VirtualClock()
+    loop = _VirtualLoop(clock)
+    try:
+        with _clocked(clock):
+            return loop.run_until_complete(main)
+    finally:
+        _cancel_leftovers(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """As ``asyncio.run`` does: tasks still pending (a background summary) are cancelled and let finish."""
+    leftovers = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in leftovers:
+        task.cancel()
+    if leftovers:
+        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))

@@ -1,0 +1,361 @@
+"""Never stall: past the soft threshold the summarizer works in the background; a request waits only when its
+view would not fit otherwise, and then only until the compaction deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from amplifier_core.testing import EventRecorder
+from virtual_clock import VirtualClock
+
+from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager, prefetch, summarize
+from amplifier_module_context_summarize import background as background_module
+from amplifier_module_context_summarize import manager as manager_module
+from amplifier_module_context_summarize.backends import retrying
+from amplifier_module_context_summarize.config import parse_config
+from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
+
+BUDGET = 6_000
+BACKGROUND = "context:background_compaction"
+NO_MASKING = {"observation_masking": False}
+"""Masking alone often answers the first crossing in band (no LLM); without it every compaction needs a summary."""
+
+
+class GatedProvider(FakeProvider):
+    """A session provider whose summaries wait until the test opens the gate."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = asyncio.Event()
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        self.requests.append(request)
+        await self.gate.wait()
+        self.requests.pop()
+        return await super().complete(request, **kwargs)
+
+
+def tool_heavy(turns: int) -> list[dict[str, Any]]:
+    """Turns whose tokens are mostly one long tool output each: masking alone can halve the view."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for i in range(turns):
+        arguments = json.dumps({"command": f"cat src/f{i}.py"})
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+        out += [
+            {"role": "user", "content": f"Look at file {i}."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i} of the file\n" * 60},
+            {"role": "assistant", "content": f"File {i} is fine."},
+        ]
+    return out
+
+
+def make(config: dict[str, Any] | None = None, store: Any = None):
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": BUDGET, **NO_MASKING, **(config or {})}, hooks=recorder, store=store)
+    return manager, recorder
+
+
+def phases(recorder: EventRecorder) -> list[str]:
+    return [data["phase"] for _, data in recorder.get_events(BACKGROUND)]
+
+
+def fits(view: list[dict[str, Any]], manager: Any) -> bool:
+    return check_view(view) == [] and manager.counter.count_messages(view) <= BUDGET
+
+
+async def until_background_starts(manager: Any, provider: Any, history: list[dict[str, Any]]) -> tuple[int, list]:
+    """Add messages one by one, requesting a view after each, until a request starts a background compaction."""
+    views: list[list[dict[str, Any]]] = []
+    for i, message in enumerate(history):
+        await manager.add_message(message)
+        views.append(await manager.get_messages_for_request(BUDGET, provider))
+        if manager.background.running:
+            return i + 1, views
+    raise AssertionError("no background compaction started")
+
+
+async def until_landed(manager: Any) -> None:
+    for _ in range(200):
+        if not manager.background.running:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the background compaction did not land")
+
+
+async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_compacted_view():
+    manager, recorder = make()
+    provider = GatedProvider()
+    history = mixed_history(80, size=8)
+    added, views = await until_background_starts(manager, provider, history)
+    crossing = views[-1]
+    assert fits(crossing, manager) and extends(views[-2], crossing), "the crossing view is the old one, extended"
+    assert manager.counter.count_messages(crossing) > manager._limits(BUDGET).compact_at
+    assert not any(str(m.get("content", "")).startswith(SUMMARY_MARKER) for m in crossing)
+    assert provider.requests == [] and recorder.get_events("context:post_compact") == []
+    assert phases(recorder) == ["started"]
+    assert len(recorder.get_events("context:pre_compact")) == 1
+
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert len(provider.requests) == 1, "the summary call runs in the background, waiting on the gate"
+    await manager.add_message(history[added])
+    meanwhile = await manager.get_messages_for_request(BUDGET, provider)
+    assert extends(crossing, meanwhile) and fits(meanwhile, manager), "views keep extending while it runs"
+
+    provider.gate.set()
+    await until_landed(manager)
+    await manager.add_message(history[added + 1])
+    landed = await manager.get_messages_for_request(BUDGET, provider)
+    assert str(landed[1]["content"]).startswith(SUMMARY_MARKER)
+    assert fits(landed, manager)
+    assert manager.counter.count_messages(landed) < manager._limits(BUDGET).compact_at
+    assert phases(recorder) == ["started", "landed"]
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["fallback"] is None and post["provider_calls"] == 1 and post["tokens_before"] > post["token_count"]
+    assert len(recorder.get_events("context:compaction")) == 1
+    assert await manager.get_messages() == history[: added + 2]
+
+
+async def test_blocking_mode_waits_for_the_summary_at_the_threshold():
+    manager, recorder = make({"background_compaction": False})
+    provider = FakeProvider()
+    for message in mixed_history(80, size=8):
+        await manager.add_message(message)
+        view = await manager.get_messages_for_request(BUDGET, provider)
+        if provider.requests:
+            break
+    assert str(view[1]["content"]).startswith(SUMMARY_MARKER), "the crossing request itself got the summary"
+    assert phases(recorder) == [] and not manager.background.running
+
+
+async def test_a_view_that_would_not_fit_waits_for_the_summary_until_the_deadline_then_the_cheaper_rungs_answer(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make({"compaction_deadline_s": 5})
+    provider = GatedProvider()  # never answers
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    assert phases(recorder) == ["started"]
+    waited = None
+    for message in history[added:]:
+        await manager.add_message(message)
+        over = await manager.get_token_count() > BUDGET
+        started = clock.now
+        view = await manager.get_messages_for_request(BUDGET, provider)
+        if over:
+            waited = clock.now - started
+            break
+        assert clock.now == started, "no request waits while its view fits"
+    assert waited == pytest.approx(5.0, abs=0.01), "the request waited exactly the compaction deadline"
+    assert fits(view, manager) and str(view[1]["content"]).startswith(SUMMARY_MARKER)
+    assert phases(recorder) == ["started", "cancelled"]
+    [(_, cancelled)] = [e for e in recorder.get_events(BACKGROUND) if e[1]["phase"] == "cancelled"]
+    assert cancelled["reason"] == "deadline" and cancelled["waited_ms"] == pytest.approx(5_000, abs=10)
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["fallback"] == "deadline", "the extractive rung answered"
+
+
+async def test_a_view_that_would_not_fit_takes_a_background_summary_that_lands_before_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make({"compaction_deadline_s": 30})
+    provider = FakeProvider(delay=12.0)
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    for message in history[added:]:
+        await manager.add_message(message)
+        if await manager.get_token_count() > BUDGET:
+            break
+        await manager.get_messages_for_request(BUDGET, provider)
+    started = clock.now
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert 0 < clock.now - started <= 12.0
+    assert fits(view, manager) and str(view[1]["content"]).startswith(SUMMARY_MARKER)
+    assert phases(recorder)[:2] == ["started", "landed"]
+    landed = recorder.get_events(BACKGROUND)[1][1]
+    assert landed["waited_ms"] > 0
+    posts = [data for _, data in recorder.get_events("context:post_compact")]
+    assert posts[0]["fallback"] is None and posts[0]["provider_calls"] == 1
+
+
+@pytest.mark.parametrize("how", ["clear", "set_messages"])
+async def test_clear_and_set_messages_cancel_a_background_compaction(how: str):
+    manager, recorder = make()
+    provider = GatedProvider()
+    history = mixed_history(80, size=8)
+    await until_background_starts(manager, provider, history)
+    await asyncio.sleep(0)
+    task = manager.background.flight.task
+    if how == "clear":
+        await manager.clear()
+    else:
+        await manager.set_messages(history[:10])
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert task.cancelled() and not manager.background.running
+    assert phases(recorder) == ["started", "cancelled"]
+    assert recorder.get_events(BACKGROUND)[-1][1]["reason"] == ("cleared" if how == "clear" else "replaced")
+    provider.gate.set()
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert view == (await manager.get_messages() if how == "set_messages" else [])
+    assert recorder.get_events("context:post_compact") == []
+
+
+async def test_resume_rebuilds_the_same_view_with_zero_provider_calls():
+    store = MemoryStore()
+    manager, recorder = make({"observation_masking": True}, store=store)
+    provider = FakeProvider()
+    history = mixed_history(120, size=8)
+    for message in history:
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET, provider)
+        await asyncio.sleep(0)  # the agent's own LLM call: background work runs meanwhile
+    await until_landed(manager)
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert "landed" in phases(recorder), "compactions ran in the background"
+    assert str(view[1]["content"]).startswith(SUMMARY_MARKER)
+
+    resumed, _ = make({"observation_masking": True}, store=store)
+    fresh = FakeProvider()
+    await resumed.set_messages(history)
+    assert await resumed.get_messages_for_request(BUDGET, fresh) == view
+    assert fresh.requests == []
+
+
+async def test_a_background_failure_is_reported_and_the_next_compaction_runs_in_band(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    manager, recorder = make()
+    provider = FakeProvider()
+
+    async def broken(deadline: float | None = None) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(manager.prefetcher, "drain", broken)
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    await asyncio.sleep(0)
+    monkeypatch.undo()
+    await manager.add_message(history[added])
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "failed"]
+    assert recorder.get_events(BACKGROUND)[-1][1]["reason"] == "RuntimeError"
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["provider_calls"] == 1 and str(view[1]["content"]).startswith(SUMMARY_MARKER)
+    assert fits(view, manager)
+
+
+async def test_a_summarizer_fault_in_the_background_lands_as_the_extractive_rung():
+    manager, recorder = make({"summarizer": {"max_retries": 0}})
+    provider = FakeProvider(fail_with=RuntimeError("provider down"))
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    await until_landed(manager)
+    await manager.add_message(history[added])
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "landed"]
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["fallback"] is not None and fits(view, manager)
+
+
+async def test_masking_alone_is_installed_in_band_without_a_background_compaction():
+    manager, recorder = make({"observation_masking": True})
+    provider = GatedProvider()
+    for message in tool_heavy(60):
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET, provider)
+        if recorder.get_events("context:post_compact"):
+            break
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["provider_calls"] == 0 and post["segments"] == 0, "the first crossing was answered by masking"
+    assert post["token_count"] < post["tokens_before"] and phases(recorder) == []
+    assert provider.requests == []
+
+
+async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make({"prefetch": True, "prefetch_threshold": 0.6})
+    provider = FakeProvider(delay=10.0)
+    history = mixed_history(80, size=8)
+    added, _ = await until_background_starts(manager, provider, history)
+    assert manager.prefetcher.busy, "the prefetch started below the threshold is still under way"
+    for _ in range(60):
+        if not manager.background.running:
+            break
+        await asyncio.sleep(1)
+    await manager.add_message(history[added])
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "landed"]
+    assert len(recorder.get_events("context:summary_prefetched")) == 1
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["cache_hits"] >= 1 and post["provider_calls"] == 0, "the compaction took the prefetched summary"
+    assert len(provider.requests) == 1, "one summary paid for, by the prefetch"
+    assert fits(view, manager) and str(view[1]["content"]).startswith(SUMMARY_MARKER)
+
+
+async def test_compact_lets_a_background_compaction_land_first_then_compacts_in_band(monkeypatch: pytest.MonkeyPatch):
+    clock = VirtualClock()
+    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    manager, recorder = make()
+    provider = FakeProvider(delay=3.0)
+    await until_background_starts(manager, provider, mixed_history(80, size=8))
+    started = clock.now
+    saved = await manager.compact()
+    assert 0 < clock.now - started <= 3.0, "compact() waited for the summary under way, not longer"
+    assert phases(recorder) == ["started", "landed"] and saved >= 0
+    assert [d["forced"] for _, d in recorder.get_events("context:pre_compact")] == [False, True]
+    assert len(recorder.get_events("context:post_compact")) == 2
+
+
+def test_background_compaction_must_be_a_boolean():
+    assert parse_config({"background_compaction": False}).background_compaction is False
+    assert parse_config({}).background_compaction is True
+    with pytest.raises(ValueError, match="background_compaction"):
+        parse_config({"background_compaction": "no"})
+
+
+# ------------------------------------------------------------------------------- the latency benchmark
+
+
+def test_the_virtual_time_loop_jumps_over_waits_and_feeds_the_package_deadlines():
+    from amplifier_module_context_summarize.benchmark import virtual_time
+
+    clock = virtual_time.VirtualClock()
+
+    async def session() -> tuple[float, float]:
+        before = manager_module.time.monotonic()
+        await asyncio.sleep(30)
+        return before, manager_module.time.monotonic()
+
+    before, after = virtual_time.run(session(), clock)
+    assert after - before == pytest.approx(30) and clock.now == pytest.approx(virtual_time.START + 30)
+    assert manager_module.time.monotonic() != after, "the real clock is back once the loop ends"
+
+
+def test_latency_benchmark_compares_blocking_with_the_soft_threshold():
+    from amplifier_module_context_summarize.benchmark.latency import MODES, LatencyPlan, render, run_latency
+
+    plan = LatencyPlan(turns=25, budget=30_000, delays_s=(10.0,))
+    result = run_latency(plan, MODES[:2])
+    blocking, soft = result.runs
+    assert blocking.compactions > 0 and soft.compactions > 0
+    assert blocking.views_over_budget == soft.views_over_budget == 0
+    assert soft.waits == soft.waits_not_fitting, "the soft threshold waits only for views that would not fit"
+    assert soft.summarizer_calls >= soft.wasted_calls >= 0 and soft.background_started > 0
+    assert blocking.max_ms >= 10_000, "blocking waited for a whole summary at least once"
+    assert "Targets (summarizer 10 s)" in render(result)
+    figures = set(result.to_json()["runs"][0])
+    assert {"p50_ms", "p95_ms", "max_ms", "wait_share", "wasted_share", "peak_share"} <= figures
