@@ -8,7 +8,8 @@ or rewritten by an LLM) for the groups the summary covers:
 * the definitions (functions, classes, constants) the changes wrote into each file still there, newest
   change first, and the ones they removed (``definitions.py``);
 * commands de-duplicated with their latest outcome, run count and last failure (said to be resolved when
-  a later run passed); failures of other tools; identifiers; URLs.
+  a later run passed), a file's successful one-file reads sharing one line (``reads.py``); failures of
+  other tools; identifiers; URLs.
 
 ``WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end asked for, so
 rendering after a compaction costs the new groups, not the history. The text is a function of the history
