@@ -9,43 +9,26 @@ long session must not pay for.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-import random
-from collections.abc import Iterator
 
-from .synth import SMALL, Message, Sizes, TextSource
+from .synth import SMALL, Message, SessionGenerator, Sizes, TextSource
 
 FILES_PER_FOLDER = 12
 RECENT_FILES = 40
 """Edits, reads and test runs pick among the newest files most of the time (an agent works on what it wrote)."""
 
 
-class CodingSession:
+class CodingSession(SessionGenerator):
     """Turns of a coding agent in Anthropic and OpenAI shapes; deterministic for a seed."""
 
     def __init__(self, sizes: Sizes = SMALL, seed: int = 1, text: TextSource | None = None) -> None:
-        self.sizes = sizes
-        self.rng = random.Random(seed)
-        self.text = text or TextSource()
+        super().__init__(sizes, seed, text)
         self.files: list[str] = []
         self.failing: set[str] = set()
-        self.turns = 0
         self.calls = 0
 
-    # ------------------------------------------------------------------ the stream
-
-    def system(self) -> Message:
-        return {"role": "system", "content": self.text.text(self.sizes.system, self.rng)}
-
-    def stream(self) -> Iterator[Message]:
-        yield self.system()
-        while True:
-            yield from self.turn()
-
-    def history(self, n: int) -> list[Message]:
-        return list(itertools.islice(self.stream(), n))
+    # ------------------------------------------------------------------ one turn
 
     def turn(self) -> list[Message]:
         """A user ask (sometimes naming a ticket or a URL), one to five tool rounds, a reply."""
@@ -128,9 +111,6 @@ class CodingSession:
             suffix = ":" if kind == "class" else "(value):"
             lines += [f"{kind} {self._name(path, k)}{suffix}", f"    return {self._say((5, 20))!r}", ""]
         return "\n".join(lines)
-
-    def _say(self, span: tuple[int, int]) -> str:
-        return self.text.text(self.rng.randint(*span), self.rng)
 
     def _output(self) -> str:
         low, high = self.sizes.tool
