@@ -27,8 +27,14 @@ class SummarizerNeeded(Exception):
     """Raised by an ``offline`` compaction at the first summary that would call the LLM.
 
     The soft threshold plans a compaction in band this way: when masking and stored summaries are enough it
-    is installed at once; otherwise it is run again in the background (``background.py``).
+    is installed at once; otherwise it is run again in the background (``background.py``). ``fitting`` is the
+    state masking reached on the way when its view fits the budget (else None): a request whose view would not
+    fit installs it instead of waiting for the summary.
     """
+
+    def __init__(self, fitting: CompactionState | None = None) -> None:
+        super().__init__("an offline compaction needs the summarizer")
+        self.fitting = fitting
 
 
 @dataclass

@@ -440,33 +440,47 @@ class SummarizingContextManager:
                 return
         if tokens <= limits.budget and not self._in_band_next:
             if not self.background.running:
-                await self._compact_soft(limits, provider)
+                await self._compact_soft(limits, provider, over_budget=False)
             return
+        running, in_band = self.background.running, self._in_band_next
+        if not (running or in_band) and await self._compact_soft(limits, provider, over_budget=True):
+            return  # masking alone made it fit: the summary is written in the background
         self._in_band_next = False
         await self._settle_background(deadline)
         if needs_compaction(self._view_tokens(), limits):
             await self._compact(limits, provider, force=False, deadline=deadline)
 
-    async def _compact_soft(self, limits: Limits, provider: Any | None) -> None:
-        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background."""
+    async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
+        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background.
+
+        A view that fits is left as it is while the summary is written. One ``over_budget`` is first masked as far
+        as the plan got, when that fits; if it does not, nothing happens here (False) and the request compacts
+        in band.
+        """
         started = time.perf_counter()
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
-        await self._emit_pre_compact(limits, tokens_before, force=False)
         job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.state
         try:
             state = await self.strategy.compact(job)
-        except SummarizerNeeded:
+        except SummarizerNeeded as needed:
+            if over_budget and needed.fitting is None:
+                return False
+            await self._emit_pre_compact(limits, tokens_before, force=False)
+            if over_budget:
+                await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
             deadline = time.monotonic() + BACKGROUND_DEADLINE_S
             flight = self.background.start(
-                self._job(limits, provider, force=False, deadline=deadline), before, self.history, tokens_before
+                self._job(limits, provider, force=False, deadline=deadline), self.state, self.history, tokens_before
             )
             await self._emit_background(flight, STARTED)
-            return
+            return True
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
             job.report.note_fallback("error")
             state = job.truncated(self.state, limits)
+        await self._emit_pre_compact(limits, tokens_before, force=False)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        return True
 
     async def _compact(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
         """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""

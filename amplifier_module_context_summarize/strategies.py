@@ -105,7 +105,11 @@ class SummarizeStrategy:
             # Nothing to cut, or only system messages: a new summary could only add. A summary over its share
             # (walked back from a store another cut of this history filled) is still folded to it.
             return await self._fitted(job, await self._merge_tiers(job, state))
-        state = await self._extend(job, state, end)
+        try:
+            state = await self._extend(job, state, end)
+        except SummarizerNeeded as needed:  # offline: say how far masking alone gets within the budget
+            needed.fitting = next((s for s in (wider, state) if job.fits(s)), None)
+            raise
         # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
         # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
         for _ in range(EXTRA_SUMMARY_PASSES):

@@ -359,3 +359,38 @@ def test_latency_benchmark_compares_blocking_with_the_soft_threshold():
     assert "Targets (summarizer 10 s)" in render(result)
     figures = set(result.to_json()["runs"][0])
     assert {"p50_ms", "p95_ms", "max_ms", "wait_share", "wasted_share", "peak_share"} <= figures
+
+
+async def test_a_view_one_output_takes_past_the_budget_is_masked_to_fit_and_summarized_in_the_background():
+    """A tool output a quarter of the budget takes the view from under the threshold to over the budget in one
+    step (as with loop-basic and large outputs): masking alone fits it, so the request does not wait for the
+    summary; the summary is written in the background and lands on a later request."""
+    manager, recorder = make({"observation_masking": True, "mask_keep_recent": 1})
+    provider = GatedProvider()
+    over_budget_starts = 0
+    for message in tool_heavy_large(80):
+        await manager.add_message(message)
+        would_not_fit = manager._view_tokens() > BUDGET
+        running = manager.background.running
+        view = await asyncio.wait_for(manager.get_messages_for_request(BUDGET, provider), timeout=5)
+        assert fits(view, manager)
+        if would_not_fit and not running and manager.background.running:
+            over_budget_starts += 1
+            posts = recorder.get_events("context:post_compact")
+            assert posts and posts[-1][1]["summaries"] == 0, "the masking it installed is reported"
+            break
+    assert over_budget_starts == 1, "a view over the budget was masked to fit while the summary was still gated"
+    provider.gate.set()
+    await until_landed(manager)
+    landed = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "landed"]
+    assert fits(landed, manager) and str(landed[1]["content"]).startswith(SUMMARY_MARKER)
+
+
+def tool_heavy_large(turns: int) -> list[dict[str, Any]]:
+    """Like ``tool_heavy``, with outputs of about a quarter of the budget each."""
+    out = tool_heavy(turns)
+    for message in out:
+        if message["role"] == "tool":
+            message["content"] = message["content"] * 4
+    return out

@@ -100,7 +100,9 @@ def view_digest(view: list[dict[str, Any]]) -> str:
 
 
 def config_for(kind: str, plan: FleetPlan, fork: int, url: str | None, directory: Path) -> dict[str, Any]:
-    config: dict[str, Any] = {"max_tokens": plan.budget}
+    # A replay has no agent time between requests for background work to land in: compact in band, as the
+    # other replays do, so every summary a worker pays for is stored before it stops.
+    config: dict[str, Any] = {"max_tokens": plan.budget, "background_compaction": False}
     if kind == "redis":
         config["storage_url"] = url
     elif kind == "sqlite":
