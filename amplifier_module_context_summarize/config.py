@@ -69,7 +69,7 @@ class Config:
     preserve_system: bool = True
     safety_margin: int = 1000
     summary_max_tokens: int = 2000
-    summary_budget_ratio: float = 0.25
+    summary_budget_ratio: float = 0.3
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     prompt_dir: str | None = None
     storage_path: str | None = None

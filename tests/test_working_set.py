@@ -10,6 +10,7 @@ import pytest
 
 from amplifier_module_context_summarize import create_manager, working_set
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
+from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.history import History
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.messages import message_calls
@@ -389,14 +390,14 @@ async def test_a_terse_summarizer_leaves_the_working_set_room_for_more_commands(
         manager = create_manager({"max_tokens": 6_000, "summarizer": {"provider": "session"}})
         views = await replay(manager, messages, FakeProvider(reply=reply), budget=6_000)
         summary = next(m for m in views[-1] if str(m["content"]).startswith(SUMMARY_MARKER))["content"]
-        assert COUNT(summary) <= int(6_000 * 0.25) + 100  # the preamble aside, the summary keeps to its room
+        assert COUNT(summary) <= manager.config.summary_room(6_000) + 100  # the preamble aside, it keeps to its room
         return summary[summary.index(HEADING) :], sum(segment.tokens for segment in manager.state.segments)
 
     terse, terse_tokens = await working_set("Grepped the handlers; see the working set.")
     wordy, wordy_tokens = await working_set(None)
 
     assert terse_tokens < wordy_tokens
-    assert COUNT(terse) > int(6_000 * 0.25 * 0.6)  # past its own share
+    assert COUNT(terse) > Config().working_set_tokens(6_000)  # past its own share
     assert terse.count("\n- `grep") > wordy.count("\n- `grep")
 
 
