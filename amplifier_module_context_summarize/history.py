@@ -20,7 +20,7 @@ from .messages import (
 )
 from .tokens import TokenCounter
 from .wire import without_response_chain
-from .working_set import WorkingSetIndex
+from .working_set_index import WorkingSetIndex
 
 
 class History:
@@ -71,7 +71,7 @@ class History:
 
     @property
     def working_set(self) -> WorkingSetIndex:
-        """The working set of these messages, folded group by group on first use (see ``working_set.py``)."""
+        """The working set of these messages, folded group by group on first use (see ``working_set_index.py``)."""
         if self._working_set is None:
             self._working_set = WorkingSetIndex(self)
         return self._working_set

@@ -14,19 +14,20 @@ import bisect
 import itertools
 from typing import TYPE_CHECKING
 
-from .working_set import DROP, HEADING, TRIM, _Folder, _Item, _noun, _shaped
+from .working_set import HEADING
+from .working_set_layout import DROP, TRIM, Folder, Item, plural, shaped
 
 if TYPE_CHECKING:
-    from .working_set import _Layout
+    from .working_set_layout import Layout
 
 
 class LadderTokens:
     """Per-rung changes of the items' tokens and where each kind's drops fall on the ladder."""
 
-    def __init__(self, layout: _Layout) -> None:
+    def __init__(self, layout: Layout) -> None:
         self.layout = layout
         measure = self.measure = layout.measure
-        items: list[_Folder | _Item] = [
+        items: list[Folder | Item] = [
             *layout.changed,
             *layout.seen,
             *layout.definitions,
@@ -44,10 +45,10 @@ class LadderTokens:
             if shape == DROP or ident in ids:
                 return 0
             item = items[ident]
-            if not isinstance(item, _Item):
+            if not isinstance(item, Item):
                 found = known.get((ident, shape))
                 if found is None:
-                    found = known[ident, shape] = sum(measure(line) for line in _shaped(item, shape))
+                    found = known[ident, shape] = sum(measure(line) for line in shaped(item, shape))
                 return found
             return measure(f"- {item.short if shape == TRIM else item.text}")
 
@@ -131,21 +132,21 @@ class LadderTokens:
             files = self.files[kind][dropped] + layout.gone[kind]
             if files:
                 where = dropped + layout.gone[f"{kind} folders"]
-                total += measure(f"- +{files} more {noun} {_noun(files, 'file')} in {where} {_noun(where, 'folder')}")
+                total += measure(f"- +{files} more {noun} {plural(files, 'file')} in {where} {plural(where, 'folder')}")
         if "definitions" in layout.present:
             gone = self._dropped("definitions", steps) + layout.gone["definitions"]
             if gone:
-                total += measure(f"- +{gone} more changed {_noun(gone, 'file')} with definitions")
+                total += measure(f"- +{gone} more changed {plural(gone, 'file')} with definitions")
         for items, noun in ((layout.commands, "command"), (layout.errors, "error")):
             if items or noun in layout.present:
                 dropped = self._dropped(noun, steps)
                 gone = (self.command_counts[dropped] if noun == "command" else dropped) + layout.gone[noun]
                 if gone:
-                    total += measure(f"- +{gone} earlier {_noun(gone, noun)}")
+                    total += measure(f"- +{gone} earlier {plural(gone, noun)}")
         if "id" in layout.present:
             total += self._ids_line(bisect.bisect_left(self.kinds["id"], steps))
         if "URL" in layout.present:
             gone = self._dropped("URL", steps) + layout.gone["URL"]
             if gone:
-                total += measure(f"- +{gone} more {_noun(gone, 'URL')}")
+                total += measure(f"- +{gone} more {plural(gone, 'URL')}")
         return total

@@ -25,11 +25,11 @@ from .working_set import (
     MOVED_AWAY,
     FileEntry,
     Touched,
-    _definition_item,
     _merge,
     canonical,
     command_in_root,
 )
+from .working_set_layout import definition_item
 
 if TYPE_CHECKING:
     from .working_set import WorkingSet
@@ -284,7 +284,7 @@ class Shelves:
         order = sorted(names, key=lambda n: (-names[n][0], names[n][1]))
         written = [n for n in order if not names[n][2]]
         removed = [n for n in order if names[n][2]]
-        item = _definition_item(path, written, removed, max(mark[0] for mark in names.values()))
+        item = definition_item(path, written, removed, max(mark[0] for mark in names.values()))
         before = self.definition_items.get(path)
         self.trimmable += bool(item.short) - bool(before is not None and before[1])
         self.definition_items[path] = (item.text, item.short, item.last)

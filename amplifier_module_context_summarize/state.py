@@ -13,7 +13,7 @@ from .clip import clip_text
 from .history import History
 from .messages import Message, message_text, strip_tool_blocks
 from .tokens import TokenCounter
-from .working_set import working_set_room
+from .working_set_index import working_set_room
 
 SUMMARY_MARKER = "[CONTEXT SUMMARY]"
 SUMMARY_PREAMBLE = (

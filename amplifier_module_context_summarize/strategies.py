@@ -23,7 +23,7 @@ from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
 from .segments import SegmentSource, pinned_requests
 from .state import CompactionState, Segment
-from .working_set import shown_tokens
+from .working_set_index import shown_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -24,13 +24,11 @@ from amplifier_module_context_summarize.working_set import (
     DELETED,
     MOVED_AWAY,
     WorkingSet,
-    _definition_item,
-    _Layout,
     _merge,
     canonical,
     command_in_root,
-    search,
 )
+from amplifier_module_context_summarize.working_set_layout import Layout, definition_item, search
 
 COUNT = TokenCounter().count_text
 ROOTS = ("/repo", "/work/app", "/srv")
@@ -142,7 +140,7 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
     definitions = {}
     for path, known in names.items():
         order = sorted(known, key=lambda n: (-known[n][0], known[n][1]))
-        item = _definition_item(
+        item = definition_item(
             path,
             [n for n in order if not known[n][2]],
             [n for n in order if known[n][2]],
@@ -277,7 +275,7 @@ def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_writ
         ws.add(random_facts(rng))
     shelves = ws.shelved()
     measure = shelves.measure(COUNT)
-    layout = _Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
+    layout = Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
     estimate = LadderTokens(layout)
 
     for steps in range(len(layout.ladder) + 1):
@@ -295,8 +293,8 @@ def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cu
             shelves = ws.shelved()
             measure = shelves.measure(COUNT)
             for max_tokens in (rng.randint(1, 40), rng.randint(40, 300), rng.randint(300, 3_000)):
-                cut = _Layout(shelves, ws, max_tokens, measure)
-                counted = _Layout(shelves, ws, max_tokens, measure, fit=False)
+                cut = Layout(shelves, ws, max_tokens, measure)
+                counted = Layout(shelves, ws, max_tokens, measure, fit=False)
                 assert search(cut, COUNT) == search(counted, COUNT), (seed, max_tokens)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize import create_manager, working_set
+from amplifier_module_context_summarize import create_manager, working_set, working_set_index
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.history import History
@@ -27,12 +27,11 @@ from amplifier_module_context_summarize.testing import (
 from amplifier_module_context_summarize.tokens import TokenCounter
 from amplifier_module_context_summarize.working_set import (
     HEADING,
-    WorkingSetIndex,
     canonical,
     named_files,
     working_set_of,
-    working_set_room,
 )
+from amplifier_module_context_summarize.working_set_index import FactsLog, WorkingSetIndex, working_set_room
 
 COUNTER = TokenCounter()
 COUNT = COUNTER.count_text
@@ -301,13 +300,13 @@ def test_incremental_folding_equals_folding_from_scratch() -> None:
 
 def test_each_group_is_extracted_once_across_many_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = working_set.extract
+    real = working_set_index.extract
 
     def counting(messages: Messages) -> Any:
         calls.append(1)
         return real(messages)
 
-    monkeypatch.setattr(working_set, "extract", counting)
+    monkeypatch.setattr(working_set_index, "extract", counting)
     history = history_of(long_session())
     closed = len(history.groups) - 1
     index = history.working_set
@@ -432,7 +431,7 @@ def test_a_file_is_named_by_its_path_or_by_its_name_under_its_folder(text: str, 
 def test_kept_facts_read_back_as_they_were_extracted() -> None:
     history = history_of(long_session())
     extracted = [working_set.extract(history.shown(g)) for g in range(len(history.groups) - 1)]
-    log = working_set.FactsLog()
+    log = FactsLog()
     for facts in extracted:
         log.append(facts)
 
