@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return run_latency(args)
     from .benchmark.report import render
     from .benchmark.run import run_benchmark
+    from .benchmark.targets import all_passed
 
     result = asyncio.run(
         run_benchmark(
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
-    return 1 if args.check and not all(t.passed for t in result.targets) else 0
+    return 1 if args.check and not all_passed(result.targets) else 0
 
 
 def run_fleet(args: argparse.Namespace) -> int:

@@ -13,9 +13,11 @@ from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
 from amplifier_module_context_summarize.benchmark.long_session import KINDS, QUICK_LONG
 from amplifier_module_context_summarize.benchmark.naive import NaiveContextManager
+from amplifier_module_context_summarize.benchmark.report import render
 from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
+from amplifier_module_context_summarize.benchmark.targets import all_passed
 from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.messages import is_user_turn
 from amplifier_module_context_summarize.testing import extends as replay_extends
@@ -52,6 +54,23 @@ def test_json_has_every_figure(result):
     names = [t["name"] for t in data["targets"]]
     assert len(names) == 9 and all(isinstance(t["passed"], bool) for t in data["targets"])
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
+
+
+def test_targets_set_at_a_size_not_measured_are_indicative_and_do_not_decide_the_run(result):
+    """At 400 / 800 messages the per-size targets (set at 10,000 and 100,000) only indicate; the rest decide."""
+    data = result.to_json()
+    set_at = {t["name"].split(" at ")[0]: t["set_at"] for t in data["targets"]}
+    assert set_at["request / list-copy floor"] == set_at["steady turn"] == set_at["naive recount turn / steady turn"]
+    assert set_at["request / list-copy floor"] == 10_000 and set_at["own memory per message"] == 100_000
+    deciding = [t for t in result.targets if t.counts]
+    assert len(deciding) == 5 and all(t.set_at is None for t in deciding)
+    assert data["all_passed"] == all(t.passed for t in deciding)
+    missed = replace(deciding[0], value=deciding[0].limit * 10 if deciding[0].at_most else 0)
+    assert not all_passed([*result.targets, missed])
+    indicative_miss = replace(missed, set_at=10_000)
+    assert all_passed([*deciding, indicative_miss]) == all(t.passed for t in deciding)
+    text = render(result)
+    assert "set at 10,000 msgs: indicative here" in text and "set at 100,000 msgs: indicative here" in text
 
 
 def test_states_measure_what_they_claim(result):

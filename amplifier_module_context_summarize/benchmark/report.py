@@ -153,5 +153,10 @@ def _targets(result: BenchResult) -> list[str]:
     lines = ["", "Targets"]
     for t in result.targets:
         sign = "<=" if t.at_most else ">="
-        lines.append(f"  {'PASS' if t.passed else 'FAIL'}  {t.name}: {t.value:,.2f} (target {sign} {t.limit:g})")
+        verdict = "PASS" if t.passed else "FAIL"
+        if t.set_at is None:
+            lines.append(f"  {verdict}  {t.name}: {t.value:,.2f} (target {sign} {t.limit:g})")
+        else:
+            where = f"set at {t.set_at:,} msgs: indicative here"
+            lines.append(f"  ({verdict.lower()})  {t.name}: {t.value:,.2f} (target {sign} {t.limit:g}, {where})")
     return lines

@@ -14,7 +14,7 @@ from .fixtures import BUDGET, Memory, build
 from .long_session import QUICK_LONG, LongCosts, LongPlan, measure_long_sessions
 from .simulation import SimPlan, SimResult, simulate
 from .synth import TextSource
-from .targets import Target, evaluate
+from .targets import Target, all_passed, evaluate
 
 FULL_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 3_000)
@@ -64,7 +64,7 @@ class BenchResult:
             "simulation": sim,
             "long_session": [{**asdict(costs), "flatness": costs.flatness} for costs in self.long_session],
             "targets": [{**asdict(t), "passed": t.passed} for t in self.targets],
-            "all_passed": all(t.passed for t in self.targets),
+            "all_passed": all_passed(self.targets),
             "seconds": self.seconds,
         }
 
