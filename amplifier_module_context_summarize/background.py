@@ -4,8 +4,10 @@ At ``compact_threshold`` the view still fits the budget, so no request needs to 
 The manager plans the compaction offline first (masking and stored summaries cost no call); only when that
 plan reaches the summarizer does the compaction run here, in one task, while requests keep getting the view
 as it was (it fits, and stays prefix-stable). The first request after the task lands installs its result,
-if history and state are still those it started from. A request whose view would not fit waits for it, up
-to the compaction deadline; a task still running then is cancelled and the cheaper rungs answer in band.
+if history and state are still those it started from (or only masked further since: the result is installed
+with that masking kept). A request whose view would not fit masks further in band when that alone fits, and
+otherwise waits for it, up to the compaction deadline; a task still running then is cancelled and the
+cheaper rungs answer in band.
 """
 
 from __future__ import annotations

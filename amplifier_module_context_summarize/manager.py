@@ -55,6 +55,10 @@ MASK_MARK = "mask:"
 BACKGROUND_DEADLINE_S = BACKGROUND_CLAIM_S
 """A background compaction's summarizer calls end by then (no request waits for it unless its view would not
 fit, and such a request cancels it at its own deadline)."""
+LANDING_GRACE_S = 0.25
+"""How long a request whose view would not fit waits for a background summary before it masks further instead,
+when masking alone fits: a summary landing that soon gives the smaller view; the seconds an LLM call may still
+take are not worth waiting for."""
 MIN_PLAN_SHARE = 4
 """Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
 SystemPromptFactory = Callable[[], Awaitable[str]]
@@ -427,12 +431,17 @@ class SummarizingContextManager:
 
     async def _compact_for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
-        threshold); a view that would not fit waits, up to the compaction deadline, then the cheaper rungs answer."""
+        threshold); a view that would not fit is masked further when that alone fits, else it waits, up to the
+        compaction deadline, then the cheaper rungs answer."""
         deadline = time.monotonic() + self.config.compaction_deadline_s
         if not self.config.background_compaction:
             await self._compact(limits, provider, force=False, deadline=deadline)
             return
         if tokens > limits.budget and self.background.running:
+            # A summary about to land beats masking further; past a short grace, masking that fits beats waiting.
+            await self.background.wait(min(deadline, time.monotonic() + LANDING_GRACE_S))
+            if self.background.running and await self._mask_beside_flight(limits, provider):
+                return  # the summary under way lands onto this masking later
             await self.background.wait(deadline)
             await self._land()
             tokens = self._view_tokens()
@@ -478,6 +487,28 @@ class SummarizingContextManager:
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
             job.report.note_fallback("error")
             state = job.truncated(self.state, limits)
+        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        return True
+
+    async def _mask_beside_flight(self, limits: Limits, provider: Any | None) -> bool:
+        """A view past the budget while a background summary is written: when masking further alone fits, install
+        that in band (True) instead of waiting; the summary then lands onto the masked state (``_land``).
+
+        A fast agent step with a large output gets here: the output arrives before the summary does.
+        """
+        started = time.perf_counter()
+        tokens_before, messages_before = self._view_tokens(), len(self._build_view())
+        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.state
+        try:
+            state: CompactionState | None = await self.strategy.compact(job)
+        except SummarizerNeeded as needed:
+            state = needed.fitting
+        except Exception as exc:  # only a plan: the request waits for the summary as before
+            logger.exception("planning beside a background compaction failed (%s)", type(exc).__name__)
+            return False
+        if state is None or not _masks_further(before, state) or not job.fits(state):
+            return False
         await self._emit_pre_compact(limits, tokens_before, force=False)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
@@ -573,13 +604,18 @@ class SummarizingContextManager:
             self._in_band_next = True
             await self._emit_background(flight, FAILED, flight.error or "error")
             return
-        if flight.history is not self.history or flight.before is not self.state:
+        current = self.state
+        applies = current is flight.before or _masks_further(flight.before, current)
+        if flight.history is not self.history or not applies:
             await self._emit_background(flight, CANCELLED, "superseded")
             return
+        state = landed.state
+        if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
+            state = state.masked_to(current.mask_end)
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
-        self.state = landed.state
-        self._shown_memo = (landed.state, -1, landed.shown)  # -1: the pinned latest request is re-derived
-        await self._after_install(flight.before)
+        self.state = state
+        self._shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
+        await self._after_install(current)
         await self._emit_background(flight, LANDED)
         await self._report_compaction(
             flight.job.report,
@@ -716,3 +752,8 @@ class SummarizingContextManager:
             await self.hooks.emit(payload.event, payload.to_dict())
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", payload.event, type(exc).__name__)
+
+
+def _masks_further(before: CompactionState, after: CompactionState) -> bool:
+    """Whether ``after`` differs from ``before`` only in masking more groups (same summary, same boundary)."""
+    return after.boundary == before.boundary and after.segments == before.segments and after.mask_end > before.mask_end

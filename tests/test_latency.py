@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.config import parse_config
 from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
 
@@ -385,6 +387,47 @@ async def test_a_view_one_output_takes_past_the_budget_is_masked_to_fit_and_summ
     landed = await manager.get_messages_for_request(BUDGET, provider)
     assert phases(recorder) == ["started", "landed"]
     assert fits(landed, manager) and str(landed[1]["content"]).startswith(SUMMARY_MARKER)
+
+
+async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_further_and_the_summary_lands_onto_it():
+    """A fast agent: large outputs keep arriving while the background summary is still gated. Each request whose
+    view would not fit is masked further in band instead of waiting; the summary then lands onto that masking."""
+    manager, recorder = make({"observation_masking": True, "mask_keep_recent": 1})
+    provider = GatedProvider()
+    messages = iter(tool_heavy_large(80))
+    beside = 0
+    for message in messages:
+        await manager.add_message(message)
+        would_not_fit, running, before = manager._view_tokens() > BUDGET, manager.background.running, manager.state
+        view = await asyncio.wait_for(manager.get_messages_for_request(BUDGET, provider), timeout=5)
+        assert fits(view, manager), "no request waited for the gated summary, and every view fits"
+        if would_not_fit and running:
+            assert manager.background.running and manager.state.mask_end > before.mask_end
+            assert manager.state.segments == before.segments, "masked further in band, no summary yet"
+            beside += 1
+            if beside == 2:
+                break
+    assert beside == 2
+    masked_in_band = manager.state.mask_end
+    assert phases(recorder) == ["started"] and provider.requests, "the summary is still being written"
+    provider.gate.set()
+    await until_landed(manager)
+    await manager.add_message(next(messages))
+    landed = await manager.get_messages_for_request(BUDGET, provider)
+    assert phases(recorder) == ["started", "landed"], "it landed onto the masking instead of being superseded"
+    assert manager.state.segments and str(landed[1]["content"]).startswith(SUMMARY_MARKER)
+    assert manager.state.mask_end >= masked_in_band or manager.state.boundary >= masked_in_band
+    assert fits(landed, manager)
+
+
+def test_a_summary_lands_only_onto_more_masking_of_the_state_it_started_from():
+    """``_land`` installs a summary onto a state that differs from its start only by masking further."""
+    start = CompactionState(boundary=4, segments=(Segment(0, 4, "summary", 3),), mask_end=6)
+    masks_further = manager_module._masks_further
+    assert masks_further(start, start.masked_to(9))
+    assert not masks_further(start, start), "nothing masked further: the same state"
+    assert not masks_further(start, start.cut(5)), "another boundary"
+    assert not masks_further(start, replace(start.masked_to(9), segments=(Segment(0, 4, "other", 3),)))
 
 
 def tool_heavy_large(turns: int) -> list[dict[str, Any]]:
