@@ -391,10 +391,13 @@ async def test_a_view_one_output_takes_past_the_budget_is_masked_to_fit_and_summ
 
 async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_further_and_the_summary_lands_onto_it():
     """A fast agent: large outputs keep arriving while the background summary is still gated. Each request whose
-    view would not fit is masked further in band instead of waiting; the summary then lands onto that masking."""
-    manager, recorder = make({"observation_masking": True, "mask_keep_recent": 1})
+    view would not fit is masked further in band instead of waiting; the summary then lands onto that masking,
+    and a resumed session rebuilds the same view."""
+    store, config = MemoryStore(), {"observation_masking": True, "mask_keep_recent": 1}
+    manager, recorder = make(config, store=store)
     provider = GatedProvider()
-    messages = iter(tool_heavy_large(80))
+    history = tool_heavy_large(80)
+    messages = iter(history)
     beside = 0
     for message in messages:
         await manager.add_message(message)
@@ -418,6 +421,12 @@ async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_furth
     assert manager.state.segments and str(landed[1]["content"]).startswith(SUMMARY_MARKER)
     assert manager.state.mask_end >= masked_in_band or manager.state.boundary >= masked_in_band
     assert fits(landed, manager)
+
+    resumed, _ = make(config, store=store)
+    fresh = FakeProvider()
+    await resumed.set_messages(await manager.get_messages())
+    assert await resumed.get_messages_for_request(BUDGET, fresh) == landed
+    assert fresh.requests == []
 
 
 def test_a_summary_lands_only_onto_more_masking_of_the_state_it_started_from():
