@@ -497,6 +497,8 @@ class SummarizingContextManager:
 
         A fast agent step with a large output gets here: the output arrives before the summary does.
         """
+        if self.masks is None:  # masking is off: there is nothing to install but the summary
+            return False
         started = time.perf_counter()
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
         job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.state
