@@ -12,6 +12,7 @@ import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import check_view, create_manager, events
+from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.invariants import RULES
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
@@ -148,3 +149,26 @@ def test_readme_event_tables_list_exactly_the_payload_keys():
         for row in table.group(1).splitlines():
             documented.update(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
         assert documented == set(payload.keys()), payload.event
+
+
+def _readme_default(value: object) -> str:
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, float) and value.is_integer():
+        return f"`{int(value)}`"
+    return f"`{value}`"
+
+
+def test_readme_configuration_table_lists_every_key_with_its_default():
+    """Every top-level config key has a row; scalar defaults are the ones ``Config`` has (docs drift otherwise)."""
+    text = README.read_text()
+    section = text[text.index("## Configuration") :]
+    table = section[: section.index("\n\n", section.index("| key |"))]
+    documented = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]+) \|", table, re.M))
+    config = Config()
+    assert set(documented) == {f.name for f in dataclasses.fields(Config)}
+    for name, shown in documented.items():
+        value = getattr(config, name)
+        if value is None or not isinstance(value, (bool, int, float, str)):
+            continue  # "none", "packaged `prompts/`", "{provider: session}": described, not a literal
+        assert shown.strip() == _readme_default(value), name
