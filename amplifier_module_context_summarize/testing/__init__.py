@@ -19,6 +19,9 @@ The module's own tests, evaluation and benchmark use it; it is public for people
 * ``replay``: the orchestrator's replay loop, a request before every assistant message (``replay``, and
   ``replay_steps`` to time or count around each request), and ``extends`` for prompt-cache prefix checks.
 * ``events``: ``EventRecorder`` to pass as ``hooks=``, with ``payloads(name)``.
+* ``simulated_llm``: ``SimulatedLLM``, a summarizer ``Backend`` that writes summaries the way models do, flaws
+  included (loose length, preambles, restatements, omissions, empty answers, refusals, latency, faults),
+  deterministic from a seed; ``eval --summarizer simulated`` uses it.
 * ``redis_server``: ``RedisServer``, a throwaway ``redis-server`` on a free loopback port that can be killed and
   restarted mid-run (for a fleet's shared store; needs the ``redis-server`` binary).
 
@@ -43,6 +46,7 @@ from .loops import LoopLike
 from .providers import TOKENIZER_RATIO, AnthropicLikeProvider, FakeProvider, ReadFileTool
 from .redis_server import RedisServer
 from .replay import ReplayStep, extends, replay, replay_steps, request_due
+from .simulated_llm import SimulatedBehaviour, SimulatedLLM
 
 __all__ = [
     "CALL_SHAPES",
@@ -57,6 +61,8 @@ __all__ = [
     "ReadFileTool",
     "RedisServer",
     "ReplayStep",
+    "SimulatedBehaviour",
+    "SimulatedLLM",
     "amplifier_turn",
     "anthropic_turn",
     "extends",
