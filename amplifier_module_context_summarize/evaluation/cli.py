@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .cassette import Cassette, CassetteMiss
+from .large_outputs import enlarge_session
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus
-from .models import SUMMARIZER_CHOICES, ModelSpec, build_backend, choose_summarizer, parse_model
+from .models import SIMULATED, SUMMARIZER_CHOICES, ModelSpec, build_backend, choose_summarizer, parse_model
 from .plot import plot_view_tokens
 from .progress import make_progress
 from .prompts import load_eval_prompts
@@ -40,6 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "else extractive)",
     )
     parser.add_argument("--model", help="summarizer model (default: the backend's default)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="--summarizer simulated: the seed its answers derive from (default 0)"
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="--summarizer simulated: mean answer time in ms, really slept (default 0)",
+    )
+    parser.add_argument(
+        "--large-outputs",
+        action="store_true",
+        help="grow every tool output of 2,000+ characters to 20-30k characters (original text first, then "
+        "file-like filler naming nothing of the session)",
+    )
     parser.add_argument(
         "--judge", metavar="MODEL", help="grade answers with MODEL (claude-*, gpt-*, or provider:model)"
     )
@@ -94,10 +111,13 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--budget must be at least 1000 tokens, got {budget}")
     strategies = _strategies(args.strategies)
     sessions = _sessions(args)
+    grown = sum(enlarge_session(s) for s in sessions) if getattr(args, "large_outputs", False) else 0
     summarizer, note = choose_summarizer(args.summarizer, args.model)
+    if summarizer.provider == SIMULATED:
+        summarizer = replace(summarizer, seed=getattr(args, "seed", 0) or 0)
     if note and not (cassette and cassette.mode == "replay"):
         print(note, file=sys.stderr)
-    backend = build_backend(summarizer, cassette)
+    backend = build_backend(summarizer, cassette, latency_ms=getattr(args, "latency_ms", 0.0) or 0.0)
     judge, judge_spec, answer_spec = _judge(args, cassette)
     if judge is None:
         print("eval: no --judge: deterministic scoring only (key facts found in the view)", file=sys.stderr)
@@ -126,6 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         "session_names": [s.name for s in sessions],
         "corpus": str(args.corpus),
         "cassette": str(args.record or args.replay) if cassette else None,
+        "large_outputs": grown if getattr(args, "large_outputs", False) else None,
         "seconds": seconds,
     }
     summary = write_results(args.out, runs, settings, extra)

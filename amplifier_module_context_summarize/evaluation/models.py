@@ -15,19 +15,24 @@ from ..backends.base import Backend
 from ..config import DEFAULT_KEY_ENV, SummarizerConfig
 from .cassette import Cassette, CassetteBackend
 
-SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive")
+SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive", "simulated")
 DIRECT = ("anthropic", "openai")
+SIMULATED = "simulated"
 _OPENAI_PREFIXES = ("gpt", "o1", "o3", "o4", "chatgpt", "text-")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     provider: str
-    """``anthropic``, ``openai`` or ``extractive`` (no model at all)."""
+    """``anthropic``, ``openai``, ``extractive`` (no model at all) or ``simulated`` (``testing.SimulatedLLM``)."""
     model: str | None = None
+    seed: int | None = None
+    """``simulated``: the seed its answers derive from."""
 
     @property
     def label(self) -> str:
+        if self.provider == SIMULATED:
+            return f"{SIMULATED}(seed={self.seed or 0})"
         return self.provider if self.model is None else f"{self.provider}:{self.model}"
 
 
@@ -51,6 +56,8 @@ def choose_summarizer(
         )
     if requested == "extractive":
         return ModelSpec("extractive"), None
+    if requested == SIMULATED:
+        return ModelSpec(SIMULATED, "simulated-llm", seed=0), None
     if requested in DIRECT:
         return resolve(ModelSpec(requested, model)), None
     raise ValueError(f"--summarizer must be one of {', '.join(SUMMARIZER_CHOICES)}, got {requested!r}")
@@ -77,9 +84,20 @@ def resolve(spec: ModelSpec) -> ModelSpec:
 
 
 def build_backend(
-    spec: ModelSpec, cassette: Cassette | None = None, environ: Mapping[str, str] | None = None
+    spec: ModelSpec,
+    cassette: Cassette | None = None,
+    environ: Mapping[str, str] | None = None,
+    latency_ms: float = 0.0,
 ) -> Backend | None:
-    """A backend for ``spec`` (None for extractive); raises ``ValueError`` naming a missing key."""
+    """A backend for ``spec`` (None for extractive); raises ``ValueError`` naming a missing key.
+
+    ``simulated`` is never taped (it is deterministic from its seed and needs no network); ``latency_ms`` is its
+    mean answer time (real sleeps: leave it 0 unless timing matters).
+    """
+    if spec.provider == SIMULATED:
+        from ..testing.simulated_llm import SimulatedLLM
+
+        return SimulatedLLM(spec.seed or 0, model=spec.model or "simulated-llm", latency_s=max(latency_ms, 0) / 1000)
     if spec.provider not in DIRECT:
         return None
     inner: Backend | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean
@@ -34,6 +35,10 @@ REQUEST_FIELDS = (
     "summarizer_tokens",
     "summarizer_tokens_per_session",
     "invalid_views",
+    "fallbacks",
+    "cut_views",
+    "views_without_summary",
+    "marker_views",
 )
 
 
@@ -86,9 +91,43 @@ def aggregate(runs: list[Run]) -> dict[str, Any]:
         "mean_wall_ms": _mean(r.wall_ms for r in every),
         "seconds": sum(run.seconds for run in runs),
     }
+    result.update(llm_path(runs))
     if not every:  # reference runs make no requests: their request columns are not zero, they are absent
         result.update(dict.fromkeys(REQUEST_FIELDS))
     return result
+
+
+def llm_path(runs: list[Run]) -> dict[str, Any]:
+    """How the summarizer fared: compactions by fallback, failed background summaries, and the views left without
+    a summary once the history was first cut.
+
+    ``cut_views``: agent requests from the first whose view stands for cut history (a ``[CONTEXT SUMMARY]`` or
+    ``[CONTEXT TRUNCATED]`` message) on; ``views_without_summary``: those of them with no summary in the view
+    (``marker_views``: with the truncation marker instead). A compaction that only masked cuts nothing, so the
+    hybrid's mask-only views before its first summary are not counted.
+    """
+    every = [r for run in runs for r in run.records]
+    fallbacks: Counter[str] = Counter(f for r in every for f in r.fallbacks)
+    failed: Counter[str] = Counter()
+    cut = without = marker = 0
+    for run in runs:
+        failed.update(run.failed)
+        records = [r for r in run.records if not r.probe_only]
+        first = next((i for i, r in enumerate(records) if r.shows != "none"), None)
+        if first is None:
+            continue
+        after = records[first:]
+        cut += len(after)
+        without += sum(r.shows != "summary" for r in after)
+        marker += sum(r.shows == "marker" for r in after)
+    ordered = dict(sorted(fallbacks.items(), key=lambda kv: (kv[0] != "none", -kv[1], kv[0])))
+    return {
+        "fallbacks": ordered,
+        "failed_summaries": dict(sorted(failed.items())),
+        "cut_views": cut,
+        "views_without_summary": without,
+        "marker_views": marker,
+    }
 
 
 def by_kind(runs: list[Run]) -> dict[str, dict[str, float | int | None]]:
@@ -204,6 +243,56 @@ def strategy_table(summary: dict[str, Any]) -> str:
             ]
         )
     return _table(header, rows)
+
+
+def fallback_cell(fallbacks: dict[str, int] | None) -> str:
+    """``none 40 · not_smaller 3``: compactions by what they fell back to."""
+    if not fallbacks:
+        return "—"
+    return " · ".join(f"{name} {count:,}" for name, count in fallbacks.items())
+
+
+def llm_table(summary: dict[str, Any]) -> str:
+    """Per strategy: compactions by fallback, summarizer calls and tokens, views without a summary."""
+    header = [
+        "strategy",
+        "compactions",
+        "fallbacks",
+        "LLM calls",
+        "summ. in tok",
+        "summ. out tok",
+        "views after 1st cut",
+        "without summary",
+        "with marker",
+    ]
+    rows = []
+    for name, a in summary["strategies"].items():
+        if a["compactions"] is None:
+            continue
+        rows.append(
+            [
+                name,
+                _num(a["compactions"]),
+                fallback_cell(a["fallbacks"]),
+                _num(a["provider_calls"]),
+                _num(a["summarizer_input_tokens"]),
+                _num(a["summarizer_output_tokens"]),
+                _num(a["cut_views"]),
+                _num(a["views_without_summary"]),
+                _num(a["marker_views"]),
+            ]
+        )
+    return _table(header, rows)
+
+
+LLM_NOTE = (
+    "fallbacks: the compactions by the `fallback` of their `context:post_compact` event (none: the configured "
+    "summarizer wrote every summary needed; else the first failure category: not_smaller, empty, refusal, "
+    "circuit_open, deadline, server_error, marker, …). LLM calls: provider calls, retries included; summ. in/out "
+    "tok: what the provider reported. views after 1st cut: agent requests from the first whose view stands for cut "
+    "history (a summary or the truncation marker) on; without summary: those with no `[CONTEXT SUMMARY]` message; "
+    "with marker: those showing `[CONTEXT TRUNCATED]` instead (for mask and truncation that is every cut view)."
+)
 
 
 BUCKET_LABELS = {"3-4": "3–4", "5-7": "5–7"}
@@ -412,6 +501,12 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
         "## Scores by probe kind",
         "",
         kind_table(summary),
+        "",
+        "## Summarizer path",
+        "",
+        llm_table(summary),
+        "",
+        LLM_NOTE,
     ]
     retention = retention_table(summary)
     if retention:
@@ -470,14 +565,16 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
 
 def _settings_line(settings: dict[str, Any]) -> str:
     judge = settings.get("judge") or "none (deterministic scoring only)"
+    large = settings.get("large_outputs")
+    grown = f" · {large:,} tool outputs grown to 20–30k characters" if large else ""
     return (
         f"Budget {settings['budget']:,} tokens · summarizer {settings['summarizer']} · judge {judge} · "
-        f"{settings['sessions']} sessions · {settings['seconds']:.1f} s"
+        f"{settings['sessions']} sessions{grown} · {settings['seconds']:.1f} s"
     )
 
 
 def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
-    parts = [_settings_line(settings), "", strategy_table(summary), "", kind_table(summary)]
+    parts = [_settings_line(settings), "", strategy_table(summary), "", kind_table(summary), "", llm_table(summary)]
     retention = retention_lines(summary)
     if retention:
         parts += ["", *retention]

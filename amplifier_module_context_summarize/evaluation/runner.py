@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
 from ..history import History
 from ..invariants import check_view
 from ..manager import SummarizingContextManager
 from ..messages import Message
 from ..recall import RecallTool
-from ..state import CompactionState, Segment, summary_message
+from ..state import SUMMARY_MARKER, CompactionState, Segment, summary_message
 from ..strategies import segment_tokens
 from ..testing import extends, replay_steps
 from ..tokens import TokenCounter
@@ -58,6 +60,12 @@ class RequestRecord:
     wall_ms: float
     probe_only: bool
     """Made only because a probe is asked here (the next message is not an assistant turn)."""
+    fallbacks: list[str] = field(default_factory=list)
+    """Each compaction made for this request, by what it fell back to (``context:post_compact`` ``fallback``;
+    ``none`` when the configured summarizer wrote every summary it needed)."""
+    shows: str = "none"
+    """What stands in the view for the history before its tail: ``summary`` (a ``[CONTEXT SUMMARY]`` message),
+    ``marker`` (only the ``[CONTEXT TRUNCATED]`` marker) or ``none`` (neither: nothing cut, or only masked)."""
 
 
 @dataclass
@@ -93,6 +101,8 @@ class Run:
     """Reference runs: file trail and size of the summary over its span."""
     retention: dict[str, Any] | None = None
     """Strategy runs: artifact retention over the views that compacted (``retention.Retention``)."""
+    failed: dict[str, int] = field(default_factory=dict)
+    """Background summaries that failed (``context:summary_failed``), by fallback category."""
     views: dict[str, tuple[Probe, list[Message]]] = field(default_factory=dict, repr=False)
     """Each probe and the view it was scored on, kept until judged (not written out)."""
 
@@ -126,6 +136,43 @@ class CountingView:
                 self._memo[id(message)] = hit
             total += hit[1]
         return total
+
+
+TRUNCATED = "[CONTEXT TRUNCATED]"
+
+
+class CompactionTally:
+    """Hooks noting each compaction's fallback and each failed background summary's, then passing them on."""
+
+    def __init__(self, inner: Any | None = None) -> None:
+        self.inner = inner
+        self.fallbacks: list[str] = []
+        self.failed: Counter[str] = Counter()
+
+    async def emit(self, event: str, data: dict[str, Any]) -> Any:
+        if event == CONTEXT_POST_COMPACT:
+            self.fallbacks.append(str(data.get("fallback") or "none"))
+        elif event == SUMMARY_FAILED:
+            self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1
+        if self.inner is not None:
+            return await self.inner.emit(event, data)
+        return None
+
+
+def view_shows(view: list[Message]) -> str:
+    """``summary``, ``marker`` or ``none``: what the view shows in place of the history it left out."""
+    shows = "none"
+    for message in view:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content[:1])
+        if not isinstance(content, str):
+            continue
+        if content.startswith(SUMMARY_MARKER):
+            return "summary"
+        if content.startswith(TRUNCATED):
+            shows = "marker"
+    return shows
 
 
 def probes_by_message(probes: list[Probe]) -> dict[int, list[Probe]]:
@@ -185,6 +232,8 @@ async def replay_session(
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
     count_view = CountingView(manager.counter)
     meter = ExtractiveMeter(manager.summarizer, manager.counter.count_messages)
+    tally = manager.hooks if isinstance(manager.hooks, CompactionTally) else CompactionTally(manager.hooks)
+    manager.hooks = tally
     retention = RetentionTracker(artifacts or GroupArtifacts.of_session(session.messages))
     points = probes_by_message(session.probes)
     messages = session.messages
@@ -197,7 +246,7 @@ async def replay_session(
             tick(1)
         if not before_assistant and i not in points:
             continue
-        before, extractive = dict(manager.stats), meter.tokens
+        before, extractive, noted = dict(manager.stats), meter.tokens, len(tally.fallbacks)
         clock = time.perf_counter()
         view = await step.request()
         wall_ms = (time.perf_counter() - clock) * 1000
@@ -224,6 +273,8 @@ async def replay_session(
                 valid=not check_view(view),
                 wall_ms=round(wall_ms, 3),
                 probe_only=not before_assistant,
+                fallbacks=tally.fallbacks[noted:],
+                shows=view_shows(view),
             )
         )
         if before_assistant:  # a probe-only request may cut a turn mid-way: keep it out of the chain
@@ -235,6 +286,7 @@ async def replay_session(
                 run.probes.append(score_view(view, probe, tokens))
             run.views[probe.id] = (probe, view)
     run.stats = dict(manager.stats)
+    run.failed = dict(tally.failed)
     run.retention = retention.result.as_dict()
     run.seconds = time.perf_counter() - started
     return run

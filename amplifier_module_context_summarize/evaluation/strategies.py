@@ -10,7 +10,7 @@ from ..manager import SummarizingContextManager
 from ..messages import Message
 from ..stores import MemoryStore
 from ..summarize import Outcome, SpanSummarizer
-from .models import ModelSpec
+from .models import SIMULATED, ModelSpec
 from .naive import NaiveStrategy
 
 STRATEGIES = ("summarize", "summarize+recall", "summarize-only", "mask", "naive", "truncation")
@@ -29,7 +29,8 @@ _COMPACTION_STRATEGY = {"truncation": "truncate", "mask": "mask"}
 def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[str, Any]:
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
-    settings: dict[str, Any] = {"provider": summarizer.provider}
+    # A simulated model stands where a direct backend would (the backend itself is passed to create_manager).
+    settings: dict[str, Any] = {"provider": "anthropic" if summarizer.provider == SIMULATED else summarizer.provider}
     if summarizer.model:
         settings["model"] = summarizer.model
     config: dict[str, Any] = {
@@ -74,11 +75,18 @@ class ExtractiveMeter:
 
 
 def make_manager(
-    strategy: str, budget: int, summarizer: ModelSpec, backend: Backend | None
+    strategy: str, budget: int, summarizer: ModelSpec, backend: Backend | None, hooks: Any | None = None
 ) -> SummarizingContextManager:
-    """A fresh manager with an empty private cache, as at the start of a real session."""
+    """A fresh manager with an empty private cache, as at the start of a real session.
+
+    A backend with ``fork()`` (``testing.SimulatedLLM``) gives each manager its own twin, so that what it answers
+    does not depend on how the managers' calls interleave.
+    """
     config = manager_config(strategy, budget, summarizer)
-    manager = create_manager(config, backend=backend, store=MemoryStore())
+    fork = getattr(backend, "fork", None)
+    if callable(fork):
+        backend = fork()
+    manager = create_manager(config, backend=backend, store=MemoryStore(), hooks=hooks)
     if strategy == "naive":
         manager.strategy = NaiveStrategy(manager.summarizer)
     return manager
