@@ -300,6 +300,7 @@ class SimulatedLLM:
         if rng.random() < b.preamble_rate:
             self.stats.events["preamble"] += 1
             lines += [rng.choice(PREAMBLES), ""]
+        target = max(target - sum(len(line.split()) for line in lines), 8)
         body = _fill(material, target, rng)
         words = sum(len(line.split()) for line in body)
         if words < target:  # thin material: models elaborate rather than stop short
@@ -457,7 +458,10 @@ _SHARES["Open items"] = 0.15
 
 
 def _fill(material: _Material, target: int, rng: random.Random) -> list[str]:
-    """Markdown sections, each filled in order up to its share of ``target`` words; leftovers go to progress."""
+    """Markdown sections, each filled in order up to its share of ``target`` words; leftovers go to progress.
+
+    Words are counted as written: a bullet's dash is one, a heading two (reserved up front)."""
+    target = max(target - 2 * len(material.sections()), 8)
     chosen: dict[str, list[str]] = {}
     used = 0
     for name, items in material.sections():
@@ -465,8 +469,8 @@ def _fill(material: _Material, target: int, rng: random.Random) -> list[str]:
         taken: list[str] = []
         spent = 0
         for item in items:
-            n = len(item.split())
-            if spent + n > room and taken:
+            n = len(_bullet(item, name).split())
+            if spent + n > room and (taken or used + n > target):
                 break
             taken.append(item)
             spent += n
@@ -474,10 +478,11 @@ def _fill(material: _Material, target: int, rng: random.Random) -> list[str]:
         used += spent
     for name, items in material.sections():  # the room other sections left
         for item in items[len(chosen[name]) :]:
-            if used >= target:
-                break
+            n = len(_bullet(item, name).split())
+            if used + n > target:
+                continue  # a model ends near its aim rather than one long item past it
             chosen[name].append(item)
-            used += len(item.split())
+            used += n
     lines: list[str] = []
     for name, _ in material.sections():
         items = chosen[name]
@@ -500,9 +505,11 @@ def _pad(material: _Material, missing: int, rng: random.Random) -> list[str]:
     if not pool:
         pool = ["The conversation so far contains no further details beyond the current step."]
     lines = ["### Notes"]
-    while missing > 0:
+    for _ in range(200):
         item = rng.choice(pool)
         line = f"- {rng.choice(_CONNECTIVES)} {item[0].lower()}{item[1:]}" if item else "-"
+        if len(line.split()) > missing:
+            break  # ends near its aim, a little under
         lines.append(line)
         missing -= len(line.split())
     return lines
