@@ -7,6 +7,7 @@ strategies hold no state of their own and never reach into the manager.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -48,6 +49,8 @@ class CompactionReport:
     input_tokens: int = 0
     output_tokens: int = 0
     fallback: str | None = None
+    failures: list[tuple[str, int]] = field(default_factory=list)
+    """(category, provider calls) of each summary the LLM was asked for and that fell back."""
 
     def note_fallback(self, category: str | None) -> None:
         self.fallback = self.fallback or category
@@ -168,6 +171,20 @@ class Compaction:
                 break
             pinned, end = now, choose_boundary(prefix, state.boundary, last, fixed + now, limits)
         return end
+
+    def end_with_span(self, state: CompactionState, end: int, tokens: int) -> int | None:
+        """The nearest cut from ``end`` on whose span ``[boundary, cut)``, as a summarizer reads it, has ``tokens``
+        or more; None when no cut up to the last allowed one has."""
+        start, last = state.boundary, last_allowed_cut(self.history)
+        cuts = range(end, last + 1)
+        found = bisect_left(cuts, tokens, key=lambda cut: self.span_tokens(start, cut))
+        return cuts[found] if found < len(cuts) else None
+
+    def span_tokens(self, start: int, end: int) -> int:
+        """Tokens of groups ``[start, end)`` as a summarizer reads them (masked when masking is on)."""
+        if self.masks is not None:
+            return self.masks.tokens(start, end)
+        return self.history.prefix[end] - self.history.prefix[start]
 
     def _shown_prefix(self, state: CompactionState) -> Sequence[int]:
         if self.masks is None or state.tail_start <= state.boundary:

@@ -89,7 +89,8 @@ class Compaction(Payload):
 
 @dataclass(frozen=True)
 class SummaryFailed(Payload):
-    """A background (prefetch) summary failed; only a short category is reported."""
+    """A summary the LLM was asked for fell back: ``reason`` says where (``prefetch`` or ``compaction``), ``fallback``
+    the category (a provider fault, or a rejected answer: ``empty``, ``refusal``, ``not_smaller``)."""
 
     event: ClassVar[str] = SUMMARY_FAILED
     reason: str
@@ -166,6 +167,8 @@ class Stats:
     """Summaries written, in compactions and in the background (a prefetch stores one summary)."""
     summarizer_input_tokens: int = 0
     summarizer_output_tokens: int = 0
+    summary_failures: int = 0
+    """Summaries the LLM was asked for that fell back (``context:summary_failed``)."""
 
     def observe(self, payload: Payload) -> None:
         if isinstance(payload, PostCompact):
@@ -174,8 +177,12 @@ class Stats:
             self.summaries += payload.summaries
         if isinstance(payload, SummaryPrefetched):
             self.summaries += 1
-        if isinstance(payload, PostCompact | SummaryPrefetched | SummaryFailed):
+        if isinstance(payload, PostCompact | SummaryPrefetched):
             self.provider_calls += payload.provider_calls
+        if isinstance(payload, SummaryFailed):
+            self.summary_failures += 1
+            if payload.reason == "prefetch":  # a compaction's calls are in its post_compact
+                self.provider_calls += payload.provider_calls
         if isinstance(payload, PostCompact | SummaryPrefetched):
             self.summarizer_input_tokens += payload.summarizer_input_tokens
             self.summarizer_output_tokens += payload.summarizer_output_tokens

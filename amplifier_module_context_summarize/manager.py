@@ -34,7 +34,7 @@ from .plan import Limits, needs_compaction
 from .prefetch import Prefetcher
 from .resume import walk
 from .segments import SegmentSource
-from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pins_for, shown
+from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pins_for, shown, summary_message, truncation_marker
 from .stores import CachedSummary, CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .strategies import STRATEGIES
@@ -42,6 +42,7 @@ from .summarize import Outcome, SpanSummarizer
 from .tokens import TokenCounter
 from .view import TailView
 from .wire import ToolSchemaMeter, UsageCalibration
+from .working_set_index import working_set_room
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,13 @@ when masking alone fits: a summary landing that soon gives the smaller view; the
 take are not worth waiting for."""
 MIN_PLAN_SHARE = 4
 """Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
+LOW_LANDING = 0.5
+"""A view that still fits is not compacted to below this share of the target: only hiding one group larger than
+the room between the target and the threshold (a huge tool output) lands that low, and that same group would go
+anyway once the view no longer fits, with the newest groups then in its place."""
+RATIO_SPREAD = 0.02
+"""How far one request's tokenizer ratio may stray above the calibrated one (seen: 2.5% between requests of one
+real session, tool output against prose), so the cap holds on the wire for the request that strays."""
 SystemPromptFactory = Callable[[], Awaitable[str]]
 
 
@@ -177,10 +185,7 @@ class SummarizingContextManager:
             if needs_compaction(tokens, limits):
                 await self._compact_for_request(limits, provider, tokens)
                 tokens = self._view_tokens()
-            view, sent = self._build_view(), tokens
-            if tokens > limits.budget:
-                view, _ = clip_tool_outputs(view, limits.budget, self.counter.count_messages)
-                sent = self.counter.count_messages(view)
+            view, sent = self._fitted_view(limits.budget)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
             self.calibration.expect(sent + self._tool_tokens)
@@ -197,6 +202,11 @@ class SummarizingContextManager:
 
     async def get_token_count(self) -> int:
         """Tokens of the view the next request would send, before any further compaction."""
+        return self._sent_tokens(self._last_budget)
+
+    @property
+    def planned_tokens(self) -> int:
+        """Tokens of the view as compaction plans it, before a request past the budget fits its copy in band."""
         return self._view_tokens()
 
     async def should_compact(self) -> bool:
@@ -207,9 +217,9 @@ class SummarizingContextManager:
         async with self._lock:
             limits = self._limits(self._last_budget)
             await self._settle_background(time.monotonic() + self.config.compaction_deadline_s)
-            before = self._view_tokens()
+            before = self._sent_tokens(limits.budget)
             await self._compact(limits, None, force=True)
-            return max(before - self._view_tokens(), 0)
+            return max(before - self._sent_tokens(limits.budget), 0)
 
     # ------------------------------------------------------- the wire and the ecosystem
 
@@ -241,7 +251,8 @@ class SummarizingContextManager:
         """Room for the messages, in our tokens: the provider's budget less tool schemas, over the calibration."""
         self._wire_budget = wire_budget
         self._tool_tokens = self.tools.tokens() if self.tools is not None else 0
-        room = int(wire_budget / self.calibration.factor) - self._tool_tokens
+        spread = 1 + RATIO_SPREAD if self.calibration.enabled else 1  # measured against the provider's counts
+        room = int(wire_budget / (self.calibration.factor * spread)) - self._tool_tokens
         self._last_budget = max(room, wire_budget // MIN_PLAN_SHARE, 1)
         return self._last_budget
 
@@ -411,6 +422,60 @@ class SummarizingContextManager:
         end = min(max(end, masks.limit()), last_allowed_cut(self.history))
         return prefix[end] - prefix[start] - masks.tokens(start, end) if end > start else 0
 
+    def _sent_tokens(self, budget: int) -> int:
+        """Tokens of the view a request at ``budget`` sends: the view's own, or those of its fitted copy."""
+        tokens = self._view_tokens()
+        return tokens if tokens <= budget else self._fitted_view(budget)[1]
+
+    def _fitted_view(self, budget: int) -> tuple[list[Message], int]:
+        """The view and its tokens, fitted to ``budget`` in the copy sent (never in the state or the history).
+
+        Only the newest groups and pinned requests can leave no room (they are never cut): first the working
+        set gives up its share, then the newest tool outputs are clipped, and only then does the truncation
+        marker stand in for the summary, for this request alone (the state keeps it for the next).
+        """
+        view, tokens = self._build_view(), self._view_tokens()
+        if tokens <= budget:
+            return view, tokens
+        count, at = self.counter.count_messages, len(self._system_view())
+        summary = self._shown().summary
+        if summary is not None and self.state.segments:
+            shorter = self._summary_within(tokens - budget)
+            view[at] = shorter
+            tokens = count(view)
+        if tokens > budget:
+            view, _ = clip_tool_outputs(view, budget, count)
+            tokens = count(view)
+        if tokens > budget and summary is not None and self.state.segments:
+            view[at] = truncation_marker(self.history, self.state.boundary)
+            tokens = count(view)
+            if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
+                view, _ = clip_tool_outputs(self._truncated_view(), budget, count)
+                tokens = count(view)
+        return view, tokens
+
+    def _truncated_view(self) -> list[Message]:
+        """The view cut as far as a cut may go, the marker standing for everything before."""
+        history, cut = self.history, last_allowed_cut(self.history)
+        pinned = pins_for(history, cut, self.counter, self.config.summary_output_tokens)
+        return [
+            *self._system_view(),
+            truncation_marker(history, cut),
+            *(message for message, _ in pinned),
+            *history.span(cut, len(history.groups)),
+        ]
+
+    def _summary_within(self, excess: int) -> Message:
+        """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""
+        c, state, history = self.config, self.state, self.history
+        count = self.counter.count_text
+        room = working_set_room(state, c.working_set_tokens(self._wire_budget), c.summary_room(self._wire_budget))
+        rendered = history.working_set.render(state.summarized_end, room, count)
+        smaller = max(count(rendered) - excess, 0) if rendered else 0
+        message = summary_message(state, history, smaller, c.recall_tool_name)
+        assert message is not None  # the state has segments
+        return message
+
     def _build_view(self) -> list[Message]:
         view = self._system_view()
         view += self._shown().messages
@@ -474,8 +539,8 @@ class SummarizingContextManager:
         except SummarizerNeeded as needed:
             if over_budget and needed.fitting is None:
                 return False
-            await self._emit_pre_compact(limits, tokens_before, force=False)
-            if over_budget:
+            if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
+                await self._emit_pre_compact(limits, tokens_before, force=False)
                 await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
             deadline = time.monotonic() + BACKGROUND_DEADLINE_S
             flight = self.background.start(
@@ -487,6 +552,8 @@ class SummarizingContextManager:
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
             job.report.note_fallback("error")
             state = job.truncated(self.state, limits)
+        if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
+            return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
         await self._emit_pre_compact(limits, tokens_before, force=False)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
@@ -615,6 +682,7 @@ class SummarizingContextManager:
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
         tokens_before, messages_before = self._view_tokens(), len(self._build_view())
+        await self._emit_pre_compact(flight.job.limits, tokens_before, force=False)  # each post has its pre
         self.state = state
         self._shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
         await self._after_install(current)
@@ -692,8 +760,10 @@ class SummarizingContextManager:
         force: bool,
         artifacts: Account,
     ) -> None:
-        tokens_after, messages_after = self._view_tokens(), len(self._build_view())
+        tokens_after, messages_after = self._sent_tokens(limits.budget), len(self._build_view())
         summarized = self.history.messages_before(self.state.boundary)
+        for category, calls in report.failures:
+            await self._emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
         await self._emit(
             events.PostCompact(

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from .backends.base import CIRCUIT_OPEN, COOLDOWN, DEADLINE, ERROR
+from .backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR, PROVIDER_FAULTS
 from .breaker import CircuitBreaker
 from .compaction import Compaction, CompactionReport, SummarizerNeeded
 from .flight import SingleFlight
@@ -108,6 +108,19 @@ class SegmentSource:
                 await self.flight.release(key)
         return await self.record(key, start, end, outcome, tier=0, report=report)
 
+    async def summary_offline(
+        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment:
+        """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again."""
+        key = self.key(job.history, start, end)
+        cached = await self.store.get(*key)
+        if cached is not None:
+            job.report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        pinned = pinned_requests(job.history, start, end)
+        outcome = self.summarizer.extractive(job.span(start, end), previous, None, pinned=pinned, max_tokens=max_tokens)
+        return await self.record(key, start, end, outcome, tier=0, report=job.report)
+
     async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:
         """One higher-tier summary for consecutive segments (cached only when smaller than its parts).
 
@@ -153,8 +166,10 @@ class SegmentSource:
             with self.quiet():
                 outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline, max_tokens=max_tokens)
         except Exception as exc:
-            self.breaker.record_failure()
-            return self._merged_offline(job, parts, getattr(exc, "category", ERROR), max_tokens)
+            category = getattr(exc, "category", ERROR)
+            self._note_health(category)
+            job.report.failures.append((category, 0))  # a failed merge's calls are not known here
+            return self._merged_offline(job, parts, category, max_tokens)
         self.breaker.record_success()
         return outcome
 
@@ -243,6 +258,8 @@ class SegmentSource:
         report.input_tokens += outcome.input_tokens
         report.output_tokens += outcome.output_tokens
         report.note_fallback(outcome.fallback)
+        if outcome.fallback is not None and outcome.provider_calls:
+            report.failures.append((outcome.fallback, outcome.provider_calls))
         tokens = self.summarizer.count_text(outcome.text)
         if outcome.cacheable and keep:
             self._failed.pop(key, None)
@@ -263,11 +280,17 @@ class SegmentSource:
         return backend and self.breaker.allows_call() and not self.cooling_down(key)
 
     def note_health(self, outcome: Outcome) -> None:
-        """Feed the breaker: a summary from the LLM closes it; a failed call counts toward opening it."""
-        if outcome.fallback is None:
-            self.breaker.record_success()
-        elif outcome.provider_calls or outcome.fallback == DEADLINE:
+        """Feed the breaker from a summary's outcome (``_note_health``)."""
+        if outcome.fallback is None or outcome.provider_calls or outcome.fallback in PROVIDER_FAULTS:
+            self._note_health(outcome.fallback)
+
+    def _note_health(self, category: str | None) -> None:
+        """Only a provider fault counts toward opening the circuit: an answer that was empty, a refusal or no
+        smaller than its span came from a provider that works (the summary falls back; the LLM stays on)."""
+        if category in PROVIDER_FAULTS:
             self.breaker.record_failure()
+        else:
+            self.breaker.record_success()
 
     def cooling_down(self, key: tuple[str, str]) -> bool:
         failed_at = self._failed.get(key)

@@ -140,8 +140,13 @@ def summary_message(
         preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
         return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}
     if state.boundary > 0:
-        return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(state.boundary))}
+        return truncation_marker(history, state.boundary)
     return None
+
+
+def truncation_marker(history: History, boundary: int) -> Message:
+    """What stands for the groups before ``boundary`` when no summary does."""
+    return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(boundary))}
 
 
 def pins_for(history: History, boundary: int, counter: TokenCounter, allowance: int) -> Pinned:

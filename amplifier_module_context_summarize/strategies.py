@@ -19,16 +19,14 @@ from collections.abc import Callable
 
 from .backends.base import ERROR
 from .compaction import Compaction, SummarizerNeeded
-from .extractive import extractive_summary
 from .plan import Limits, split_for_tiers
-from .segments import SegmentSource, pinned_requests
-from .state import CompactionState, Segment
+from .segments import SegmentSource
+from .state import CompactionState
+from .summarize import MIN_SPAN_TOKENS
 from .working_set_index import shown_tokens
 
 logger = logging.getLogger(__name__)
 
-MIN_SHRUNK_SUMMARY_TOKENS = 64
-"""Below this a re-rendered summary says too little to be worth more than the truncation marker."""
 MERGE_SHARE = 0.5
 """A tier merge folds the summary down to this share of its room, so that the next segments fit without one:
 the same hysteresis as compaction (threshold, then target), applied to the summary's own room."""
@@ -104,7 +102,7 @@ class SummarizeStrategy:
         if not job.moves(state, end):
             # Nothing to cut, or only system messages: a new summary could only add. A summary over its share
             # (walked back from a store another cut of this history filled) is still folded to it.
-            return await self._fitted(job, await self._merge_tiers(job, state))
+            return await self._merge_tiers(job, state)
         try:
             state = await self._extend(job, state, end)
         except SummarizerNeeded as needed:  # offline: say how far masking alone gets within the budget
@@ -119,46 +117,14 @@ class SummarizeStrategy:
             if not job.moves(state, end):
                 break
             state = await self._extend(job, state, end)
-        if not job.fits(state):
+        if not job.fits(state):  # the cut that fits the budget itself: summarized too, never dropped unread
             budget = job.limits.budget
-            state = state.cut(
-                job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
-            )
-        return await self._fitted(job, state)
-
-    async def _fitted(self, job: Compaction, state: CompactionState) -> CompactionState:
-        """If any valid view fits the budget, one that does: the summary re-rendered shorter, else the marker.
-
-        Only a view whose pinned requests and newest groups leave too little room for the summary gets here,
-        so re-reading the summarized span (offline, no LLM) is rare and worth it. The shorter summary is
-        stored like a tier merge, so a resumed session walks to the same view.
-        """
-        if job.fits(state) or not state.segments:
-            return state
-        budget = job.limits.budget
-        whole_budget = Limits(budget, 0, budget, 0)
-        marker = job.truncated(state.with_segments((), state.boundary), whole_budget)
-        if not job.fits(marker):
-            return state  # not even the marker fits: the manager's last resort clips tool outputs
-        shows = job.shown(state)
-        frame = shows.summary_tokens - sum(s.tokens for s in state.segments)
-        room = budget - (job.view_tokens(marker) - job.shown(marker).summary_tokens) - frame
-        start, end = state.segments[0].start, state.summarized_end
-        if room >= MIN_SHRUNK_SUMMARY_TOKENS:
-            text = extractive_summary(
-                job.span(start, end),
-                previous_summary=None,
-                max_tokens=room,
-                count_tokens=job.counter.count_text,
-                pinned=pinned_requests(job.history, start, end),
-            )
-            tier = max(s.tier for s in state.segments) + 1
-            segment = Segment(start, end, text, job.counter.count_text(text), tier)
-            shrunk = marker.with_segments([segment], marker.boundary)
-            if text and job.fits(shrunk):
-                await self.segments.keep(job.history, segment)
-                return shrunk
-        return marker
+            end = job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
+            if job.moves(state, end):
+                state = await self._extend(job, state, end, to_fit=True)
+        # Still over: the newest groups alone fill the view. The state keeps its summary; the manager fits this
+        # request's view (the working set's share, then the newest outputs clipped; ``manager._fitted_view``).
+        return state
 
     def segment_tokens(self, job: Compaction) -> int:
         """The size a new segment summary is asked for (``segment_tokens``)."""
@@ -166,10 +132,19 @@ class SummarizeStrategy:
             job.limits.budget, self.summary_budget_ratio, job.working_set_tokens, job.summary_allowance
         )
 
-    async def _extend(self, job: Compaction, state: CompactionState, end: int) -> CompactionState:
-        segment = await self.segments.summary(
-            job, state.boundary, end, state.summary_text, max_tokens=self.segment_tokens(job)
-        )
+    async def _extend(self, job: Compaction, state: CompactionState, end: int, to_fit: bool = False) -> CompactionState:
+        """Summarize groups ``[boundary, end)`` as one more segment, widened to a span worth an LLM summary.
+
+        A span too small for one even as far as a cut may go stays masked, unless the view cannot fit without
+        cutting it (``to_fit``): the extractive summarizer then writes it, at no cost, so nothing is dropped unread.
+        """
+        summary = self.segments.summary
+        if self.segments.summarizer.backend is not None:
+            worth = job.end_with_span(state, end, MIN_SPAN_TOKENS)
+            if worth is None and not to_fit:
+                return job.masked(state, end)
+            end, summary = (worth, summary) if worth is not None else (end, self.segments.summary_offline)
+        segment = await summary(job, state.boundary, end, state.summary_text, max_tokens=self.segment_tokens(job))
         state = state.with_segments([*state.segments, segment], end)
         return await self._merge_tiers(job, state)
 

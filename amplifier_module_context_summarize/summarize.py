@@ -1,8 +1,13 @@
 """Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
 
-LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one retry after a rejected
-summary → extractive summary → a bare omission marker. Nothing here raises for provider faults;
-the outcome says which rung produced the text so events can report it.
+LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one more ask after a rejected
+summary (asked for half the size when it came back no smaller than its span) → extractive summary → a bare
+omission marker. Nothing here raises for provider faults; the outcome says which rung produced the text so
+events can report it.
+
+The size asked for follows the span (at most ``SUMMARY_RATIO`` of it) and is given to the model both in tokens
+and in words counted at the span's own tokens per word: path-heavy text runs 3-4 tokens a word, so a word limit
+made for prose lets a model answer with more tokens than the span it summarizes.
 """
 
 from __future__ import annotations
@@ -27,6 +32,14 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 MAX_SPLIT_DEPTH = 6
+SUMMARY_RATIO = 0.25
+"""A summary is asked for at most this share of the span it stands for."""
+MIN_ASK_TOKENS = 96
+"""The smallest summary asked for: a goal, a decision and the next step."""
+MIN_SPAN_TOKENS = int(MIN_ASK_TOKENS / SUMMARY_RATIO)
+"""A span smaller than this is not worth an LLM summary (it stays masked, or the span widens)."""
+PROSE_TOKENS_PER_WORD = 1.3
+MAX_TOKENS_PER_WORD = 4.0
 
 
 @dataclass
@@ -164,9 +177,16 @@ class SpanSummarizer:
         if self.backend is None:
             raise BackendError(ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
-        prompt = self.prompts.user("merge", transcript=transcript, max_words=str(self._max_words(max_tokens)))
+        source_tokens = self.count_text(transcript)
+        per_word = tokens_per_word(transcript, source_tokens)
+
+        def prompt(ask: int) -> str:
+            words = str(max_words(ask, per_word))
+            return self.prompts.user("merge", transcript=transcript, max_words=words, max_tokens=str(ask))
+
         outcome = Outcome(text="")
-        outcome.text = await self._ask("merge", prompt, self.count_text(transcript), provider, outcome, deadline)
+        ask = self._cap(max_tokens)
+        outcome.text = await self._ask("merge", prompt, ask, source_tokens, provider, outcome, deadline)
         return outcome
 
     async def _summarize_fragments(
@@ -186,15 +206,21 @@ class SpanSummarizer:
             return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
         if source_tokens > self.settings.max_input_tokens:
             transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
-        prompt = self.prompts.user(
-            "summarize",
-            previous_section=_previous_section(previous_summary),
-            continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
-            max_words=str(self._max_words(max_tokens)),
-            transcript=transcript,
-        )
+        per_word = tokens_per_word(transcript, source_tokens)
+
+        def prompt(ask: int) -> str:
+            return self.prompts.user(
+                "summarize",
+                previous_section=_previous_section(previous_summary),
+                continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
+                max_words=str(max_words(ask, per_word)),
+                max_tokens=str(ask),
+                transcript=transcript,
+            )
+
+        ask = self.asked_tokens(source_tokens, max_tokens)
         try:
-            return [await self._ask("summarize", prompt, source_tokens, provider, outcome, deadline)]
+            return [await self._ask("summarize", prompt, ask, source_tokens, provider, outcome, deadline)]
         except BackendError as exc:
             if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
@@ -223,21 +249,26 @@ class SpanSummarizer:
     async def _ask(
         self,
         kind: str,
-        prompt: str,
+        prompt: Callable[[int], str],
+        ask: int,
         source_tokens: int,
         provider: Any | None,
         outcome: Outcome,
         deadline: float | None,
     ) -> str:
-        """Ask the backend; a rejected answer (empty, refusal, not smaller) gets one more try."""
+        """Ask the backend for about ``ask`` tokens (``prompt(ask)``); a rejected answer gets one more try.
+
+        An answer no smaller than its source is asked again for half the size: the same prompt would only get
+        the same answer back. An empty answer or a refusal is asked again as it was (models vary).
+        """
         backend = self._retrying(outcome)
         rejection = ERROR
-        system, prompt = scrub_text(self.prompts.system(kind)), scrub_text(prompt)  # sendable as UTF-8
+        system = scrub_text(self.prompts.system(kind))  # sendable as UTF-8
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
             completion = await backend.complete(
-                system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
+                system, scrub_text(prompt(ask)), self.settings.max_output_tokens, provider, deadline=deadline
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
@@ -246,6 +277,8 @@ class SpanSummarizer:
             rejection = self._rejection(completion.text, source_tokens)
             if rejection is None:
                 return scrub_text(completion.text.strip())
+            if rejection == NOT_SMALLER:
+                ask = max(ask // 2, 1)
         raise BackendError(rejection)
 
     def _rejection(self, text: str, source_tokens: int) -> str | None:
@@ -262,8 +295,21 @@ class SpanSummarizer:
         cap = self.settings.max_output_tokens
         return cap if max_tokens is None else max(min(max_tokens, cap), 1)
 
-    def _max_words(self, max_tokens: int | None = None) -> int:
-        return max(int(self._cap(max_tokens) * 0.6), 30)
+    def asked_tokens(self, source_tokens: int, max_tokens: int | None = None) -> int:
+        """The summary's size: what the plan asks for (``max_tokens``, the output cap), at most ``SUMMARY_RATIO``
+        of the span, never below ``MIN_ASK_TOKENS``."""
+        return max(min(self._cap(max_tokens), int(source_tokens * SUMMARY_RATIO)), min(MIN_ASK_TOKENS, self._cap(None)))
+
+
+def tokens_per_word(text: str, tokens: int) -> float:
+    """The text's own tokens per word, between prose's and that of dense paths and code."""
+    words = len(text.split())
+    return min(max(tokens / words, PROSE_TOKENS_PER_WORD), MAX_TOKENS_PER_WORD) if words else PROSE_TOKENS_PER_WORD
+
+
+def max_words(tokens: int, per_word: float) -> int:
+    """A word limit a model can meet for ``tokens``: models count words, not tokens, and overshoot a little."""
+    return max(int(tokens / per_word * 0.85), 20)
 
 
 def same_model(answered: str, requested: str) -> bool:

@@ -31,6 +31,10 @@ CIRCUIT_OPEN = "circuit_open"
 COOLDOWN = "cooldown"
 
 RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
+PROVIDER_FAULTS = RETRYABLE | {DEADLINE, AUTH, NO_PROVIDER, ERROR}
+"""Faults of the summarizer's provider: only these count toward opening the circuit breaker."""
+CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER})
+"""The provider answered, but the answer was not a usable summary: reported, never held against its health."""
 
 
 def cancelled_by_caller() -> bool:

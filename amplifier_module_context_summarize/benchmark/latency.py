@@ -152,7 +152,7 @@ async def _session(mode: Mode, delay_s: float, plan: LatencyPlan, text: TextSour
             await manager.add_message(message)
             if not request_due(pending, i):
                 continue
-            would_not_fit = await manager.get_token_count() > plan.budget
+            would_not_fit = manager.planned_tokens > plan.budget
             cpu, virtual = time.perf_counter(), clock.now
             view = await manager.get_messages_for_request(plan.budget)
             cpu, virtual = time.perf_counter() - cpu, clock.now - virtual
