@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from .handles import handle_for
 from .ledger import error_line, looks_failed
-from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, block_text, canonical_json, result_ids
+from .messages import (
+    CALL_BLOCK_TYPES,
+    RESULT_BLOCK_TYPE,
+    Message,
+    block_text,
+    canonical_json,
+    parse_embedded_json,
+    result_ids,
+)
 
 if TYPE_CHECKING:
     from .history import History
@@ -206,7 +214,7 @@ class Masks:
             if len(args) <= limit:
                 return args
             try:
-                parsed = json.loads(args)
+                parsed = parse_embedded_json(args)
             except ValueError:
                 return json.dumps({"clipped": self._clip_value(args, position, block)})
             clipped = self._clip_arguments(parsed, position, block)

@@ -184,6 +184,22 @@ def _measure(node: Any, depth: int, walk: _Walk) -> int:
     return size
 
 
+def parse_embedded_json(text: str) -> Any:
+    """JSON carried inside a message (tool-call arguments, stringified tool output), or ``ValueError``.
+
+    Only the message itself was checked for nesting when it was added; a string in it can hold JSON nested
+    thousands deep, which ``json.loads`` answers with ``RecursionError`` and a later walk of the parsed value
+    would too. Both are refused here like a syntax error, so every caller keeps the string as plain text.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if nesting_problem(value):
+        raise ValueError("JSON nested too deeply or too large")
+    return value
+
+
 def _check_id(field: str, value: Any) -> None:
     """Call ids are matched and hashed as text: anything but a string (or absent) is refused."""
     if value is not None and not isinstance(value, str):
