@@ -14,13 +14,16 @@ import time
 from typing import Any
 
 import pytest
+from amplifier_core.models import ToolResult
 
-from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize import RecallTool, create_manager
 from amplifier_module_context_summarize.definitions import names_in
 from amplifier_module_context_summarize.extractive import extractive_summary
 from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
+from amplifier_module_context_summarize.messages import REPLACEMENT
 from amplifier_module_context_summarize.testing import FakeProvider, replay, tool_call, tool_result
 
+LONE = "\ud83d"
 DEEP = "[" * 3_000 + "]" * 3_000
 
 
@@ -146,3 +149,77 @@ def test_exit_codes_still_read() -> None:
 def test_deep_json_payload_is_json() -> None:
     with pytest.raises(RecursionError):
         json.loads(DEEP)
+
+
+# ------------------------------------------------------------------------------- 2, 11. the recall tool
+
+
+async def recall_manager(lone: str = "") -> Any:
+    """A compacted session whose hidden outputs hold ``lone`` (a lone surrogate, or nothing) and "xxxx"."""
+    manager = create_manager({"max_tokens": 6_000})
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    for t in range(24):
+        history.append(tool_call("openai", f"c{t}", "bash", {"command": f"cat f{t}.txt"}, f"Reading {t}{lone}."))
+        history.append(tool_result("openai", f"c{t}", f"emoji {lone} cut xxxx\n" + f"line {t}\n" * 300))
+    await replay(manager, history, FakeProvider(), budget=6_000)
+    assert manager.state.tail_start > 0
+    return manager
+
+
+HOSTILE_PATTERNS = [
+    "(?:a{65535}){65535}",
+    "(?:x|(?R)){1,100}",
+    "(?:x|(?0)){1,100}",
+    "(a)(?:x|(?1)){1,100}",
+    "(?P<n>a)(?&n){1000}",
+    "(?P<n>a)(?P>n)",
+    r"(a)\g<1>",
+    "(?:xx){e<=3}",
+    "((((a{20}){20}){20}){20})",
+    "a{1001}",
+    "a{99999999999999999999}",
+]
+
+
+@pytest.mark.parametrize("pattern", HOSTILE_PATTERNS)
+async def test_a_costly_regex_is_refused_as_an_error_result(pattern: str) -> None:
+    tool = RecallTool(await recall_manager())
+    result = await tool.execute({"operation": "search", "query": pattern, "regex": True})
+    assert isinstance(result, ToolResult) and not result.success
+    assert "refused" in result.error["message"]
+    result.model_dump_json()
+
+
+async def test_ordinary_regexes_still_search() -> None:
+    tool = RecallTool(await recall_manager())
+    for query in [r"line \d+", "(?:x{2}){2}", "x{1,1000}", r"cat f\d\.txt", "(li)(ne)"]:
+        result = await tool.execute({"operation": "search", "query": query, "regex": True})
+        assert result.success and result.output["results"], query
+
+
+async def test_memory_errors_while_matching_are_an_error_result(monkeypatch) -> None:
+    tool = RecallTool(await recall_manager())
+
+    def exhausted(self: Any, input: dict[str, Any]) -> dict[str, Any]:
+        raise MemoryError
+
+    monkeypatch.setattr(RecallTool, "search", exhausted)
+    result = await tool.execute({"operation": "search", "query": "x"})
+    assert not result.success and "MemoryError" in result.error["message"]
+
+
+async def test_recall_output_never_carries_a_lone_surrogate() -> None:
+    manager = await recall_manager(LONE)
+    tool = RecallTool(manager)
+    found = await tool.execute({"operation": "search", "query": "emoji"})
+    assert found.success and found.output["results"]
+    found.model_dump_json()
+    by_query = await tool.execute({"operation": "search", "query": f"emoji {LONE}"})
+    by_query.model_dump_json()
+    handle = found.output["results"][0]["handle"]
+    page = await tool.execute({"operation": "fetch", "handle": handle})
+    assert page.success and REPLACEMENT in page.output["text"]
+    page.model_dump_json()
+    refused = await tool.execute({"operation": "fetch", "handle": f"m1-{LONE}"})
+    assert not refused.success
+    refused.model_dump_json()
