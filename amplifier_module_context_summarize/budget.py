@@ -21,12 +21,21 @@ MAX_REPORTED_TOKENS = 10**12
 garbage, and float arithmetic on the budget would start to overflow or lose whole tokens."""
 
 
+def budget_problem(value: int) -> str | None:
+    """Why a token budget given on a command line is unusable, or None: float arithmetic on it must stay exact."""
+    if not 0 < value <= MAX_REPORTED_TOKENS:
+        return f"must be a whole number of tokens from 1 to {MAX_REPORTED_TOKENS:,}"
+    return None
+
+
 async def request_budget(
     token_budget: int | None, provider: Any | None, safety_margin: int, cap: int | None, fallback: int
 ) -> int:
     if token_budget is not None:
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0:
             raise ValueError(f"token_budget must be a positive integer, got {token_budget!r}")
+        if token_budget > MAX_REPORTED_TOKENS:  # float arithmetic on it would overflow on every request
+            raise ValueError(f"token_budget must be at most {MAX_REPORTED_TOKENS:,}, got a larger integer")
         return token_budget
     budget = await _provider_budget(provider, safety_margin) or fallback
     return min(budget, cap) if cap else budget

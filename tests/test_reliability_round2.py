@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
 import time
 from typing import Any
 
@@ -17,6 +20,14 @@ import pytest
 from amplifier_core.models import ToolResult
 
 from amplifier_module_context_summarize import RecallTool, create_manager
+from amplifier_module_context_summarize.__main__ import main as cli_main
+from amplifier_module_context_summarize.config import (
+    _NUMBERS,
+    _SUMMARIZER_NUMBERS,
+    Config,
+    SummarizerConfig,
+    parse_config,
+)
 from amplifier_module_context_summarize.definitions import names_in
 from amplifier_module_context_summarize.extractive import extractive_summary
 from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
@@ -223,3 +234,58 @@ async def test_recall_output_never_carries_a_lone_surrogate() -> None:
     refused = await tool.execute({"operation": "fetch", "handle": f"m1-{LONE}"})
     assert not refused.success
     refused.model_dump_json()
+
+
+# ------------------------------------------------------------------------------- 5. extreme numbers in config
+
+
+def numeric_keys() -> list[str]:
+    """Every numeric key of the config and of its ``summarizer`` mapping, read from the dataclasses."""
+    keys = [f.name for f in dataclasses.fields(Config) if re.search(r"\b(int|float)\b", str(f.type))]
+    keys += [f"summarizer.{f.name}" for f in dataclasses.fields(SummarizerConfig) if "int" in str(f.type)]
+    keys += [f"summarizer.{f.name}" for f in dataclasses.fields(SummarizerConfig) if "float" in str(f.type)]
+    return keys
+
+
+def config_with(key: str, value: Any) -> dict[str, Any]:
+    if key.startswith("summarizer."):
+        return {"summarizer": {"provider": "extractive", key.split(".", 1)[1]: value}}
+    return {key: value}
+
+
+EXTREMES = [math.nan, math.inf, -math.inf, 10**400, 1e300, 10**13]
+
+
+def test_every_numeric_key_is_checked() -> None:
+    assert len(numeric_keys()) >= 24
+    for key in numeric_keys():
+        assert key in _NUMBERS or key.split(".", 1)[1] in _SUMMARIZER_NUMBERS, key
+
+
+@pytest.mark.parametrize("key", numeric_keys())
+@pytest.mark.parametrize("value", EXTREMES, ids=["nan", "inf", "-inf", "10**400", "1e300", "10**13"])
+def test_non_finite_and_huge_numbers_are_refused_naming_the_key(key: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"config key '{key}'")):
+        parse_config(config_with(key, value))
+
+
+async def test_a_huge_token_budget_is_refused_clearly() -> None:
+    manager = create_manager({})
+    await manager.add_message({"role": "user", "content": "hi"})
+    with pytest.raises(ValueError, match="token_budget must be at most"):
+        await manager.get_messages_for_request(token_budget=10**400)
+    assert await manager.get_messages_for_request(token_budget=10**12)
+
+
+@pytest.mark.parametrize("command", ["inspect", "compact"])
+@pytest.mark.parametrize("budget", ["1" + "0" * 400, str(10**12 + 1), "0"])
+def test_the_cli_refuses_a_huge_budget_in_one_line(command: str, budget: str, capsys) -> None:
+    assert cli_main([command, "--example", "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget must be a whole number of tokens" in err
+
+
+def test_the_cli_refuses_a_budget_that_is_no_integer(capsys) -> None:
+    with pytest.raises(SystemExit) as exit:
+        cli_main(["inspect", "--example", "--budget", "1e400"])
+    assert exit.value.code == 2

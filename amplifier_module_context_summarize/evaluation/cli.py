@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..budget import MAX_REPORTED_TOKENS, budget_problem
+from ..redact import describe
 from .cassette import Cassette, CassetteMiss
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus
 from .models import SUMMARIZER_CHOICES, ModelSpec, build_backend, choose_summarizer, parse_model
@@ -90,8 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cassette = _open_cassette(args)
     budget = args.budget if args.budget is not None else DEFAULT_BUDGET
-    if budget < 1000:
-        raise ValueError(f"--budget must be at least 1000 tokens, got {budget}")
+    if budget < 1000 or budget_problem(budget):
+        raise ValueError(f"--budget must be from 1000 to {MAX_REPORTED_TOKENS:,} tokens, got {describe(budget)}")
     strategies = _strategies(args.strategies)
     sessions = _sessions(args)
     summarizer, note = choose_summarizer(args.summarizer, args.model)
