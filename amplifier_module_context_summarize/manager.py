@@ -135,7 +135,10 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ protocol
 
     async def add_message(self, message: dict[str, Any]) -> None:
-        validate_message(message)
+        try:
+            validate_message(message)
+        except ValueError as exc:  # named by the index it would have had, as set_messages names it
+            raise ValueError(f"messages[{len(self.history.messages)}]: {exc}") from None
         self.history.append(copy_message(message))
 
     async def get_messages(self) -> list[dict[str, Any]]:

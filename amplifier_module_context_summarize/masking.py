@@ -21,6 +21,7 @@ from .messages import (
     CALL_BLOCK_TYPES,
     RESULT_BLOCK_TYPE,
     Message,
+    block_kind,
     block_text,
     canonical_json,
     parse_embedded_json,
@@ -183,7 +184,7 @@ class Masks:
     def _mask_block(self, block: Any, position: int, index: int) -> Any:
         if not isinstance(block, dict):
             return block
-        kind = block.get("type")
+        kind = block_kind(block)
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
             placeholder = self._placeholder(block_text(block), position, index)

@@ -15,6 +15,7 @@ from .messages import (
     RESULT_BLOCK_TYPE,
     Message,
     arguments_text,
+    block_kind,
     block_text,
     content_hash,
     extra_thinking,
@@ -80,7 +81,7 @@ def _block_line(block: object) -> str:
     text = block_text(block)
     if not isinstance(block, dict):
         return text
-    kind = block.get("type")
+    kind = block_kind(block)
     if kind in CALL_BLOCK_TYPES:
         return f"[tool call {block.get('id', '')}] {text}"
     if kind == RESULT_BLOCK_TYPE:

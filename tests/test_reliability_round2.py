@@ -289,3 +289,64 @@ def test_the_cli_refuses_a_budget_that_is_no_integer(capsys) -> None:
     with pytest.raises(SystemExit) as exit:
         cli_main(["inspect", "--example", "--budget", "1e400"])
     assert exit.value.code == 2
+
+
+# ------------------------------------------------------------------------------- 7. unhashable fields
+
+
+UNHASHABLE: list[tuple[dict[str, Any], str]] = [
+    ({"role": ["user"], "content": "x"}, "'role'"),
+    ({"role": {"a": 1}, "content": "x"}, "'role'"),
+    ({"role": "user", "content": [{"type": ["text"], "text": "x"}]}, "'content[0].type'"),
+    ({"role": "assistant", "content": [{"type": {"k": "tool_use"}, "id": "a"}]}, "'content[0].type'"),
+    (
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [{"type": ["text"]}]}]},
+        "'content[0].content[0].type'",
+    ),
+    (
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "x"},
+                {"type": "tool_result", "tool_use_id": "a", "output": [{"type": "text"}, {"type": [1]}]},
+            ],
+        },
+        "'content[1].output[1].type'",
+    ),
+    ({"role": "assistant", "content": "x", "thinking_block": {"type": ["thinking"]}}, "'thinking_block.type'"),
+]
+
+
+@pytest.mark.parametrize(("message", "field"), UNHASHABLE)
+async def test_unhashable_role_or_type_is_refused_naming_field_and_index(message: dict[str, Any], field: str) -> None:
+    manager = create_manager({})
+    await manager.add_message({"role": "user", "content": "before"})
+    with pytest.raises(ValueError, match=re.escape("messages[1]: ") + ".*" + re.escape(field)):
+        await manager.add_message(message)
+    with pytest.raises(ValueError, match=re.escape("messages[2]: ") + ".*" + re.escape(field)):
+        await manager.set_messages([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, message])
+    assert await manager.get_messages() == [{"role": "user", "content": "before"}]
+
+
+@pytest.mark.parametrize(("message", "field"), UNHASHABLE)
+def test_the_cli_names_file_and_line_of_an_unhashable_field(message: dict[str, Any], field: str, tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n" + json.dumps(message) + "\n")
+    assert cli_main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2" in err and field in err and err.count("\n") == 1
+
+
+async def test_a_type_of_any_kind_inside_tool_arguments_is_data() -> None:
+    args = [{"type": ["string", "null"]}, {"type": {"a": 1}}]
+    manager = create_manager({"max_tokens": 4_000})
+    history = [{"role": "user", "content": "go"}]
+    for i in range(12):
+        history.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "schema", "input": args}]}
+        )
+        history.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok " * 400}]}
+        )
+    views = await replay(manager, history, FakeProvider(), budget=4_000)
+    assert views[-1]
