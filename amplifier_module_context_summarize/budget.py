@@ -41,11 +41,32 @@ async def request_budget(
     return min(budget, cap) if cap else budget
 
 
+OUTPUT_SHARE = 0.25
+"""Share of a reported window reserved for the reply when the provider's figures leave no room for input: no
+``max_output_tokens`` reported, or one as large as the window (local-model providers report 32,768 / 32,768)."""
+
+
 async def _provider_budget(provider: Any | None, safety_margin: int) -> int | None:
     for window, output in await _provider_limits(provider):
-        if window and output and window - output - safety_margin > 0:
-            return window - output - safety_margin
+        if window:
+            return window_budget(window, output, safety_margin)
     return None
+
+
+def window_budget(window: int, output: int | None, safety_margin: int) -> int:
+    """The input budget a reported ``window`` leaves: never more than the window itself.
+
+    ``window − output − safety_margin`` when that is positive. Otherwise the reply is reserved
+    ``min(output, OUTPUT_SHARE × window)`` (the share alone without an ``output``), and the margin is taken
+    from what is left only while at least half of that stays, so a tiny window keeps some input budget.
+    """
+    if output and window - output - safety_margin > 0:
+        return window - output - safety_margin
+    reserve = max(int(window * OUTPUT_SHARE), 1)
+    if output:
+        reserve = min(output, reserve)
+    left = window - reserve
+    return max(left - min(safety_margin, left // 2), 1)
 
 
 def token_count(value: Any) -> int | None:
