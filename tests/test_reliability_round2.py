@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +35,7 @@ from amplifier_module_context_summarize.definitions import names_in
 from amplifier_module_context_summarize.extractive import extractive_summary
 from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
 from amplifier_module_context_summarize.messages import REPLACEMENT
+from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, tool_call, tool_result
 
 LONE = "\ud83d"
@@ -375,3 +378,54 @@ async def test_the_budget_never_exceeds_a_reported_window(window: int, output: i
 @pytest.mark.parametrize("margin", [0, 1_000, 10**6])
 def test_window_budget_is_positive_and_inside_the_window(window: int, output: int | None, margin: int) -> None:
     assert 1 <= window_budget(window, output, margin) <= window
+
+
+# ------------------------------------------------------------------------------- 6. inspect and surrogates
+
+
+def surrogate_session(path: Path) -> Path:
+    messages = [{"role": "user", "content": f"emoji {LONE} cut"}]
+    for i in range(30):
+        messages.append(tool_call("openai", f"c{i}", "bash", {"command": f"cat {LONE}{i}.txt"}, f"Reading {LONE}"))
+        messages.append(tool_result("openai", f"c{i}", f"half {LONE} an emoji\n" + "row\n" * 400))
+    path.write_text("\n".join(json.dumps(m) for m in messages) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["s.jsonl", "s\udcff.jsonl"], ids=["utf8-name", "non-utf8-name"])
+def test_inspect_prints_and_writes_html_for_lone_surrogates(name: str, tmp_path: Path, capsys) -> None:
+    session = surrogate_session(Path(os.fsdecode(os.fsencode(tmp_path)) + "/" + name))
+    html = tmp_path / "out.html"
+    assert cli_main(["inspect", "--budget", "4000", str(session)]) == 0
+    out = capsys.readouterr().out
+    assert REPLACEMENT in out and "\ud83d" not in out
+    out.encode("utf-8")
+    assert cli_main(["inspect", "--budget", "4000", "--html", str(html), str(session)]) == 0
+    text = html.read_text(encoding="utf-8")
+    assert REPLACEMENT in text and text.rstrip().endswith("</html>")
+
+
+# ------------------------------------------------------------------------------- 8. loading a JSON array
+
+
+def test_loading_a_json_array_is_linear(tmp_path: Path) -> None:
+    def load(count: int) -> float:
+        path = tmp_path / f"a{count}.json"
+        path.write_text(
+            "[\n" + ",\n".join(json.dumps({"role": "user", "content": f"m{i}"}) for i in range(count)) + "\n]"
+        )
+        start = time.perf_counter()
+        messages = load_messages(path)
+        assert len(messages) == count
+        return time.perf_counter() - start
+
+    load(1_000)
+    small, large = min(load(6_000) for _ in range(2)), min(load(24_000) for _ in range(2))
+    assert large < 8 * small + 0.05, f"{small:.3f}s for 6,000 messages, {large:.3f}s for 24,000"
+
+
+def test_array_elements_keep_their_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text('[\n{"role": "user", "content": "a"},\n\n{"role": "user", "content": "b"},\n{"role": 3}\n]')
+    with pytest.raises(SessionFileError, match=r"a\.json:5: "):
+        load_messages(path)
