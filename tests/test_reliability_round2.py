@@ -36,6 +36,7 @@ from amplifier_module_context_summarize.extractive import extractive_summary
 from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
 from amplifier_module_context_summarize.messages import REPLACEMENT
 from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.stores import CachedSummary, SqliteStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, tool_call, tool_result
 
 LONE = "\ud83d"
@@ -429,3 +430,48 @@ def test_array_elements_keep_their_line_numbers(tmp_path: Path) -> None:
     path.write_text('[\n{"role": "user", "content": "a"},\n\n{"role": "user", "content": "b"},\n{"role": 3}\n]')
     with pytest.raises(SessionFileError, match=r"a\.json:5: "):
         load_messages(path)
+
+
+# ------------------------------------------------------------------------------- 10. the SQLite LRU and the clock
+
+
+class SteppedClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def summary(i: int, kind: str) -> CachedSummary:
+    return CachedSummary(f"{kind}{i}", f"e{i}", f"summary {kind} {i}", 5, 2, 0)
+
+
+@pytest.mark.parametrize("step_back", [5_000.0, 10.0, 1e9])
+async def test_sqlite_lru_survives_the_clock_stepping_back(tmp_path: Path, step_back: float) -> None:
+    clock = SteppedClock(1_700_000_000.0)
+    async with SqliteStore(tmp_path / "s.sqlite", max_entries=10, clock=clock) as store:
+        for i in range(10):
+            await store.put(summary(i, "stale"))
+        clock.now -= step_back  # NTP correction, or a VM restored from a snapshot
+        await store.put(summary(0, "fresh"))
+        for i in range(1, 10):
+            assert await store.get("fresh0", "e0") is not None  # hits keep it the most recently used
+            await store.put(summary(i, "fresh"))
+        fresh = [i for i in range(10) if await store.get(f"fresh{i}", f"e{i}") is not None]
+        stale = [i for i in range(10) if await store.get(f"stale{i}", f"e{i}") is not None]
+    assert fresh == list(range(10)) and stale == [], (fresh, stale)
+
+
+async def test_sqlite_lru_reads_stamps_of_a_file_written_before(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with SqliteStore(path, max_entries=10, clock=lambda: 1_800_000_000.0) as store:  # a fast clock
+        for i in range(10):
+            await store.put(summary(i, "old"))
+    clock = SteppedClock(1_700_000_000.0)
+    async with SqliteStore(path, max_entries=10, clock=clock) as store:
+        for i in range(5):
+            await store.put(summary(i, "new"))
+        assert all([await store.get(f"new{i}", f"e{i}") for i in range(5)])
+        assert await store.count() <= 10
