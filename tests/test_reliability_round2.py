@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -475,3 +476,59 @@ async def test_sqlite_lru_reads_stamps_of_a_file_written_before(tmp_path: Path) 
             await store.put(summary(i, "new"))
         assert all([await store.get(f"new{i}", f"e{i}") for i in range(5)])
         assert await store.count() <= 10
+
+
+# ------------------------------------------------------------------------------- 9. a flight orphaned by its loop
+
+
+class NeverAnswers(FakeProvider):
+    """A session provider whose summaries never come back (the loop is closed under them)."""
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        self.requests.append(request)
+        await asyncio.Event().wait()
+
+
+def heavy_turns(start: int, count: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(start, start + count):
+        out += [
+            {"role": "user", "content": f"Look at file {i}. " + "Please read it carefully. " * 40},
+            tool_call("openai", f"c{i}", "bash", {"command": f"cat src/f{i}.py"}),
+            tool_result("openai", f"c{i}", f"line {i} of the file\n" * 60),
+            {"role": "assistant", "content": f"File {i} is fine."},
+        ]
+    return out
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_a_flight_orphaned_by_a_closed_loop_is_dropped(prefetch: bool) -> None:
+    config = {"max_tokens": 6_000, "observation_masking": False, "compaction_deadline_s": 20, "prefetch": prefetch}
+    manager = create_manager(config)
+    provider = NeverAnswers()
+
+    async def until_in_flight() -> bool:
+        for message in heavy_turns(0, 40):
+            await manager.add_message(message)
+            await manager.get_messages_for_request(provider=provider)
+            if manager.background.running or manager.prefetcher.busy:
+                return True
+        return False
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(until_in_flight())
+    finally:
+        loop.close()  # without cancelling the flight's task
+
+    async def go_on() -> tuple[float, list[dict[str, Any]]]:
+        longest, view = 0.0, []
+        for message in heavy_turns(40, 30):
+            await manager.add_message(message)
+            began = time.monotonic()
+            view = await manager.get_messages_for_request(provider=FakeProvider())
+            longest = max(longest, time.monotonic() - began)
+        return longest, view
+
+    longest, view = asyncio.run(go_on())
+    assert longest < 5.0 and manager.counter.count_messages(view) <= 6_000
