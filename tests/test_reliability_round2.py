@@ -34,11 +34,19 @@ from amplifier_module_context_summarize.config import (
 )
 from amplifier_module_context_summarize.definitions import names_in
 from amplifier_module_context_summarize.extractive import extractive_summary
+from amplifier_module_context_summarize.history import History
 from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
 from amplifier_module_context_summarize.messages import REPLACEMENT
 from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
 from amplifier_module_context_summarize.stores import CachedSummary, SqliteStore
-from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, tool_call, tool_result
+from amplifier_module_context_summarize.testing import (
+    EventRecorder,
+    FakeProvider,
+    mixed_history,
+    replay,
+    tool_call,
+    tool_result,
+)
 
 LONE = "\ud83d"
 DEEP = "[" * 3_000 + "]" * 3_000
@@ -532,3 +540,72 @@ def test_a_flight_orphaned_by_a_closed_loop_is_dropped(prefetch: bool) -> None:
 
     longest, view = asyncio.run(go_on())
     assert longest < 5.0 and manager.counter.count_messages(view) <= 6_000
+
+
+# ---------------------------------------------------------------- smaller: prompts, parallel results, rekey
+
+
+def test_a_prompt_file_that_is_not_utf8_names_the_key(tmp_path: Path) -> None:
+    for name in ("summarize_system", "summarize_user", "merge_system", "merge_user"):
+        (tmp_path / f"{name}.md").write_text("{transcript} {previous_summary} {max_tokens}\n")
+    (tmp_path / "merge_user.md").write_bytes(b"caf\xe9 {transcript}")
+    with pytest.raises(ValueError, match=r"config key 'prompt_dir': .*merge_user\.md is not UTF-8"):
+        create_manager({"prompt_dir": str(tmp_path), "summarizer": "extractive"})
+
+
+async def test_parallel_tool_results_are_added_in_linear_time() -> None:
+    async def add(count: int) -> float:
+        manager = create_manager({})
+        calls = [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+            for i in range(count)
+        ]
+        await manager.add_message({"role": "user", "content": "go"})
+        await manager.add_message({"role": "assistant", "content": "", "tool_calls": calls})
+        began = time.perf_counter()
+        for i in range(count):
+            await manager.add_message({"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}"})
+        view = await manager.get_messages_for_request()
+        assert len(view) == count + 2 and manager.history.total == manager.counter.count_messages(view)
+        return time.perf_counter() - began
+
+    await add(100)
+    small, large = await add(1_000), await add(2_000)
+    assert large < 1.0 and large < 4 * small + 0.05, f"{small:.3f}s for 1,000 results, {large:.3f}s for 2,000"
+
+
+def test_the_open_group_counts_as_shown_whenever_read() -> None:
+    history = History(create_manager({}).counter, "f")
+    call = tool_call("openai", "a", "bash", {"command": "ls"})
+    call["tool_calls"].append({"id": "b", "type": "function", "function": {"name": "x", "arguments": "{}"}})
+    for message in [{"role": "user", "content": "go"}, call, tool_result("openai", "a", "one")]:
+        history.append(message)
+        shown = [m for g in range(len(history.groups)) for m in history.shown(g)]
+        assert history.total == history.counter.count_messages(shown)
+    history.append({"role": "user", "content": "next"})  # closes the group with call b never answered
+    shown = [m for g in range(len(history.groups)) for m in history.shown(g)]
+    assert history.total == history.counter.count_messages(shown)
+
+
+class SwitchingModel(NeverAnswers):
+    default_model = "model-a"
+
+
+async def test_a_summary_in_flight_when_the_default_model_changes_is_cancelled() -> None:
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": 6_000, "observation_masking": False}, hooks=recorder)
+    provider = SwitchingModel()
+    for message in heavy_turns(0, 40):
+        await manager.add_message(message)
+        await manager.get_messages_for_request(provider=provider)
+        if manager.background.running:
+            break
+    assert manager.background.running
+    before = manager.fingerprint
+    provider.default_model = "model-b"
+    await manager.add_message({"role": "user", "content": "and now?"})
+    await manager.get_messages_for_request(provider=provider)
+    assert manager.fingerprint != before
+    reasons = [data.get("reason") for _, data in recorder.get_events("context:background_compaction")]
+    assert "rekeyed" in reasons
+    await manager.clear()
