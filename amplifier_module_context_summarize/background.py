@@ -63,6 +63,21 @@ class Flight:
 Run = Callable[[Compaction, CompactionState], Awaitable[Landed]]
 
 
+def orphaned(task: asyncio.Future[object]) -> bool:
+    """True when ``task`` can never finish for the current caller: its loop is closed, or it is not the running
+    one (the loop was closed mid-flight without cancelling its tasks and the manager reused in a new loop).
+    Waiting for it would last the whole deadline, and cancelling it raises ``Event loop is closed``."""
+    if task.done():
+        return False
+    loop = task.get_loop()
+    if loop.is_closed():
+        return True
+    try:
+        return asyncio.get_running_loop() is not loop
+    except RuntimeError:  # no running loop: nothing here can wait for it anyway
+        return False
+
+
 class BackgroundCompactor:
     """Runs at most one compaction at a time in the background; never raises into the agent loop."""
 
@@ -72,7 +87,15 @@ class BackgroundCompactor:
 
     @property
     def running(self) -> bool:
+        self._drop_orphan()
         return self.flight is not None and not self.flight.task.done()
+
+    def _drop_orphan(self) -> None:
+        """Forget a flight bound to a closed or other loop: it will never land here (see ``orphaned``)."""
+        flight = self.flight
+        if flight is not None and orphaned(flight.task):
+            logger.warning("background compaction lost with its event loop; the next one starts afresh")
+            self.flight = None
 
     def start(self, job: Compaction, before: CompactionState, history: History, tokens: int) -> Flight:
         flight = Flight(job, before, history, tokens, time.monotonic())
@@ -90,6 +113,7 @@ class BackgroundCompactor:
 
     def landed(self) -> Flight | None:
         """The flight that has finished (taken: it is handed out once), else None."""
+        self._drop_orphan()
         flight = self.flight
         if flight is None or not flight.task.done():
             return None
@@ -98,6 +122,7 @@ class BackgroundCompactor:
 
     async def wait(self, deadline: float) -> None:
         """Wait for the running compaction until ``deadline`` (``time.monotonic()``); it keeps running after."""
+        self._drop_orphan()
         flight = self.flight
         if flight is None or flight.task.done():
             return
@@ -107,6 +132,7 @@ class BackgroundCompactor:
 
     def cancel(self) -> Flight | None:
         """Cancel the running compaction; return it when one was running."""
+        self._drop_orphan()
         flight, self.flight = self.flight, None
         if flight is None or flight.task.done():
             return None

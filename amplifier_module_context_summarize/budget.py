@@ -21,22 +21,52 @@ MAX_REPORTED_TOKENS = 10**12
 garbage, and float arithmetic on the budget would start to overflow or lose whole tokens."""
 
 
+def budget_problem(value: int) -> str | None:
+    """Why a token budget given on a command line is unusable, or None: float arithmetic on it must stay exact."""
+    if not 0 < value <= MAX_REPORTED_TOKENS:
+        return f"must be a whole number of tokens from 1 to {MAX_REPORTED_TOKENS:,}"
+    return None
+
+
 async def request_budget(
     token_budget: int | None, provider: Any | None, safety_margin: int, cap: int | None, fallback: int
 ) -> int:
     if token_budget is not None:
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0:
             raise ValueError(f"token_budget must be a positive integer, got {token_budget!r}")
+        if token_budget > MAX_REPORTED_TOKENS:  # float arithmetic on it would overflow on every request
+            raise ValueError(f"token_budget must be at most {MAX_REPORTED_TOKENS:,}, got a larger integer")
         return token_budget
     budget = await _provider_budget(provider, safety_margin) or fallback
     return min(budget, cap) if cap else budget
 
 
+OUTPUT_SHARE = 0.25
+"""Share of a reported window reserved for the reply when the provider's figures leave no room for input: no
+``max_output_tokens`` reported, or one as large as the window (local-model providers report 32,768 / 32,768)."""
+
+
 async def _provider_budget(provider: Any | None, safety_margin: int) -> int | None:
     for window, output in await _provider_limits(provider):
-        if window and output and window - output - safety_margin > 0:
-            return window - output - safety_margin
+        if window:
+            return window_budget(window, output, safety_margin)
     return None
+
+
+def window_budget(window: int, output: int | None, safety_margin: int) -> int:
+    """The input budget a reported ``window`` leaves: never more than the window itself.
+
+    ``window − output − safety_margin`` when that is positive. Otherwise the reply is reserved
+    ``min(output, OUTPUT_SHARE × window)`` (the share alone without an ``output``), and the margin is taken
+    from what is left only while at least half of that stays, so a tiny window keeps some input budget.
+    """
+    if output and window - output - safety_margin > 0:
+        return window - output - safety_margin
+    reserve = max(int(window * OUTPUT_SHARE), 1)
+    if output:
+        reserve = min(output, reserve)
+    left = window - reserve
+    return max(left - min(safety_margin, left // 2), 1)
 
 
 def token_count(value: Any) -> int | None:

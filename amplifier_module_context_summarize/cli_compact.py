@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import create_manager
+from .budget import budget_problem
 from .messages import Message, message_text, scrub_text
 from .prompts import clip_middle
 from .session_io import SessionFileError, load_messages
@@ -100,8 +101,9 @@ def session_from_args(args: argparse.Namespace) -> tuple[Path, list[Message]] | 
     except SessionFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
-    if args.budget <= 0:
-        print("error: --budget must be a positive number of tokens", file=sys.stderr)
+    problem = budget_problem(args.budget)
+    if problem:
+        print(f"error: --budget {problem}", file=sys.stderr)
         return None
     return path, messages
 

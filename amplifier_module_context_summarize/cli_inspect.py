@@ -23,7 +23,7 @@ from . import create_manager
 from .cli_compact import DEFAULT_BUDGET, session_from_args
 from .losses import KINDS, Account, account
 from .manager import SummarizingContextManager
-from .messages import Message, message_text
+from .messages import Message, message_text, scrub_text
 from .prompts import clip_middle
 from .state import SUMMARY_MARKER, TRUNCATION_MARKER
 from .testing import EventRecorder, replay_steps
@@ -296,14 +296,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     path, messages = loaded
     found = asyncio.run(inspect_session(messages, args.budget, str(path)))
-    print(render_markdown(found), end="")
+    # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
+    # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
+    print(scrub_text(render_markdown(found)), end="")
     if args.html:
+        html = scrub_text(render_html(found))
         try:
-            Path(args.html).write_text(render_html(found), encoding="utf-8")
+            Path(args.html).write_text(html, encoding="utf-8")
         except OSError as exc:
-            print(f"error: cannot write {args.html} ({exc.__class__.__name__})", file=sys.stderr)
+            print(f"error: cannot write {scrub_text(args.html)} ({exc.__class__.__name__})", file=sys.stderr)
             return 2
-        print(f"\nHTML written to {args.html}", file=sys.stderr)
+        print(f"\nHTML written to {scrub_text(args.html)}", file=sys.stderr)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -143,9 +144,18 @@ def _fail(key: str, allowed: str, value: Any) -> ValueError:
     return ValueError(f"config key '{key}': {allowed}, got {describe(value)}")
 
 
+MAX_NUMBER = 10**12
+"""Ceiling of every numeric key without its own: far beyond any token count, size or number of seconds that
+makes sense, and low enough that float arithmetic on it stays exact and finite (``10**400`` tokens overflowed
+on every request, an infinite TTL in ``create_manager``)."""
+
+
 def _check_number(key: str, value: Any, kind: type, low: float, high: float | None, inclusive_low: bool) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
         raise _fail(key, f"must be {'an integer' if kind is int else 'a number'}", value)
+    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every comparison below
+        raise _fail(key, "must be a finite number", value)
+    high = MAX_NUMBER if high is None else high
     too_low = value < low if inclusive_low else value <= low
     if too_low or (high is not None and value > high):
         span = f"{'>=' if inclusive_low else '>'} {low}" + (f" and <= {high}" if high is not None else "")

@@ -18,7 +18,7 @@ MAX_PER_TEXT = 40
 
 _PY = (r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", r"^\s*class\s+([A-Za-z_]\w*)")
 _JS = (
-    r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)",
+    r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*(?:\*\s*)?([A-Za-z_$][\w$]*)",
     r"^\s*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:class|interface|enum|type)\s+([A-Za-z_$][\w$]*)",
     r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s*)?"
     r"(?:function\b|\([^)]*\)\s*(?::[^=]+)?=>|[A-Za-z_$][\w$]*\s*=>)",
@@ -43,7 +43,7 @@ _RUST = (
     r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+([A-Za-z_]\w*)",
     r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:struct|enum|trait|type|mod|union)\s+([A-Za-z_]\w*)",
 )
-_SHELL = (r"^\s*(?:function\s+)?([A-Za-z_][\w:.-]*)\s*\(\)\s*\{?\s*$", r"^\s*function\s+([A-Za-z_][\w:.-]*)")
+_SHELL = (r"^\s*(?:function\s+)?([A-Za-z_][\w:.-]*)\s*\(\)\s*(?:\{\s*)?$", r"^\s*function\s+([A-Za-z_][\w:.-]*)")
 _MODIFIERS = (
     r"(?:(?:public|private|protected|internal|fileprivate|static|final|abstract|sealed|open|data|override"
     r"|suspend|inline|async|virtual|partial)\s+)*"
@@ -51,8 +51,8 @@ _MODIFIERS = (
 _JVM = (
     rf"^\s*{_MODIFIERS}(?:class|interface|enum|record|struct|object|trait|protocol|extension)\s+([A-Za-z_]\w*)",
     rf"^\s*{_MODIFIERS}(?:fun|func|def)\s+(?:<[^>]*>\s*)?(?:[\w.]+\.)?([A-Za-z_]\w*)",
-    r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract|override|async|virtual)\s+)+"
-    r"[\w<>\[\],.? ]+?\s+([A-Za-z_]\w*)\s*\(",
+    r"^\s*(?:(?:public|private|protected|static|final|synchronized|abstract|override|async|virtual)\s+)++"
+    r"[\w<>\[\],.? ]+[ \t]([A-Za-z_]\w*)[ \t]*\(",
 )
 _C = (r"^\s*#\s*define\s+([A-Za-z_]\w*)", r"^\s*(?:typedef\s+)?(?:struct|enum|union|class)\s+([A-Za-z_]\w*)\s*[{:]")
 _PHP = (
@@ -76,9 +76,15 @@ for _extensions, _patterns in (
     for _extension in _extensions:
         _BY_EXTENSION[_extension] = _patterns
 _COMPILED = {
-    extension: re.compile("|".join(f"(?:{p})" for p in patterns), re.MULTILINE)
-    for extension, patterns in _BY_EXTENSION.items()
+    extension: re.compile("|".join(f"(?:{p})" for p in patterns)) for extension, patterns in _BY_EXTENSION.items()
 }
+MAX_LINE_CHARS = 400
+"""Longest part of one line the patterns read: a definition's name comes early in its line.
+
+The patterns run on one line at a time, each from the line's start, so no pattern can scan from one line
+into the next (``^\\s*`` over thousands of blank lines did, once per line: quadratic), and each of them is
+linear in the line it reads; the cap keeps a single huge line cheap too. A definition whose head spans
+lines (a multi-line parameter list) is therefore not read."""
 
 
 def language_of(path: str) -> str:
@@ -94,7 +100,11 @@ def names_in(text: str, path: str) -> list[str]:
     if not language or not text:
         return []
     found: dict[str, None] = {}
-    for match in _COMPILED[language].finditer(text):
+    pattern = _COMPILED[language]
+    for line in text.splitlines():
+        match = pattern.match(line[:MAX_LINE_CHARS]) if line and not line.isspace() else None
+        if match is None:
+            continue
         name = next((g for g in match.groups() if g), "")
         if not name or (name.startswith("__") and name.endswith("__")):
             continue

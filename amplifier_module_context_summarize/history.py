@@ -34,7 +34,10 @@ class History:
         self.counter = counter
         self.preserve_system = preserve_system
         self.messages: list[Message] = []
-        self.prefix: list[int] = [0]
+        self._prefix: list[int] = [0]
+        self._open_counted = True
+        """Whether ``_prefix[-1]`` counts the newest group as shown; appends leave that to the next read, so
+        a group gaining thousands of parallel tool results is sanitized and counted once, not per result."""
         self.system: list[int] = []
         """Indices of the system messages, which a view shows first."""
         self.system_tokens = 0
@@ -59,6 +62,13 @@ class History:
     @property
     def groups(self) -> list[Group]:
         return self._grouper.groups
+
+    @property
+    def prefix(self) -> list[int]:
+        """``prefix[i]``: tokens of groups ``[0, i)`` as a view shows them (the newest group counted on read)."""
+        if not self._open_counted:
+            self._count_open_as_shown()
+        return self._prefix
 
     @property
     def total(self) -> int:
@@ -86,10 +96,12 @@ class History:
             self._open_stored += tokens
         else:
             if len(groups) >= 2:
+                if not self._open_counted:  # the closing group's count is final before the next one opens
+                    self._count_open_as_shown(len(groups) - 2)
                 self._settle(len(groups) - 2)
             self._open_stored = 0 if is_system else tokens
-            self.prefix.append(self.prefix[-1])
-        self._count_open_as_shown()
+            self._prefix.append(self._prefix[-1])
+        self._open_counted = False
         if is_system:
             self.system.append(index)
             self.system_tokens += tokens
@@ -139,12 +151,17 @@ class History:
         end = groups[group_index - 1].end
         return end - bisect_left(self.system, end) if self.preserve_system else end
 
-    def _count_open_as_shown(self) -> None:
-        """The newest group counts as a view shows it (a call still waiting for its result is left out)."""
-        messages = self.messages[self.groups[-1].start :]
+    def _count_open_as_shown(self, group_index: int | None = None) -> None:
+        """The newest group (or ``group_index``, the one just closing) counts as a view shows it (a call still
+        waiting for its result is left out)."""
+        if group_index is None:
+            group_index = len(self.groups) - 1
+        group = self.groups[group_index]
+        messages = self.messages[group.start : group.end]
         shown = self._as_shown(messages)
         tokens = self._open_stored if shown is messages else sum(self.counter.count_message(m) for m in shown)
-        self.prefix[-1] = self.prefix[-2] + tokens
+        self._prefix[group_index + 1] = self._prefix[group_index] + tokens
+        self._open_counted = True
 
     def _settle(self, group_index: int) -> None:
         group = self.groups[group_index]

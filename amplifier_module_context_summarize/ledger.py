@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .definitions import changed_names
-from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls
+from .messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls, parse_embedded_json
 
 ERROR_MAX_CHARS = 200
 KEY_MAX_CHARS = 200
@@ -90,6 +90,9 @@ _LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
 _ASSIGNMENT = re.compile(r"^\w+=")
 _OUTPUT_WINDOW = re.compile(r"(?:\s+2>&1)?\s*\|\s*(?:head|tail)(?:\s+(?:-n\s*\+?\d+|-\d+|-c\s*\d+|--lines=\d+))*\s*$")
 """A trailing ``| head -N`` / ``| tail -N`` (after an optional ``2>&1``): which part of the output was shown."""
+_OUTPUT_WINDOWS = 4
+"""Most trailing windows taken off one command: each pass scans the whole command, so a command of thousands
+of ``| head`` would otherwise cost a pass per window (quadratic)."""
 _GIT_HISTORY = re.compile(r"\bgit (?:log|rev-parse|show|reflog)\b")
 _LEADING_SHA = re.compile(r"([0-9a-f]{7,40})(?:\s|$)")
 _FIND_PATTERNS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-newer"})
@@ -116,7 +119,7 @@ _SHORT_ID = re.compile(
 _PR = re.compile(r"(?i:\bPR\b|\bpull request\b)\s*#(\d+)\b")
 _COMMIT = re.compile(
     r"\b(?i:commit(?:ted)?)\b(?:\s+(?i:as|to|id|hash|sha))?[\s:=#]+([0-9a-f]{7,40})\b"
-    r"|^\[[^\]\s]+(?: \([^)]*\))? ([0-9a-f]{7,40})\]",
+    r"|^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\]",
     re.MULTILINE,
 )
 
@@ -143,8 +146,10 @@ _FAILURE = re.compile(
 hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
-    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*[:=>]?\s*(-?\d+)"
+    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?(-?\d+)"
 )
+"""The runs of blanks are possessive: two optional runs around an optional ``:`` tried every split of a long
+run of spaces against each other (16,000 spaces after "exit code" took seconds)."""
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
@@ -292,7 +297,7 @@ def _parse_args(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw if raw is not None else {}
     try:
-        return json.loads(raw)
+        return parse_embedded_json(raw)
     except ValueError:
         salvaged: dict[str, str] = {}
         for key, value in _JSON_FIELD.findall(raw):
@@ -439,11 +444,12 @@ def _command_key(command: str) -> str:
     of the output: one command with a run count, a latest outcome and whether a later run passed.
     """
     key = _command_summary(command)
-    while True:
+    for _ in range(_OUTPUT_WINDOWS):
         trimmed = _OUTPUT_WINDOW.sub("", key).rstrip()
         if trimmed == key or not trimmed:
             return key
         key = trimmed
+    return key
 
 
 def _shell_tokens(script: str) -> list[str]:
@@ -728,7 +734,7 @@ def _decode_json_object(body: Any) -> Any:
     """Some providers stringify structured tool output; read it back so its fields can be inspected."""
     if isinstance(body, str) and body.lstrip().startswith("{"):
         try:
-            decoded = json.loads(body)
+            decoded = parse_embedded_json(body)
         except ValueError:
             return body
         return decoded if isinstance(decoded, dict) else body

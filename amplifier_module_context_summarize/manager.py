@@ -143,7 +143,10 @@ class SummarizingContextManager:
     # ------------------------------------------------------------------ protocol
 
     async def add_message(self, message: dict[str, Any]) -> None:
-        validate_message(message)
+        try:
+            validate_message(message)
+        except ValueError as exc:  # named by the index it would have had, as set_messages names it
+            raise ValueError(f"messages[{len(self.history.messages)}]: {exc}") from None
         self.history.append(copy_message(message))
 
     async def get_messages(self) -> list[dict[str, Any]]:
@@ -176,7 +179,7 @@ class SummarizingContextManager:
         wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
         system_prompt = await self._render_system_prompt() if self._system_prompt_factory is not None else None
         async with self._lock:
-            if self._rekeyed(provider):
+            if await self._rekeyed(provider):
                 await self._resume()
             self._use_system_prompt(system_prompt)
             limits = self._limits(self._plan_budget(wire_budget))
@@ -274,10 +277,12 @@ class SummarizingContextManager:
             message: Message = {"role": "system", "content": text}
             self._system_prompt = (text, message, self.counter.count_message(message))
 
-    def _rekeyed(self, provider: Any | None) -> bool:
+    async def _rekeyed(self, provider: Any | None) -> bool:
         """Key summaries by the model that writes them: the session provider's default when none is configured.
 
         True when the key changed and nothing is summarized yet, so the store may hold this history's state.
+        Summaries in flight were keyed by the old model: they are cancelled, else one finished by the new model
+        (or begun by the old) would be stored under the key the history chain has by then.
         """
         learn = getattr(self.summarizer.backend, "learn_default_model", None)
         if learn is None or not learn(provider):
@@ -285,6 +290,8 @@ class SummarizingContextManager:
         fingerprint = self._fingerprint()
         if fingerprint == self.fingerprint:
             return False
+        self.prefetcher.cancel()
+        await self._cancel_background("rekeyed")
         self.fingerprint = fingerprint
         self.history.rekey(fingerprint)
         self._scope_store()

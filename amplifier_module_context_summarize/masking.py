@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from .handles import handle_for
 from .ledger import error_line, looks_failed
-from .messages import CALL_BLOCK_TYPES, RESULT_BLOCK_TYPE, Message, block_text, canonical_json, result_ids
+from .messages import (
+    CALL_BLOCK_TYPES,
+    RESULT_BLOCK_TYPE,
+    Message,
+    block_kind,
+    block_text,
+    canonical_json,
+    parse_embedded_json,
+    result_ids,
+)
 
 if TYPE_CHECKING:
     from .history import History
@@ -175,7 +184,7 @@ class Masks:
     def _mask_block(self, block: Any, position: int, index: int) -> Any:
         if not isinstance(block, dict):
             return block
-        kind = block.get("type")
+        kind = block_kind(block)
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
             placeholder = self._placeholder(block_text(block), position, index)
@@ -206,7 +215,7 @@ class Masks:
             if len(args) <= limit:
                 return args
             try:
-                parsed = json.loads(args)
+                parsed = parse_embedded_json(args)
             except ValueError:
                 return json.dumps({"clipped": self._clip_value(args, position, block)})
             clipped = self._clip_arguments(parsed, position, block)

@@ -48,6 +48,8 @@ def validate_message(message: Any) -> None:
         if problem:
             raise ValueError(f"message field {key!r} {problem}")
     role = message.get("role")
+    if role is not None and not isinstance(role, str):  # checked before any set lookup: a list is unhashable
+        raise ValueError(f"message field 'role' must be a string, got {type(role).__name__}")
     if role not in VALID_ROLES:
         allowed = ", ".join(sorted(VALID_ROLES))
         if role is None:
@@ -62,6 +64,7 @@ def validate_message(message: Any) -> None:
         for i, block in enumerate(content):
             if not isinstance(block, dict | str):
                 raise ValueError(f"message field 'content[{i}]' must be a block dict, got {type(block).__name__}")
+            _check_block_types(f"content[{i}]", block)
             if isinstance(block, dict) and block.get("type") in CALL_BLOCK_TYPES and not block.get("id"):
                 raise ValueError(f"message field 'content[{i}]' is a {block['type']} block without an 'id'")
             if isinstance(block, dict):
@@ -76,6 +79,8 @@ def validate_message(message: Any) -> None:
                 raise ValueError(f"message field 'tool_calls[{i}]' has no 'id'")
             _check_id(f"tool_calls[{i}].id", call.get("id"))
     _check_id("tool_call_id", message.get("tool_call_id"))
+    if isinstance(message.get("thinking_block"), dict):
+        _check_block_types("thinking_block", message["thinking_block"])
     if role == "tool" and not message.get("tool_call_id") and not _result_blocks(content):
         raise ValueError("message with role 'tool' has no 'tool_call_id'")
 
@@ -184,6 +189,45 @@ def _measure(node: Any, depth: int, walk: _Walk) -> int:
     return size
 
 
+def parse_embedded_json(text: str) -> Any:
+    """JSON carried inside a message (tool-call arguments, stringified tool output), or ``ValueError``.
+
+    Only the message itself was checked for nesting when it was added; a string in it can hold JSON nested
+    thousands deep, which ``json.loads`` answers with ``RecursionError`` and a later walk of the parsed value
+    would too. Both are refused here like a syntax error, so every caller keeps the string as plain text.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if nesting_problem(value):
+        raise ValueError("JSON nested too deeply or too large")
+    return value
+
+
+def _check_block_types(field: str, block: Any) -> None:
+    """A block's ``type`` is looked up in sets (hashed), so it must be a string or absent; a tool result's body
+    holds blocks too, at any depth. Anything else is refused naming the field (``content[2].content[0].type``)."""
+    if not isinstance(block, dict):
+        return
+    kind = block.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ValueError(f"message field '{field}.type' must be a string, got {type(kind).__name__}")
+    if kind == RESULT_BLOCK_TYPE:
+        for key in ("content", "output"):
+            body = block.get(key)
+            if isinstance(body, list):
+                for i, inner in enumerate(body):
+                    _check_block_types(f"{field}.{key}[{i}]", inner)
+
+
+def block_kind(block: dict[str, Any]) -> str | None:
+    """A block's ``type`` when it is a string, else None: lists of arbitrary values (tool arguments, outputs)
+    are read as blocks too, and a ``type`` there may be anything JSON holds."""
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _check_id(field: str, value: Any) -> None:
     """Call ids are matched and hashed as text: anything but a string (or absent) is refused."""
     if value is not None and not isinstance(value, str):
@@ -230,13 +274,13 @@ def unique_content(message: Message) -> Any:
         return content
     listed = {call_id for call_id, _, _ in listed_calls(message) if call_id}
     return [
-        b for b in content if not (isinstance(b, dict) and b.get("type") in CALL_BLOCK_TYPES and b.get("id") in listed)
+        b for b in content if not (isinstance(b, dict) and block_kind(b) in CALL_BLOCK_TYPES and b.get("id") in listed)
     ]
 
 
 def message_calls(message: Message) -> list[tuple[str, str, Any]]:
     """``(id, name, arguments)`` of every call a message carries, each once, ``tool_calls`` entries first."""
-    blocks = [b for b in _blocks(unique_content(message)) if b.get("type") in CALL_BLOCK_TYPES]
+    blocks = [b for b in _blocks(unique_content(message)) if block_kind(b) in CALL_BLOCK_TYPES]
     return listed_calls(message) + [tool_call_parts(b) for b in blocks]
 
 
@@ -415,7 +459,7 @@ def strip_tool_blocks(message: Message, keep_calls: set[str], keep_results: set[
             if not (
                 isinstance(b, dict)
                 and (
-                    (b.get("type") in CALL_BLOCK_TYPES and b.get("id") not in keep_calls)
+                    (block_kind(b) in CALL_BLOCK_TYPES and b.get("id") not in keep_calls)
                     or (
                         b.get("type") == RESULT_BLOCK_TYPE
                         and (b.get("tool_use_id") or b.get("tool_call_id")) not in keep_results
@@ -606,7 +650,7 @@ def block_text(block: Any) -> str:
         return block
     if not isinstance(block, dict):
         return _as_text(block)
-    kind = block.get("type")
+    kind = block_kind(block)
     if kind == "text":
         return str(block.get("text", ""))
     if kind == "thinking":

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .background import orphaned
 from .history import History
 from .messages import Message
 from .plan import Limits, choose_boundary, near_target
@@ -32,7 +33,13 @@ class Prefetcher:
 
     @property
     def busy(self) -> bool:
+        self._drop_orphans()
         return bool(self._inflight)
+
+    def _drop_orphans(self) -> None:
+        """Forget summaries bound to a closed or other event loop: they never finish here (``orphaned``)."""
+        for key in [k for k, task in self._inflight.items() if orphaned(task)]:
+            del self._inflight[key]
 
     async def maybe_start(
         self,
@@ -47,6 +54,7 @@ class Prefetcher:
     ) -> None:
         """``fixed_tokens``: system, summary and the allowance of the summary to come. ``mask_savings(end)``: tokens
         masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows)."""
+        self._drop_orphans()
         if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
             return
         growth = limits.compact_at - view_tokens + 1
@@ -92,6 +100,7 @@ class Prefetcher:
         ``deadline`` is a ``time.monotonic()`` value: a background summary has no deadline of its own, so
         one still running then is cancelled rather than holding the request past the compaction's.
         """
+        self._drop_orphans()
         tasks = list(self._inflight.values())
         if not tasks:
             return
@@ -101,6 +110,7 @@ class Prefetcher:
             task.cancel()
 
     def cancel(self) -> None:
+        self._drop_orphans()
         for task in self._inflight.values():
             task.cancel()
         self._inflight.clear()

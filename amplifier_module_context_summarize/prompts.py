@@ -15,10 +15,12 @@ from .messages import (
     RESULT_BLOCK_TYPE,
     Message,
     arguments_text,
+    block_kind,
     block_text,
     content_hash,
     extra_thinking,
     listed_calls,
+    scrub_text,
     unique_content,
 )
 
@@ -59,7 +61,17 @@ def load_prompts(prompt_dir: str | Path | None = None, names: tuple[str, ...] = 
         path = folder / f"{name}.md"
         if not path.is_file():
             raise ValueError(f"config key 'prompt_dir': {folder} has no {name}.md")
-        templates[name] = path.read_text(encoding="utf-8")
+        try:
+            templates[name] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # the bare error names neither the file nor the key that chose it
+            where = scrub_text(f"{folder}/{name}.md")
+            raise ValueError(
+                f"config key 'prompt_dir': {where} is not UTF-8 text (invalid byte at offset {exc.start})"
+            ) from None
+        except OSError as exc:
+            raise ValueError(
+                f"config key 'prompt_dir': cannot read {scrub_text(str(path))} ({type(exc).__name__})"
+            ) from None
     return PromptSet(templates)
 
 
@@ -80,7 +92,7 @@ def _block_line(block: object) -> str:
     text = block_text(block)
     if not isinstance(block, dict):
         return text
-    kind = block.get("type")
+    kind = block_kind(block)
     if kind in CALL_BLOCK_TYPES:
         return f"[tool call {block.get('id', '')}] {text}"
     if kind == RESULT_BLOCK_TYPE:

@@ -19,7 +19,7 @@ from amplifier_core.models import ToolResult
 
 from .config import RECALL_TOOL_NAME
 from .handles import HandleError, handle_for, resolve
-from .messages import RESULT_BLOCK_TYPE, Message, block_text, message_text
+from .messages import RESULT_BLOCK_TYPE, Message, block_text, message_text, scrub_value
 
 if TYPE_CHECKING:
     from .manager import SummarizingContextManager
@@ -35,6 +35,12 @@ MAX_RESULTS = 50
 MAX_QUERY_CHARS = 500
 SEARCH_SECONDS = 1.0
 """Time budget of one search; a regex that runs past it stops the search with what was found so far."""
+MAX_REPEAT = 1_000
+"""Largest count a model's regex may give a repeat (``{n}``, ``{m,n}``)."""
+MAX_PATTERN_COST = 20_000
+"""Largest size of a model's regex once its counted repeats are unrolled (``(?:a{100}){200}`` is 20,000),
+which is what ``regex.compile`` spends memory and time on before any budget applies: ``(?:a{65535}){65535}``,
+19 characters, took over a gigabyte."""
 
 DESCRIPTION = (
     "Recall the original text of earlier parts of this conversation that the context now shows only as a "
@@ -110,8 +116,12 @@ class RecallTool:
             else:
                 raise RecallError(f"operation must be 'search' or 'fetch', got {operation!r}")
         except (RecallError, HandleError) as exc:
-            return ToolResult(success=False, error={"message": str(exc)})
-        return ToolResult(success=True, output=output)
+            return ToolResult(success=False, error={"message": scrub_value(str(exc))})
+        except (MemoryError, RecursionError) as exc:  # a last resort: the input is bounded so that neither happens
+            message = f"the search ran out of resources ({type(exc).__name__})"
+            return ToolResult(success=False, error={"message": message})
+        # Stored text may hold lone surrogates (a cut emoji): what goes back to the model must serialize.
+        return ToolResult(success=True, output=scrub_value(output))
 
     # ------------------------------------------------------------------ operations
 
@@ -125,10 +135,16 @@ class RecallTool:
         use_regex = input.get("regex", False)
         if not isinstance(use_regex, bool):
             raise RecallError("'regex' must be true or false")
+        if use_regex:
+            problem = pattern_problem(query)
+            if problem:
+                raise RecallError(f"regular expression refused: {problem}")
         try:
             pattern = regex.compile(query if use_regex else regex.escape(query), regex.IGNORECASE | regex.V0)
         except regex.error as exc:
             raise RecallError(f"invalid regular expression: {exc}") from None
+        except (MemoryError, RecursionError, OverflowError):
+            raise RecallError("regular expression refused: too large to compile") from None
 
         deadline = time.monotonic() + self.search_seconds
         results: list[dict[str, Any]] = []
@@ -149,7 +165,7 @@ class RecallTool:
                         break
                     used += len(excerpt)
                     results.append({**self._where(piece.index, piece.block, piece.handle), "excerpt": excerpt})
-            except TimeoutError:
+            except (TimeoutError, MemoryError, RecursionError):
                 timed_out = True
                 break
             if not complete:
@@ -229,6 +245,77 @@ class RecallTool:
             where["block"] = block
         where["shown"] = shown
         return where
+
+
+_COUNTED_REPEAT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+_FUZZY = regex.compile(r"\{[^}]*[deis]\s*[<=]")
+_SUBROUTINE = regex.compile(r"\(\?(?:R|&|P>|[+-]?\d)")
+_NO_RECURSION = "recursion and subroutine calls ((?R), (?1), (?&name), \\g<name>) are not allowed"
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a regex written by the model could cost more than a search may spend, or None.
+
+    The search's time budget bounds matching only; compiling unrolls counted repeats, and recursion or
+    subroutine calls (``(?R)``, ``(?1)``, ``(?&name)``) and fuzzy matching can exhaust memory while matching,
+    before any timeout is checked. So repeats are bounded in count and in their nested product (the size the
+    compiled pattern unrolls to), and the constructs whose memory grows with the text are refused.
+    """
+    sizes = [0]  # size of the sequence read so far in each open group
+    last = 0  # size of the item a following quantifier repeats
+    i, end = 0, len(pattern)
+    while i < end:
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1 : i + 2] == "g":
+                return _NO_RECURSION
+            step = 2
+            if pattern[i + 1 : i + 2] in ("p", "P", "N", "x") and pattern[i + 2 : i + 3] == "{":
+                close = pattern.find("}", i)
+                step = end - i if close < 0 else close + 1 - i
+            last = 1
+            sizes[-1] += 1
+            i += step
+            continue
+        if char == "[":
+            j = i + 1
+            j += pattern[j : j + 1] == "^"
+            j += pattern[j : j + 1] == "]"
+            while j < end and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            last = 1
+            sizes[-1] += 1
+            i = j + 1
+            continue
+        if char == "(":
+            if _SUBROUTINE.match(pattern, i):
+                return _NO_RECURSION
+            sizes.append(0)
+            i += 1
+            continue
+        if char == ")" and len(sizes) > 1:
+            last = max(sizes.pop(), 1)
+            sizes[-1] += last
+            i += 1
+            continue
+        if char == "{" and _FUZZY.match(pattern, i):
+            return "fuzzy matching ({e<=n}) is not allowed"
+        repeat = _COUNTED_REPEAT.match(pattern, i) if char == "{" else None
+        if repeat and (repeat.group(1) or repeat.group(2)):
+            count = max(int(n) for n in repeat.groups() if n)
+            if count > MAX_REPEAT:
+                return f"a repeat count of {count:,} is over the {MAX_REPEAT:,} allowed"
+            sizes[-1] += last * max(count - 1, 0)
+            last *= max(count, 1)
+            i = repeat.end()
+        else:
+            if char not in "*+?|^$":
+                last = 1
+                sizes[-1] += 1
+            i += 1
+        if sum(sizes) > MAX_PATTERN_COST:
+            return f"its repeats unroll to more than {MAX_PATTERN_COST:,} items"
+    return None
 
 
 def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:

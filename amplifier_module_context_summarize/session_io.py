@@ -139,9 +139,12 @@ def _line_numbers(text: str, count: int) -> list[int | None]:
     decoder = json.JSONDecoder()
     position = text.index("[") + 1
     found: list[int | None] = []
+    line, counted = 1, 0  # newlines are counted once, from where the previous element's count stopped
     for _ in range(count):
         while position < len(text) and text[position] in " \t\r\n,":
             position += 1
-        found.append(text.count("\n", 0, position) + 1)
+        line += text.count("\n", counted, position)
+        counted = position
+        found.append(line)
         _, position = decoder.raw_decode(text, position)
     return found

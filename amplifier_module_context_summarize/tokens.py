@@ -17,6 +17,7 @@ from .messages import (
     CALL_BLOCK_TYPES,
     RESULT_BLOCK_TYPE,
     Message,
+    block_kind,
     canonical_json,
     extra_thinking,
     listed_calls,
@@ -141,7 +142,7 @@ class TokenCounter:
     def _count_block(self, block: Any) -> int:
         if not isinstance(block, dict):
             return self._count_value(block)
-        kind = block.get("type")
+        kind = block_kind(block)
         if kind in _BINARY_BLOCKS:
             return IMAGE_TOKENS
         if kind == "text":

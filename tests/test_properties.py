@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -687,5 +688,259 @@ def test_store_rows_of_any_shape_never_break_resume_or_a_view(changes):
         )
         view = await manager.get_messages_for_request(_ROW_BUDGET, FakeProvider())
         assert view_rules(view) == [] and manager.counter.count_messages(view) <= _ROW_BUDGET
+
+    asyncio.run(go())
+
+
+# ------------------------------------------------------------------------------- issue 23: the classes of round 2
+# Example counts (max_examples): deep argument strings 40, pathological text for every content regex 120,
+# model-written regexes 200, extreme config values 300, surrogates through every output path 30, unhashable
+# fields 200.
+
+ROUND2_BUDGET = 5_000
+
+
+def _deep_json(depth: int, kind: str) -> str:
+    opener, closer = {"list": ("[", "]"), "dict": ('{"a":', "}"), "mixed": ('[{"a":', "}]")}[kind]
+    return opener * depth + "1" + closer * depth
+
+
+@st.composite
+def deep_argument_histories(draw) -> list[dict[str, Any]]:
+    """Tool calls whose arguments are JSON strings nested past the stack, in every shape that carries a string."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    for i in range(draw(st.integers(6, 12))):
+        deep = draw(st.booleans())
+        depth = draw(st.integers(900, 4_000)) if deep else 1
+        args = _deep_json(depth, draw(st.sampled_from(["list", "dict", "mixed"])))
+        shape = draw(st.sampled_from(["openai", "amplifier", "output"]))
+        if shape == "openai":
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "write_file", "arguments": args}}
+        else:
+            call = {"id": f"c{i}", "tool": "bash", "arguments": args if shape == "amplifier" else "{}"}
+        output = args if shape == "output" else "done\n" + "row\n" * draw(st.integers(50, 400))
+        history += [
+            {"role": "assistant", "content": f"step {i}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": output},
+            {"role": "user", "content": "go on " * draw(st.integers(10, 200))},
+        ]
+    return history
+
+
+@settings(SETTINGS, max_examples=40)
+@given(deep_argument_histories(), st.sampled_from(["summarize", "mask", "extractive", "truncate"]))
+def test_deep_json_strings_in_arguments_never_break_a_session(history, strategy):
+    async def go():
+        manager = create_manager({"max_tokens": ROUND2_BUDGET, "compaction_strategy": strategy})
+        await replay(manager, history, FakeProvider(), budget=ROUND2_BUDGET)
+        resumed = create_manager({"max_tokens": ROUND2_BUDGET, "compaction_strategy": strategy})
+        await resumed.set_messages(history)
+        view = await resumed.get_messages_for_request(ROUND2_BUDGET, FakeProvider())
+        assert view_rules(view) == []
+
+    asyncio.run(go())
+
+
+_PATHOLOGICAL_PIECES = [
+    " ", "  ", "\n", "\n\n", "\t", "exit code", "returncode", ":", "=", ">", "[main (", "(", ")", "PR", "#",
+    "commit", " as ", "def", "class ", "public ", "static ", "a ", "function", "*", "f()", "{", "const a = ",
+    " | head", " -n 5", "2>&1", "ab-", "1a", ".1", "Error", "E   ", "Traceback", "x", "\\", '"', "'", "<a",
+    "http://", "CVE-", "ABC-1", "---", "+++ b/", "*** Update File: ", "now ", "let me ", "-", "0",
+]  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=120)
+@given(
+    st.lists(st.tuples(st.sampled_from(_PATHOLOGICAL_PIECES), st.integers(1, 2_000)), min_size=1, max_size=6),
+    st.sampled_from(["a.py", "A.java", "a.sh", "a.js", "a.rs", "a.ex", "a.go", "a.c", "a.php", "a.rb"]),
+)
+def test_every_regex_over_message_content_is_fast_on_pathological_text(pieces, path):
+    """Runs of the characters each content regex cares about, repeated up to 2,000 times: < 1 s per pass."""
+    import time
+
+    from amplifier_module_context_summarize.definitions import names_in
+    from amplifier_module_context_summarize.extractive import extractive_summary
+    from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
+    from amplifier_module_context_summarize.reads import read_form
+
+    text = "".join(piece * count for piece, count in pieces)[:120_000]
+    messages = [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": text, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": text})}},
+            {"id": "w", "type": "function",
+             "function": {"name": "write_file", "arguments": json.dumps({"path": path, "content": text})}},
+        ]},
+        {"role": "tool", "tool_call_id": "c", "content": text},
+        {"role": "tool", "tool_call_id": "w", "content": text},
+    ]  # fmt: skip
+    for run in (
+        lambda: extract(messages),
+        lambda: names_in(text, path),
+        lambda: looks_failed(text),
+        lambda: error_line(text),
+        lambda: read_form(text),
+        lambda: extractive_summary(messages, previous_summary=None, max_tokens=1_000, count_tokens=len),
+    ):
+        began = time.perf_counter()
+        run()
+        assert time.perf_counter() - began < 1.0, (pieces, path)
+
+
+_REGEX_PIECES = [
+    "a", "x", ".", "\\d", "\\w", "(?:", "(", ")", "|", "*", "+", "?", "{2}", "{1,100}", "{65535}", "{1000}", "{0,}",
+    "(?R)", "(?0)", "(?1)", "(?&n)", "(?P<n>", "(?P>n)", "\\g<1>", "{e<=2}", "[a-z]", "[^)]", "\\", "^", "$",
+]  # fmt: skip
+_recall_tools: dict[str, Any] = {}
+
+
+def _recall_tool() -> Any:
+    """One compacted session shared by every example: building it is the slow part."""
+    from amplifier_module_context_summarize import RecallTool
+    from amplifier_module_context_summarize.testing import tool_call, tool_result
+
+    if "tool" not in _recall_tools:
+
+        async def build() -> Any:
+            manager = create_manager({"max_tokens": ROUND2_BUDGET})
+            history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+            for t in range(20):
+                history.append(tool_call("openai", f"c{t}", "bash", {"command": f"cat f{t}"}, f"Reading \ud83d {t}"))
+                history.append(tool_result("openai", f"c{t}", f"x\ud83d a{t}\n" + "aaaa xxxx\n" * 200))
+            await replay(manager, history, FakeProvider(), budget=ROUND2_BUDGET)
+            return manager
+
+        _recall_tools["tool"] = RecallTool(asyncio.run(build()))
+    return _recall_tools["tool"]
+
+
+@settings(SETTINGS, max_examples=200)
+@given(st.lists(st.sampled_from(_REGEX_PIECES), min_size=1, max_size=12))
+def test_any_model_written_regex_is_answered_in_time_by_a_serializable_result(pieces):
+    import time
+
+    from amplifier_core.models import ToolResult
+
+    tool = _recall_tool()
+    query = "".join(pieces)
+    began = time.perf_counter()
+    result = asyncio.run(tool.execute({"operation": "search", "query": query, "regex": True}))
+    assert time.perf_counter() - began < 3.0, query
+    assert isinstance(result, ToolResult)
+    result.model_dump_json()
+
+
+def _numeric_keys() -> list[str]:
+    from amplifier_module_context_summarize.config import _NUMBERS, _SUMMARIZER_NUMBERS
+
+    return list(_NUMBERS) + [f"summarizer.{k}" for k in _SUMMARIZER_NUMBERS]
+
+
+EXTREME_NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**500), 10**500),
+    st.sampled_from([math.nan, math.inf, -math.inf, 10**400, 1e308, 10**12, 10**12 + 1, 0, -0.0, 5e-324]),
+)
+
+
+@settings(SETTINGS, max_examples=300)
+@given(st.sampled_from(_numeric_keys()), EXTREME_NUMBERS)
+def test_extreme_config_numbers_are_refused_naming_the_key_or_work(key, value):
+    from amplifier_module_context_summarize.config import MAX_NUMBER, parse_config
+
+    raw: dict[str, Any] = {"summarizer": {"provider": "extractive"}}
+    if key.startswith("summarizer."):
+        raw["summarizer"][key.split(".", 1)[1]] = value
+    else:
+        raw[key] = value
+    try:
+        config = parse_config(raw)
+    except ValueError as exc:
+        assert f"config key '{key}'" in str(exc) or "config key '" in str(exc)
+        return
+    assert math.isfinite(value) and abs(value) <= MAX_NUMBER
+
+    async def go():
+        manager = create_manager(config)
+        for message in mixed_history(6):
+            await manager.add_message(message)
+        view = await manager.get_messages_for_request(provider=FakeProvider())
+        assert view_rules(view) == []
+
+    asyncio.run(go())
+
+
+SURROGATES = st.sampled_from(["\ud83d", "\udc00", "\udfff", "\ud800x\udbff"])
+
+
+@settings(SETTINGS, max_examples=30)
+@given(st.lists(SURROGATES, min_size=4, max_size=4), st.integers(8, 20))
+def test_lone_surrogates_never_reach_any_output(lone, turns):
+    """Surrogates in text, arguments, outputs and file names: views, recall results, inspect's Markdown and HTML
+    all encode as UTF-8."""
+    from amplifier_module_context_summarize import RecallTool
+    from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
+    from amplifier_module_context_summarize.messages import scrub_text
+    from amplifier_module_context_summarize.testing import tool_call, tool_result
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"start {lone[0]}"}]
+    for t in range(turns):
+        history.append(tool_call("anthropic", f"c{t}", "write_file", {"path": f"f{lone[1]}{t}.py", "content": "x"}))
+        history.append(tool_result("anthropic", f"c{t}", f"out {lone[2]}\n" + "row\n" * 300))
+        history.append({"role": "assistant", "content": f"done {lone[3]}"})
+
+    async def go():
+        manager = create_manager({"max_tokens": ROUND2_BUDGET, "summarizer": "extractive"})
+        views = await replay(manager, history, FakeProvider(), budget=ROUND2_BUDGET)
+        json.dumps(views[-1], ensure_ascii=False).encode("utf-8")
+        tool = RecallTool(manager)
+        found = await tool.execute({"operation": "search", "query": "out"})
+        found.model_dump_json()
+        for result in found.output["results"]:
+            page = await tool.execute({"operation": "fetch", "handle": result["handle"]})
+            page.model_dump_json()
+        inspected = await inspect_session(history, ROUND2_BUDGET, f"s{lone[0]}.jsonl")
+        scrub_text(render_markdown(inspected)).encode("utf-8")
+        scrub_text(render_html(inspected)).encode("utf-8")
+
+    asyncio.run(go())
+
+
+UNHASHABLE = st.one_of(st.lists(st.text(max_size=3), max_size=2), st.dictionaries(st.text(max_size=2), st.integers()))
+
+
+@st.composite
+def unhashable_messages(draw) -> tuple[dict[str, Any], str]:
+    bad = draw(UNHASHABLE)
+    where = draw(st.sampled_from(["role", "block", "result", "result_output", "thinking", "deep_result"]))
+    if where == "role":
+        return {"role": bad, "content": "x"}, "'role'"
+    if where == "block":
+        return {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": bad}]}, "'content[1].type'"
+    if where == "thinking":
+        return {"role": "assistant", "content": "x", "thinking_block": {"type": bad}}, "'thinking_block.type'"
+    inner = [{"type": "text", "text": "ok"}, {"type": bad, "text": "x"}]
+    key = "output" if where == "result_output" else "content"
+    if where == "deep_result":
+        inner = [{"type": "tool_result", "tool_use_id": "b", "content": inner}]
+        field = "'content[0].content[0].content[1].type'"
+    else:
+        field = f"'content[0].{key}[1].type'"
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", key: inner}]}, field
+
+
+@settings(SETTINGS, max_examples=200)
+@given(unhashable_messages(), st.integers(0, 5))
+def test_unhashable_fields_are_refused_naming_field_and_index(case, before):
+    message, field = case
+
+    async def go():
+        manager = create_manager({})
+        for i in range(before):
+            await manager.add_message({"role": "user", "content": f"m{i}"})
+        with pytest.raises(ValueError) as refused:
+            await manager.add_message(message)
+        assert f"messages[{before}]" in str(refused.value) and field in str(refused.value)
+        assert len(manager.history.messages) == before
 
     asyncio.run(go())

@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..budget import MAX_REPORTED_TOKENS, budget_problem
+from ..redact import describe
 from .cassette import Cassette, CassetteMiss
 from .large_outputs import enlarge_session
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus
@@ -107,8 +109,8 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cassette = _open_cassette(args)
     budget = args.budget if args.budget is not None else DEFAULT_BUDGET
-    if budget < 1000:
-        raise ValueError(f"--budget must be at least 1000 tokens, got {budget}")
+    if budget < 1000 or budget_problem(budget):
+        raise ValueError(f"--budget must be from 1000 to {MAX_REPORTED_TOKENS:,} tokens, got {describe(budget)}")
     strategies = _strategies(args.strategies)
     sessions = _sessions(args)
     grown = sum(enlarge_session(s) for s in sessions) if getattr(args, "large_outputs", False) else 0

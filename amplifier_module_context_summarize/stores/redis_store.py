@@ -255,7 +255,7 @@ class RedisStore:
         if isinstance(raw, bytes) and len(raw) <= MAX_VALUE_BYTES:
             try:
                 value = json.loads(raw)
-            except ValueError:  # not JSON, or not UTF-8
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack
                 value = None
             if isinstance(value, dict) and set(value) == {"text", "tokens", "groups", "tier"}:
                 entry = CachedSummary(start, end, value["text"], value["tokens"], value["groups"], value["tier"])

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -51,7 +52,14 @@ ON CONFLICT (start, "end") DO UPDATE SET
 # CASTs: a hand-edited or damaged row must not turn the bookkeeping into a TypeError.
 _TOTALS = "SELECT CAST(entries AS INTEGER), CAST(bytes AS INTEGER) FROM totals WHERE id = 0"
 _LRU_ORDER = "SELECT rowid, CAST(size_bytes AS INTEGER) FROM summaries ORDER BY last_used, rowid"
-_TOUCH = 'UPDATE summaries SET last_used = MAX(CAST(last_used AS REAL), ?) WHERE start = ? AND "end" = ?'
+_NEWEST = "SELECT last_used FROM summaries WHERE last_used < '' ORDER BY last_used DESC LIMIT 1"
+"""The newest numeric LRU stamp (numbers sort before text in SQLite), read from the ``last_used`` index."""
+_TOUCH = (
+    f"UPDATE summaries SET last_used = MAX(CAST(last_used AS REAL), ?, COALESCE(({_NEWEST}), 0) + ?)"
+    ' WHERE start = ? AND "end" = ?'
+)
+STAMP_STEP = 0.001
+"""How far past the newest stamp a new one goes when the wall clock is behind it."""
 
 
 class SqliteStore:
@@ -78,7 +86,10 @@ class SqliteStore:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.clock = clock
-        """Stamps created/last_used; wall time, because other processes compare the stamps too."""
+        """Stamps created/last_used; wall time, because other processes compare the stamps too. A ``last_used``
+        stamp is never below the newest one in the file, though: after the clock steps back (or a process with a
+        fast clock wrote), the LRU order still puts the newest use last, so fresh summaries are never evicted
+        before stale ones. Files written before keep their stamps: nothing to migrate."""
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self._conn: sqlite3.Connection | None = None
@@ -142,7 +153,8 @@ class SqliteStore:
                 return None
             try:
                 row = conn.execute(
-                    'SELECT tokens, "groups", tier, last_used, text FROM summaries WHERE start = ? AND "end" = ?',
+                    f'SELECT tokens, "groups", tier, last_used, text, ({_NEWEST}) FROM summaries'
+                    ' WHERE start = ? AND "end" = ?',
                     (start, end),
                 ).fetchone()
             except sqlite3.Error as exc:
@@ -150,15 +162,15 @@ class SqliteStore:
                 return None
             if row is None:
                 return None
-            tokens, groups, tier, last_used, text = row
+            tokens, groups, tier, last_used, text, newest = row
             entry = CachedSummary(start, end, text, tokens, groups, tier)
             if not is_valid_entry(entry):
                 self._malformed()
                 return None
             now = self.clock()
-            if not isinstance(last_used, int | float) or now - last_used >= self.touch_interval_s:
+            if _touch_due(last_used, newest, now, self.touch_interval_s):
                 try:
-                    conn.execute(_TOUCH, (now, start, end))
+                    conn.execute(_TOUCH, (now, STAMP_STEP, start, end))
                 except sqlite3.Error as exc:  # a stale LRU stamp is harmless; losing the hit isn't
                     self._fault("touch", exc)
             return entry
@@ -194,9 +206,10 @@ class SqliteStore:
             try:
                 with write_transaction(conn):
                     now = self.clock()
+                    stamp = _after(conn.execute(_NEWEST).fetchone(), now)
                     conn.execute(
                         _UPSERT,
-                        (entry.start, entry.end, entry.tokens, entry.groups, entry.tier, now, now, size, entry.text),
+                        (entry.start, entry.end, entry.tokens, entry.groups, entry.tier, now, stamp, size, entry.text),
                     )
                     self._evict(conn)
             except (sqlite3.Error, TypeError) as exc:  # TypeError: the totals row is gone
@@ -304,3 +317,21 @@ class SqliteStore:
 def _storable(*texts: str) -> bool:
     """Every text is valid UTF-8 (no lone surrogate), which is all SQLite can bind: other keys are misses."""
     return all(encodable(text) for text in texts)
+
+
+def _after(newest: tuple[object] | None, now: float) -> float:
+    """``now``, or just past the newest stamp when the clock is behind it: LRU order never goes backwards."""
+    top = newest[0] if newest else None
+    if isinstance(top, int | float) and math.isfinite(top) and top >= now:
+        return top + STAMP_STEP
+    return now
+
+
+def _touch_due(last_used: object, newest: object, now: float, interval: float) -> bool:
+    """Whether a hit rewrites ``last_used``: once ``interval`` has passed on the clock; or, while the clock is
+    behind the stamp (it stepped back), whenever the entry is not already the newest."""
+    if not isinstance(last_used, int | float):
+        return True
+    if now - last_used >= interval:
+        return True
+    return last_used > now and isinstance(newest, int | float) and last_used < newest
