@@ -27,6 +27,8 @@ def test_sdks_and_redis_are_extras_and_the_test_extra_pulls_them():
 
 
 def _hide(monkeypatch, package: str, *modules: str) -> None:
+    for name in [n for n in sys.modules if n == package or n.startswith(f"{package}.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # loaded submodules too: they would be found directly
     monkeypatch.setitem(sys.modules, package, None)  # import raises ModuleNotFoundError, as when not installed
     for name in modules:
         monkeypatch.delitem(sys.modules, f"amplifier_module_context_summarize.{name}", raising=False)
