@@ -1,4 +1,4 @@
-"""``python -m amplifier_module_context_summarize {compact,inspect,eval,bench}``."""
+"""``context-summarize`` / ``python -m amplifier_module_context_summarize {compact,inspect,convert,eval,bench}``."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m amplifier_module_context_summarize",
+        prog="context-summarize" if sys.argv[0].endswith("context-summarize") else f"python -m {__package__}",
         description="Compact, inspect, evaluate and benchmark the context-summarize module offline.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     from .bench import add_parser as add_bench
     from .cli_compact import add_parser as add_compact
+    from .cli_convert import add_parser as add_convert
     from .cli_inspect import add_parser as add_inspect
     from .evaluation.cli import add_parser as add_eval
 
     add_compact(commands)
     add_inspect(commands)
+    add_convert(commands)
     add_eval(commands)
     add_bench(commands)
     args = parser.parse_args(argv)

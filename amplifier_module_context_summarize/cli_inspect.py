@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import create_manager
+from .cli_args import token_count
 from .cli_compact import DEFAULT_BUDGET, session_from_args
 from .losses import KINDS, Account, account
 from .manager import SummarizingContextManager
@@ -63,7 +64,9 @@ def add_parser(commands: Any) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
     source.add_argument("--example", action="store_true", help="use the bundled example session")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
+    parser.add_argument(
+        "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
+    )
     parser.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML page of the session")
     parser.set_defaults(run=run)
 

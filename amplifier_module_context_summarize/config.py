@@ -270,6 +270,9 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
     if not isinstance(raw, Mapping):
         raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
     raw = unwrap_mount_plan(raw)
+    from .peer_keys import without_peer_keys  # foundation's context-simple keys arrive in a composed bundle
+
+    raw = without_peer_keys(raw)
     known = {f.name for f in fields(Config)}
     for key in raw:
         if key not in known:

@@ -78,13 +78,14 @@ _READERS = frozenset({
     "cat", "head", "tail", "less", "more", "bat", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack",
     "sed", "awk", "cut", "sort", "uniq", "diff", "cmp", "file", "stat", "ls", "tree", "find", "pwd", "cd",
     "echo", "printf", "jq", "yq", "xxd", "od", "strings", "column", "tr", "true",
+    "Get-Content", "gc", "type", "Select-String", "Get-ChildItem", "dir",
 })
 # fmt: on
 _GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep"})
 _COMMAND_PREFIXES = frozenset({"sudo", "time", "nohup", "env", "command", "exec"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
-_PATH_TOKEN = re.compile(r"^[\w.~+@/-]+$")
+_PATH_TOKEN = re.compile(r"^(?:[A-Za-z]:)?[\w.~+@/\\-]+$")  # a Windows path keeps its backslashes
 _EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
 _LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
 _ASSIGNMENT = re.compile(r"^\w+=")
@@ -452,7 +453,30 @@ def _command_key(command: str) -> str:
     return key
 
 
+_PATH_BACKSLASH = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
+"""A backslash between path characters (``sessions\\bugfix-1.json``, ``C:\\src``) is a Windows separator,
+not a shell escape: the lexer would drop it."""
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([\w.-]+)\2")
+
+
+def _without_heredoc_bodies(command: str) -> str:
+    """The command with every heredoc's body left out, so the commands after each heredoc are still seen."""
+    lines = command.splitlines()
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        kept.append(line)
+        i += 1
+        for dash, _, delimiter in _HEREDOC.findall(line.replace("<<<", "")):
+            while i < len(lines) and (lines[i].lstrip("\t") if dash else lines[i]).strip() != delimiter:
+                i += 1
+            i += 1  # the delimiter line
+    return "\n".join(kept)
+
+
 def _shell_tokens(script: str) -> list[str]:
+    script = _PATH_BACKSLASH.sub(r"\\\\", script)
     lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -463,7 +487,7 @@ def _shell_tokens(script: str) -> list[str]:
 
 def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[list[FileAction], bool]:
     """The files each simple command of a shell line acts on, and whether the line only reads."""
-    script, _ = _script(command)
+    script = _without_heredoc_bodies(command)
     files: list[FileAction] = []
     reader = True
     words: list[str] = []
@@ -514,6 +538,8 @@ def _simple_command(
         return base, True
     if program == "git" and args:
         program, args = f"git {args[0]}", args[1:]
+        if program == "git show":  # ``git show REV:path`` shows path
+            args = [a.split(":", 1)[1] if ":" in a and not a.startswith("-") else a for a in args]
     if program in _SEARCHERS:
         args = _without_pattern(args)
     elif program == "find":
@@ -570,9 +596,9 @@ def _path_operand(token: str) -> str:
 def _looks_like_path(token: str) -> bool:
     if token in _NOT_FILES or not _PATH_TOKEN.match(token):
         return False
-    extension = _EXTENSION.search(token.rsplit("/", 1)[-1])
-    if "/" in token:
-        return bool(extension) or token.startswith(("/", "./", "../", "~/"))
+    extension = _EXTENSION.search(re.split(r"[/\\]", token)[-1])
+    if "/" in token or "\\" in token:
+        return bool(extension) or token.startswith(("/", "./", "../", "~/", ".\\", "..\\"))
     return bool(extension) and extension.group(1).lower() in _FILE_EXTENSIONS
 
 
@@ -719,9 +745,16 @@ def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
     scope = text.split("\n", 2)[:2] if call.reader else [text]  # a read's exit code leads its output
     codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
     code = next((c for c in reversed(codes) if c), 0)
+    recorded = _recorded_exit(body)
+    if recorded is not None:  # an exit status the recording holds is the outcome: "Error: (none)" is no error
+        code = recorded
+        if not recorded and not flagged and not _CANNOT_START.search(text):
+            passed = call.command and not call.reader and bool(_PASSED.search(text))
+            return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
     if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
         code, flagged = 0, False
-    textual = not call.reader and any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
+    shown = text.replace("Error: (none)", "")  # Gemini CLI's "no error" line
+    textual = not call.reader and any(h in shown for h in _FAILURE_HINTS) and bool(_FAILURE.search(shown))
     if flagged or code or textual:
         label = f"failed (exit {code})" if code else "failed"
         error = clip(_error_line(text), ERROR_MAX_CHARS)
@@ -751,6 +784,34 @@ def _body_text(body: Any) -> str:
     if isinstance(body, list):
         return "\n".join(block_text(b) for b in body)
     return "" if body is None else block_text(body)
+
+
+_RECORDED_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+"""How Gemini CLI's shell tool records the exit status (after ``Error: (none)`` when there was none)."""
+
+
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_CANNOT_START = re.compile(
+    r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    re.MULTILINE,
+)
+"""A command that could not even start: failed though a pipe's last command exited 0 (``cmd 2>&1 | tail``)."""
+
+
+def _recorded_exit(body: Any) -> int | None:
+    """The exit status a result records as a field (``exit_code``) or as Gemini's ``Exit Code: N`` line."""
+    if isinstance(body, dict):
+        found = [body[key] for key in _EXIT_KEYS if isinstance(body.get(key), int) and not isinstance(body[key], bool)]
+        if found:
+            return found[0]
+        body = body.get("output")
+    if isinstance(body, str) and "Exit Code: " in body:
+        codes = _RECORDED_EXIT.findall(body)
+        return int(codes[-1]) if codes else None
+    if isinstance(body, str) and body.startswith("<returncode>"):  # mini-swe-agent's observation
+        code = _RETURNCODE.match(body)
+        return int(code.group(1)) if code else None
+    return None
 
 
 def _structured_failure(body: Any) -> bool:

@@ -26,6 +26,7 @@ TRANSCRIPT_EXTRAS = ("timestamp", "turn")
 class SessionFileError(ValueError):
     def __init__(self, path: Path, line: int | None, problem: str) -> None:
         where = f"{path}:{line}" if line is not None else str(path)
+        self.line, self.problem = line, problem
         super().__init__(scrub_text(f"{where}: {problem}"))  # a path need not be UTF-8; the message must be
 
 
@@ -86,11 +87,14 @@ def parse_json(text: str) -> Any:
 
 
 def load_messages(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
-    try:
-        text = read_text(path)
-    except UnreadableFile as exc:
-        raise SessionFileError(path, None, str(exc)) from None
+    """Messages of a session file in our own format or any agent recording ``formats`` reads."""
+    from .formats import load
+
+    return load(path).messages
+
+
+def native_messages(path: Path, text: str) -> list[dict[str, Any]]:
+    """Messages of a file in our own format (a JSON array or JSONL of messages)."""
     if text.lstrip().startswith("["):
         return _from_array(path, text)
     return _from_lines(path, text)

@@ -6,6 +6,12 @@ Usage::
     python tools/convert_raw.py \\
         --raw /work/shared/corpus/raw --out amplifier_module_context_summarize/evaluation/corpus
     python tools/convert_raw.py --check
+    python tools/convert_raw.py --file ~/.claude/projects/x/session.jsonl --out session.jsonl
+
+The conversion itself is the package's session readers (``amplifier_module_context_summarize.formats``, one
+module per format), the same ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use; this tool
+picks the sessions, cuts them to size and writes the index. Raw files not listed in ``SESSIONS`` are named,
+not skipped silently. Nothing is written into the package unless ``--out`` says so.
 
 Maintainer tooling: it lives in the repository, outside the package, and is not in the wheel. It reuses the
 package's message rules and token counter: run as a script, it imports the package of the checkout it sits in.
@@ -73,18 +79,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "amplifier_module_context_summarize" / "evaluation" / "corpus"
+BUNDLED = REPO / "amplifier_module_context_summarize" / "evaluation" / "corpus"
+"""The package's corpus: ``--check`` reads it by default; converting writes there only when given as ``--out``."""
 if __name__ == "__main__" and (REPO / "amplifier_module_context_summarize").is_dir():
     sys.path.insert(0, str(REPO))  # run as a script from a checkout: use the checkout's package, not an installed one
 
+from amplifier_module_context_summarize import formats  # noqa: E402
 from amplifier_module_context_summarize.messages import message_text, validate_message  # noqa: E402
+from amplifier_module_context_summarize.session_io import read_text  # noqa: E402
 from amplifier_module_context_summarize.tokens import text_counter  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------
@@ -144,7 +152,6 @@ SESSIONS: list[dict[str, Any]] = [
 
 SHAPES = {"claude-code": "anthropic", "mini-swe-agent": "openai", "gemini-cli": "amplifier"}
 MAX_SESSION_BYTES = 1_500_000
-IMAGE_DATA_LIMIT = 2_000
 PROBE_KINDS = ("artifact", "recall", "continuation", "decision")
 MIN_PROBES_PER_KIND = {"artifact": 5, "recall": 4, "continuation": 3, "decision": 3}
 MIN_PROBES = 15
@@ -159,247 +166,24 @@ Message = dict[str, Any]
 
 
 # --------------------------------------------------------------------------------------------------
-# mini-swe-agent (OpenAI chat format)
+# Converting: the package's own session readers (``amplifier_module_context_summarize.formats``), the same
+# ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use.
 # --------------------------------------------------------------------------------------------------
 
 
-def convert_mini_swe(path: Path) -> tuple[list[Message], dict[str, Any] | None]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    out: list[Message] = []
-    for raw in data["messages"]:
-        role = raw.get("role")
-        if role == "exit":
-            continue
-        msg: Message = {"role": role, "content": raw.get("content")}
-        if raw.get("reasoning_content") is not None:
-            msg["reasoning_content"] = raw["reasoning_content"]
-        if raw.get("tool_calls"):
-            calls = []
-            for call in raw["tool_calls"]:
-                fn = call.get("function") or {}
-                args = fn.get("arguments", "")
-                if not isinstance(args, str):
-                    args = json.dumps(args, ensure_ascii=False)
-                calls.append(
-                    {
-                        "id": call["id"],
-                        "type": "function",
-                        "function": {"name": fn.get("name", ""), "arguments": args},
-                    }
-                )
-            msg["tool_calls"] = calls
-        if raw.get("tool_call_id"):
-            msg["tool_call_id"] = raw["tool_call_id"]
-        out.append(msg)
-    return out, None
+def convert_file(path: Path, source: str | None = None) -> tuple[list[Message], dict[str, Any] | None, str]:
+    """(messages, reference, format) of one recording; ``source`` names the reader, else it is detected."""
+    text = read_text(path)
+    if source is None:
+        loaded = formats.load(path)
+        return loaded.messages, loaded.reference, loaded.format
+    data, kind = formats.parse(text)
+    reader = READERS[source]
+    messages, reference = reader.convert(data, kind)
+    return messages, reference, reader.NAME
 
 
-# --------------------------------------------------------------------------------------------------
-# Claude Code JSONL (Anthropic blocks)
-# --------------------------------------------------------------------------------------------------
-
-
-def _image_block(block: dict[str, Any]) -> dict[str, Any]:
-    source = dict(block.get("source") or {})
-    data = source.get("data")
-    if isinstance(data, str) and len(data) > IMAGE_DATA_LIMIT:
-        digest = hashlib.sha256(data.encode("ascii", "replace")).hexdigest()[:16]
-        source["data"] = f"<base64 image data omitted: {len(data)} chars, sha256 {digest}>"
-    return {"type": "image", "source": source}
-
-
-def _cc_block(block: Any) -> dict[str, Any] | None:
-    """One Claude Code content block in API shape; None for blocks to drop."""
-    if isinstance(block, str):
-        return {"type": "text", "text": block} if block.strip() else None
-    kind = block.get("type")
-    if kind == "text":
-        text = block.get("text", "")
-        return {"type": "text", "text": text} if text.strip() else None
-    if kind == "thinking":
-        out = {"type": "thinking", "thinking": block.get("thinking", "")}
-        if "signature" in block:
-            out["signature"] = block["signature"]
-        return out
-    if kind == "redacted_thinking":
-        return {"type": "redacted_thinking", "data": block.get("data", "")}
-    if kind == "tool_use":
-        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input", {})}
-    if kind == "tool_result":
-        content = block.get("content", "")
-        if isinstance(content, list):
-            content = [b for b in (_cc_result_part(p) for p in content) if b is not None]
-        return {
-            "type": "tool_result",
-            "tool_use_id": block["tool_use_id"],
-            "content": content,
-            "is_error": bool(block.get("is_error", False)),
-        }
-    if kind == "image":
-        return _image_block(block)
-    # Unknown block types are kept as they are.
-    return dict(block)
-
-
-def _cc_result_part(part: Any) -> dict[str, Any] | None:
-    if isinstance(part, dict) and part.get("type") == "image":
-        return _image_block(part)
-    if isinstance(part, dict) and part.get("type") == "text":
-        return {"type": "text", "text": part.get("text", "")}
-    if isinstance(part, str):
-        return {"type": "text", "text": part}
-    return dict(part) if isinstance(part, dict) else None
-
-
-def _only_results(content: Any) -> bool:
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-    )
-
-
-def _summary_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-
-
-def convert_claude_code(path: Path) -> tuple[list[Message], dict[str, Any] | None]:
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
-    out: list[Message] = []
-    # API message id -> index in ``out`` of the assistant message it became.
-    assistant_at: dict[str, int] = {}
-    # Index of the assistant message whose results the last user result message carries.
-    results_for: dict[int, int] = {}
-    boundary: int | None = None
-    summary: str | None = None
-
-    def mergeable(index: int) -> bool:
-        # Blocks may still be appended to assistant message ``index`` if everything after it is the
-        # tool-result carrier of that same message.
-        tail = out[index + 1 :]
-        return all(results_for.get(index + 1 + k) == index for k in range(len(tail)))
-
-    for rec in records:
-        kind = rec.get("type")
-        if kind == "system" and rec.get("subtype") == "compact_boundary":
-            boundary = len(out)
-            assistant_at.clear()
-            continue
-        if kind not in ("user", "assistant"):
-            continue
-        message = rec.get("message") or {}
-        if rec.get("isCompactSummary"):
-            summary = _summary_text(message.get("content"))
-            continue
-        content = message.get("content")
-        if kind == "assistant":
-            blocks = [b for b in (_cc_block(x) for x in (content or [])) if b is not None]
-            mid = message.get("id")
-            if mid and mid in assistant_at and mergeable(assistant_at[mid]):
-                out[assistant_at[mid]]["content"].extend(blocks)
-                continue
-            out.append({"role": "assistant", "content": blocks})
-            if mid:
-                assistant_at[mid] = len(out) - 1
-            continue
-        # user record
-        if isinstance(content, str):
-            out.append({"role": "user", "content": content})
-            continue
-        blocks = [b for b in (_cc_block(x) for x in (content or [])) if b is not None]
-        if _only_results(blocks):
-            # Which assistant message do these results answer?
-            ids = {b["tool_use_id"] for b in blocks}
-            owner = None
-            for j in range(len(out) - 1, -1, -1):
-                m = out[j]
-                if m["role"] == "assistant":
-                    calls = {b.get("id") for b in m["content"] if b.get("type") == "tool_use"}
-                    if ids & calls:
-                        owner = j
-                    break
-            last = len(out) - 1
-            if owner is not None and results_for.get(last) == owner:
-                out[last]["content"].extend(blocks)
-                continue
-            out.append({"role": "user", "content": blocks})
-            if owner is not None:
-                results_for[len(out) - 1] = owner
-            continue
-        out.append({"role": "user", "content": blocks})
-
-    # An assistant record that held only whitespace text leaves an empty message behind when no
-    # other block of its API message followed; drop those.
-    kept = [m for m in out if not (isinstance(m["content"], list) and not m["content"])]
-    if boundary is not None:
-        dropped_before = sum(1 for m in out[:boundary] if isinstance(m["content"], list) and not m["content"])
-        boundary -= dropped_before
-    reference = None
-    if summary is not None and boundary is not None:
-        reference = {"source": "claude-code", "summary": summary, "boundary": boundary}
-    return kept, reference
-
-
-# --------------------------------------------------------------------------------------------------
-# Gemini CLI Content[] (Amplifier blocks)
-# --------------------------------------------------------------------------------------------------
-
-
-def _flush_user_texts(texts: list[str], out: list[Message]) -> None:
-    """Emit pending user text parts as one user message (a string when there is only one part)."""
-    if texts:
-        content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
-        out.append({"role": "user", "content": content})
-        texts.clear()
-
-
-def convert_gemini(path: Path) -> tuple[list[Message], dict[str, Any] | None]:
-    contents = json.loads(path.read_text(encoding="utf-8"))
-    out: list[Message] = []
-    called: set[str] = set()
-    for entry in contents:
-        role = entry.get("role")
-        parts = entry.get("parts") or []
-        if role == "model":
-            blocks: list[dict[str, Any]] = []
-            for part in parts:
-                if "functionCall" in part:
-                    fc = part["functionCall"]
-                    called.add(fc["id"])
-                    blocks.append(
-                        {"type": "tool_call", "id": fc["id"], "name": fc["name"], "input": fc.get("args", {})}
-                    )
-                elif part.get("thought"):
-                    blocks.append({"type": "thinking", "thinking": part.get("text", "")})
-                elif "text" in part:
-                    blocks.append({"type": "text", "text": part["text"]})
-            out.append({"role": "assistant", "content": blocks})
-            continue
-        texts: list[str] = []
-        for part in parts:
-            if "functionResponse" in part:
-                _flush_user_texts(texts, out)
-                fr = part["functionResponse"]
-                if fr.get("id") not in called:
-                    continue  # a result whose call is not in the log
-                response = fr.get("response")
-                output = response["output"] if isinstance(response, dict) and "output" in response else response
-                out.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": fr["id"],
-                        "content": [{"type": "tool_result", "tool_call_id": fr["id"], "output": output}],
-                    }
-                )
-            elif "text" in part:
-                texts.append(part["text"])
-        _flush_user_texts(texts, out)
-    return out, None
-
-
-CONVERTERS = {"claude-code": convert_claude_code, "mini-swe-agent": convert_mini_swe, "gemini-cli": convert_gemini}
+READERS = {"claude-code": formats.claude_code, "mini-swe-agent": formats.swe_agent, "gemini-cli": formats.gemini}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -407,16 +191,8 @@ CONVERTERS = {"claude-code": convert_claude_code, "mini-swe-agent": convert_mini
 # --------------------------------------------------------------------------------------------------
 
 
-# Characters that str.splitlines() treats as line breaks but json.dumps(ensure_ascii=False) leaves raw;
-# escaping them keeps every message on one physical line for any reader.
-_LINE_BREAK_ESCAPES = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
 def dump_line(message: Message) -> str:
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in _LINE_BREAK_ESCAPES.items():
-        text = text.replace(raw, escaped)
-    return text
+    return formats.dump_line(message)
 
 
 def _is_call_message(message: Message) -> bool:
@@ -452,7 +228,7 @@ def convert(raw_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     index = []
     for spec in SESSIONS:
-        messages, reference = CONVERTERS[spec["source"]](raw_dir / spec["raw"])
+        messages, reference, _ = convert_file(raw_dir / spec["raw"], spec["source"])
         messages, truncated = truncate(messages, spec.get("max_messages"))
         for i, m in enumerate(messages):
             problem = _problem(m)
@@ -485,7 +261,33 @@ def convert(raw_dir: Path, out_dir: Path) -> list[dict[str, Any]]:
             + (", reference" if reference else "")
         )
     (out_dir / "index.json").write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8", newline="\n")
+    listed = {spec["raw"] for spec in SESSIONS}
+    others = sorted(
+        p.relative_to(raw_dir).as_posix()
+        for p in raw_dir.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".traj", ".md") and p.name != "SOURCES.md"
+    )
+    for rel in others:
+        if rel not in listed:
+            print(f"not in SESSIONS (convert it alone with --file): {rel}")
     return index
+
+
+def convert_one(path: Path, out: Path | None) -> int:
+    """Convert one recording of any format read to our JSONL: to ``out``, or to stdout."""
+    try:
+        messages, reference, fmt = convert_file(path)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    text = "".join(dump_line(m) + "\n" for m in messages)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8", newline="\n")
+    print(f"{path.name}: {fmt}, {len(messages)} messages" + (", has a reference summary" if reference else ""),
+          file=sys.stderr)
+    return 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -721,17 +523,24 @@ def check(out_dir: Path, detail: bool = False) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--raw", type=Path, help="directory holding the raw sessions (see SOURCES.md)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--out", type=Path, help="output directory (with --file: a file, default stdout); --check: the bundled corpus"
+    )
+    parser.add_argument("--file", type=Path, help="convert this one recording (any format read) instead of SESSIONS")
     parser.add_argument("--check", action="store_true", help="validate the corpus and its probes")
     parser.add_argument("--detail", action="store_true", help="with --check: list every probe's key gaps")
     args = parser.parse_args(argv)
+    if args.file is not None:
+        return convert_one(args.file, args.out)
     if args.raw is None and not args.check:
-        parser.error("give --raw to convert, --check to validate, or both")
+        parser.error("give --raw with --out to convert, --file to convert one recording, --check to validate")
+    if args.raw is not None and args.out is None:
+        parser.error(f"--raw needs --out (to rebuild the bundled corpus: --out {BUNDLED.relative_to(REPO)})")
     status = 0
     if args.raw is not None:
         convert(args.raw, args.out)
     if args.check:
-        status = check(args.out, detail=args.detail)
+        status = check(args.out or BUNDLED, detail=args.detail)
     return status
 
 

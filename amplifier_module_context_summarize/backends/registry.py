@@ -12,7 +12,6 @@ Builders are imported only when their kind is built, so ``config.py`` (which val
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,7 +32,9 @@ def _lazy(module: str) -> Builder:
     def build(
         cfg: SummarizerConfig, coordinator: Any | None, http_client: Any | None, environ: Mapping[str, str]
     ) -> Backend | None:
-        real = cast(Builder, importlib.import_module(f"{__package__}.{module}").build)
+        from ..extras import import_for  # a missing SDK: one line naming the extra to install
+
+        real = cast(Builder, import_for(f"{__package__}.{module}", f"summarizer.provider {cfg.provider!r}").build)
         return real(cfg, coordinator, http_client, environ)
 
     return build

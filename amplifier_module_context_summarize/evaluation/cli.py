@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..budget import MAX_REPORTED_TOKENS, budget_problem
+from ..cli_args import token_count
 from ..redact import describe
 from .cassette import Cassette, CassetteMiss
 from .large_outputs import enlarge_session
@@ -36,7 +37,9 @@ REPLAYED = ("budget", "summarizer", "model", "judge", "answerer", "sessions", "q
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus folder (default: the bundled one)")
     parser.add_argument("--out", type=Path, default=Path("eval-out"), help="results folder (default: ./eval-out)")
-    parser.add_argument("--budget", type=int, help=f"token budget of every request (default {DEFAULT_BUDGET:,})")
+    parser.add_argument(
+        "--budget", type=token_count, help=f"token budget of every request, e.g. 24k (default {DEFAULT_BUDGET:,})"
+    )
     parser.add_argument(
         "--summarizer",
         choices=SUMMARIZER_CHOICES,

@@ -37,6 +37,7 @@ def open_store(
         local = MemoryStore(max_entries)
     if redis is None:
         return local
-    from .redis_store import RedisStore  # imports redis only for a fleet
+    from ..extras import import_for  # imports redis only for a fleet; missing, one line names the extra
 
-    return RedisStore(redis, local=local, hooks=hooks)
+    redis_store = import_for(f"{__package__}.redis_store", "storage_url (a Redis store)")
+    return redis_store.RedisStore(redis, local=local, hooks=hooks)

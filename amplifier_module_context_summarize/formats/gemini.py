@@ -1,0 +1,163 @@
+"""Gemini CLI sessions, in the three forms it writes.
+
+* ``Content[]`` (a ``trajectory.json`` or API history): ``[{"role": "user"|"model", "parts": [...]}]`` with
+  ``text`` (``thought: true`` for thinking), ``functionCall {id, name, args}`` and
+  ``functionResponse {id, name, response}`` parts. Converted to Amplifier blocks, as the bundled corpus is.
+* Chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json``): ``{"sessionId", "messages": [{"type":
+  "user"|"gemini"|"info"|"error", "content", "toolCalls": [{"id", "name", "args", "result", "status"}]}]}``.
+* ``--output-format stream-json``: JSONL events ``init``, ``message {role, content, delta}``, ``tool_use
+  {tool_name, tool_id, parameters}``, ``tool_result {tool_id, status, output, error}`` and ``result``.
+
+A shell result's ``Exit Code: N`` line is the recorded exit status: it is kept so the working set shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._common import Builder, Message, as_text
+
+NAME = "gemini-cli"
+LABEL = "Gemini CLI (Content[] trajectory, chat recording session-*.json, stream-json)"
+_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+
+
+def detect(data: Any, kind: str) -> bool:
+    if kind == "json" and isinstance(data, list) and data:
+        return all(isinstance(e, dict) and e.get("role") in ("user", "model") and "parts" in e for e in data[:20])
+    if kind == "json" and isinstance(data, dict) and isinstance(data.get("messages"), list):
+        msgs = [m for m in data["messages"] if isinstance(m, dict)]
+        return bool(msgs) and all(m.get("type") in ("user", "gemini", "info", "error", "warning") for m in msgs[:20])
+    if kind == "jsonl" and data and isinstance(data[0], dict):
+        return data[0].get("type") == "init" and any(
+            isinstance(r, dict) and r.get("type") in ("message", "tool_use", "tool_result") for r in data
+        )
+    return False
+
+
+def convert(data: Any, kind: str) -> tuple[list[Message], None]:
+    if kind == "jsonl":
+        return _stream_json(data), None
+    if isinstance(data, dict):
+        return _recording(data), None
+    return _contents(data), None
+
+
+def exit_code(output: Any) -> int | None:
+    """The ``Exit Code: N`` a Gemini shell result records, if any."""
+    found = _EXIT.findall(as_text(output))
+    return int(found[-1]) if found else None
+
+
+def _flush_user_texts(texts: list[str], out: list[Message]) -> None:
+    """Emit pending user text parts as one user message (a string when there is only one part)."""
+    if texts:
+        content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+        out.append({"role": "user", "content": content})
+        texts.clear()
+
+
+def _contents(contents: list[Any]) -> list[Message]:
+    out: list[Message] = []
+    called: set[str] = set()
+    for entry in contents:
+        role = entry.get("role")
+        parts = entry.get("parts") or []
+        if role == "model":
+            blocks: list[dict[str, Any]] = []
+            for part in parts:
+                if "functionCall" in part:
+                    fc = part["functionCall"]
+                    called.add(fc["id"])
+                    blocks.append(
+                        {"type": "tool_call", "id": fc["id"], "name": fc["name"], "input": fc.get("args", {})}
+                    )
+                elif part.get("thought"):
+                    blocks.append({"type": "thinking", "thinking": part.get("text", "")})
+                elif "text" in part:
+                    blocks.append({"type": "text", "text": part["text"]})
+            out.append({"role": "assistant", "content": blocks})
+            continue
+        texts: list[str] = []
+        for part in parts:
+            if "functionResponse" in part:
+                _flush_user_texts(texts, out)
+                fr = part["functionResponse"]
+                if fr.get("id") not in called:
+                    continue  # a result whose call is not in the log
+                response = fr.get("response")
+                output = response["output"] if isinstance(response, dict) and "output" in response else response
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": fr["id"],
+                        "content": [{"type": "tool_result", "tool_call_id": fr["id"], "output": output}],
+                    }
+                )
+            elif "text" in part:
+                texts.append(part["text"])
+        _flush_user_texts(texts, out)
+    return out
+
+
+def _recording(data: dict[str, Any]) -> list[Message]:
+    b = Builder()
+    for m in data["messages"]:
+        if not isinstance(m, dict):
+            continue
+        kind = m.get("type")
+        if kind == "user":
+            b.text("user", m.get("content"))
+        elif kind == "gemini":
+            b.text("assistant", m.get("content"))
+            results = []
+            for tc in m.get("toolCalls") or []:
+                if not isinstance(tc, dict):
+                    continue
+                call_id = str(tc.get("id") or b.new_id())
+                b.tool_call(call_id, tc.get("name"), tc.get("args"))
+                results.append((call_id, tc))
+            for call_id, tc in results:
+                output = _recorded_output(tc.get("result"))
+                status = tc.get("status")
+                b.tool_result(call_id, output, exit_code(output), None if status is None else status != "success")
+    return b.result()
+
+
+def _recorded_output(result: Any) -> Any:
+    """The text of a recorded ``result`` (a list of ``functionResponse`` parts, or anything else)."""
+    if isinstance(result, list):
+        texts = []
+        for part in result:
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(fr, dict):
+                response = fr.get("response")
+                texts.append(as_text(response.get("output", response) if isinstance(response, dict) else response))
+            else:
+                texts.append(as_text(part))
+        return "\n".join(texts)
+    return result
+
+
+def _stream_json(events: list[Any]) -> list[Message]:
+    b = Builder()
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        kind = e.get("type")
+        if kind == "message" and e.get("role") in ("user", "assistant"):
+            b.text(
+                e["role"], e.get("content"), "" if e.get("delta") else "\n\n"
+            )  # deltas of one reply join into one message
+        elif kind == "tool_use":
+            b.tool_call(str(e.get("tool_id") or b.new_id()), e.get("tool_name"), e.get("parameters"))
+        elif kind == "tool_result":
+            output = e.get("output")
+            if output is None and e.get("error") is not None:
+                output = e["error"]
+            status = e.get("status")
+            b.tool_result(
+                str(e.get("tool_id")), output, exit_code(output), None if status is None else status != "success"
+            )
+    return b.result()

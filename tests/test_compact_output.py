@@ -1,0 +1,46 @@
+"""``compact`` shows the result: tokens before -> after and % saved, a line per compaction, the summary in full."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.cli_compact import ProgressBar
+
+
+def test_default_budget_gives_the_example_a_summary_shown_in_full(capsys):
+    assert main(["compact", "--example"]) == 0
+    out = capsys.readouterr().out
+    assert "% saved)" in out and " -> " in out
+    assert "  compaction 1: " in out
+    head, _, summary = out.partition("the final [CONTEXT SUMMARY] in full")
+    assert summary.splitlines()[1] == "[CONTEXT SUMMARY]"
+    assert "characters clipped" not in summary
+    assert "compactions: " in head and "compactions: 0" not in head
+
+
+def test_no_summary_hides_it_and_json_is_unchanged(capsys):
+    assert main(["compact", "--example", "--no-summary"]) == 0
+    assert "in full" not in capsys.readouterr().out
+    assert main(["compact", "--example", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"view", "report"}
+    assert "history_tokens" in result["report"]
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    assert main(["compact", "--example", "--progress", "--no-summary"]) == 0
+    captured = capsys.readouterr()
+    assert "messages" in captured.err and "[##############################]" in captured.err
+    assert "\r[" not in captured.out
+
+
+def test_progress_bar_redraws_on_one_line():
+    stream = io.StringIO()
+    bar = ProgressBar(stream, width=10)
+    for done in range(1, 101):
+        bar(done, 100)
+    bar.close()
+    text = stream.getvalue()
+    assert text.count("\n") == 1 and text.rstrip().split("\r")[-1].startswith("[##########] 100/100 messages")

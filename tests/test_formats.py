@@ -1,0 +1,144 @@
+"""Every common agent recording goes straight in: one small hand-written fixture per format.
+
+The fixtures in ``tests/fixtures/sessions`` are written for these tests from each format's public description;
+no third-party session text is copied in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.formats import READERS, dump_line, load
+from amplifier_module_context_summarize.messages import message_text
+from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
+
+# fixture -> (format it is read as, a string the converted session must contain, tool calls in it)
+CASES = {
+    "claude_code.jsonl": ("claude-code", "tests/test_parse.py", 3),
+    "codex_rollout.jsonl": ("codex", "--verbose", 3),
+    "codex_exec.jsonl": ("codex", "make test", 2),
+    "codex_trajectory.json": ("codex", "sys.argv[1]", 1),
+    "gemini_trajectory.json": ("gemini-cli", "src/db.ts:40", 1),
+    "gemini_chat.json": ("gemini-cli", "npm run build", 2),
+    "gemini_stream.jsonl": ("gemini-cli", "It runs `pytest -q`.", 1),
+    "openhands_events.json": ("openhands", "/workspace/hello.py", 4),
+    "swe_agent.traj": ("swe-agent", "models.py", 3),
+    "mini_swe_agent.traj.json": ("swe-agent", "utils/range.py", 0),
+    "cline_ui_messages.json": ("cline", "formatDate", 2),
+    "cline_api_conversation_history.json": ("native", "README", 1),  # Anthropic messages: read as our own
+    "aider.chat.history.md": ("aider", "treat None as 0", 0),
+    "amplifier_transcript.jsonl": ("native", "8080", 1),
+    "messages_nested.json": ("messages", "version 1.2.0", 1),
+    "ours.json": ("native", "notes.txt", 1),
+}
+
+
+def _calls(messages):
+    count = 0
+    for m in messages:
+        count += len(m.get("tool_calls") or [])
+        content = m.get("content")
+        if isinstance(content, list):
+            count += sum(1 for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call"))
+    return count
+
+
+def test_every_reader_has_a_fixture():
+    formats = {fmt for fmt, _, _ in CASES.values()}
+    assert {r.NAME for r in READERS} <= formats
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fixture_is_detected_and_converted(name):
+    fmt, needle, calls = CASES[name]
+    loaded = load(FIXTURES / name)
+    assert loaded.format == fmt
+    assert needle in "\n".join(message_text(m) for m in loaded.messages)
+    assert _calls(loaded.messages) == calls
+    assert load_messages(FIXTURES / name) == loaded.messages
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_convert_writes_our_jsonl_that_reads_back_the_same(name, tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    assert main(["convert", str(FIXTURES / name), "-o", str(out)]) == 0
+    assert CASES[name][0] in capsys.readouterr().err
+    assert load(out).format == "native"
+    assert load(out).messages == load(FIXTURES / name).messages
+
+
+def test_claude_code_keeps_its_own_summary_as_reference(tmp_path):
+    records = [
+        {"type": "user", "message": {"role": "user", "content": "start"}},
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        },
+        {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"},
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "This session is being continued"},
+        },
+        {"type": "user", "message": {"role": "user", "content": "go on"}},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    loaded = load(path)
+    assert [m["content"] for m in loaded.messages if m["role"] == "user"] == ["start", "go on"]
+    assert loaded.reference == {"source": "claude-code", "summary": "This session is being continued", "boundary": 2}
+
+
+def test_recorded_exit_codes_are_kept():
+    messages = load(FIXTURES / "gemini_chat.json").messages
+    results = [m["content"][0] for m in messages if m["role"] == "tool"]
+    assert [(r["output"]["exit_code"], r["is_error"]) for r in results] == [(0, False), (1, True)]
+
+
+def test_a_file_of_no_known_format_gets_one_line_naming_what_was_seen(tmp_path, capsys):
+    path = tmp_path / "notes.json"
+    path.write_text(json.dumps({"title": "x", "items": [1, 2]}, indent=2))
+    with pytest.raises(SessionFileError) as caught:
+        load(path)
+    text = str(caught.value)
+    assert "\n" not in text
+    assert "an object with keys 'title', 'items'" in text
+    for label in ("Claude Code", "Codex", "Gemini CLI", "OpenHands", "SWE-agent", "Cline", "Aider", '{"messages"'):
+        assert label in text
+    assert main(["compact", str(path)]) == 2
+    assert capsys.readouterr().err.count("error:") == 1
+
+
+def test_dump_line_keeps_one_message_per_line():
+    assert "\n" not in dump_line({"role": "user", "content": "a\u2028b\nc"}).replace("\\n", "")
+
+
+def test_compact_reads_a_recording_directly(capsys):
+    assert main(["compact", "--budget", "1k", str(FIXTURES / "openhands_events.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["report"]["messages"] == 9
+
+
+def test_console_script_and_budget_suffixes():
+    from amplifier_module_context_summarize.cli_args import token_count
+
+    assert [token_count(t) for t in ("24k", "200K", "1.5m", "24000", "24_000")] == [24_000, 200_000, 1_500_000] + [
+        24_000
+    ] * 2
+    for bad in ("24q", "1.0005k", "", "k"):
+        with pytest.raises(Exception, match="token"):
+            token_count(bad)
+    done = subprocess.run(
+        [sys.executable, "-m", "amplifier_module_context_summarize", "convert", "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "Aider" in done.stdout

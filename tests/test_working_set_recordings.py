@@ -1,0 +1,62 @@
+"""The working set is right about recorded sessions of other agents (issue 25, point 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amplifier_module_context_summarize import ledger
+from amplifier_module_context_summarize.formats import load
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
+
+
+def _shell(command: str, output: object) -> list[dict]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [ledger_call(command)]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+    ]
+
+
+def ledger_call(command: str) -> dict:
+    import json
+
+    return {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+
+
+def _paths(messages) -> set[str]:
+    return {f.path for f in ledger.extract(messages).files}
+
+
+def test_windows_paths_keep_their_separators():
+    assert "sessions\\bugfix-1.json" in _paths(_shell("type sessions\\bugfix-1.json", "{}"))
+    assert "C:\\src\\app.py" in _paths(_shell("Get-Content C:\\src\\app.py", "x = 1"))
+
+
+def test_every_file_of_a_command_with_several_heredocs():
+    command = "cat > a.py <<'EOF'\nx = 1\nEOF\ncat > b.py <<EOF\ny = 2\nEOF\npython a.py"
+    assert {"a.py", "b.py"} <= _paths(_shell(command, ""))
+
+
+def test_recorded_exit_code_zero_is_never_shown_failed():
+    output = "Command: npm run build\nDirectory: (root)\nOutput: error: 0 errors\nError: (none)\nExit Code: 0\n"
+    (outcome,) = ledger.extract(_shell("npm run build", output)).outcomes
+    assert outcome.ok
+    output = output.replace("Exit Code: 0", "Exit Code: 2")
+    (outcome,) = ledger.extract(_shell("npm run build", output)).outcomes
+    assert not outcome.ok and "exit 2" in outcome.label
+
+
+def test_gemini_chat_recording_outcomes_match_the_recorded_ones():
+    outcomes = ledger.extract(load(FIXTURES / "gemini_chat.json").messages).outcomes
+    assert [o.ok for o in outcomes] == [True, False]
+
+
+def test_line_numbered_reads_are_reads():
+    listing = "     1\timport sys\n     2\traise ValueError('bad input')\n"
+    for command in ("cat -n main.py", "Get-Content main.py"):
+        (outcome,) = ledger.extract(_shell(command, listing)).outcomes
+        assert outcome.ok and outcome.reads, command
+
+
+def test_git_show_rev_path_names_the_path():
+    assert "pyproject.toml" in _paths(_shell("git show HEAD~1:pyproject.toml", "[project]"))
