@@ -223,10 +223,13 @@ async def replay_session(
     budget: int,
     tick: Tick | None = None,
     artifacts: GroupArtifacts | None = None,
+    on_request: Callable[[list[Message]], Any] | None = None,
 ) -> Run:
     """Feed the session to ``manager`` message by message, requesting a view where an agent would.
 
     ``artifacts``: the session's artifacts by group, for retention (shared by the strategies replaying it).
+    ``on_request``: called with the view of every request the agent loop itself makes (not probe-only ones),
+    e.g. ``benchmark.prompt_cache.CacheMeter.request``.
     """
     started = time.perf_counter()
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
@@ -279,6 +282,8 @@ async def replay_session(
         )
         if before_assistant:  # a probe-only request may cut a turn mid-way: keep it out of the chain
             previous = view
+            if on_request is not None:
+                on_request(view)
         for probe in points.get(i, []):
             if strategy == ORACLE_RECALL and probe.kind == "artifact":
                 run.probes.append(score_with_recall(view, probe, tokens, RecallTool(manager), manager.counter))
