@@ -69,6 +69,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--raw", help="--cost: also the raw recorded sessions of this folder (tools/convert_raw.py)")
     parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
+    parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
     parser.set_defaults(run=run)
 
 

@@ -31,7 +31,7 @@ from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
 from ..evaluation.strategies import make_manager, manager_config
 from ..stores import MemoryStore
-from .prices import PRICES_DATE, SOURCES, PriceTable, table
+from .prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
 from .prompt_cache import CacheMeter, CacheUsage, bill, key
 
 POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
@@ -216,7 +216,17 @@ def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[
     rows = []
     for (corpus, budget, policy), members in groups.items():
         kept = [c for c in members if c.fits]
-        for price in tables:
+        priced_by = [(policy, price) for price in tables]
+        if policy == "summarize":  # the same run, its summaries written by the provider's cheapest model
+            priced_by += [
+                (
+                    f"summarize, summaries by {CHEAP_SUMMARIZER[p.provider]}",
+                    p.with_summarizer(CHEAP_SUMMARIZER[p.provider]),
+                )
+                for p in tables
+                if p.summarizer.model != CHEAP_SUMMARIZER[p.provider]
+            ]
+        for name, price in priced_by:
             usage = CacheUsage()
             for c in kept:
                 usage.merge(c.usage[key(price)])
@@ -227,7 +237,7 @@ def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[
                 Row(
                     corpus,
                     budget,
-                    policy,
+                    name,
                     price.label,
                     len(kept),
                     len(members) - len(kept),
@@ -353,7 +363,8 @@ def render(result: CostResult) -> str:
         body = []
         for row in rows:
             provider = row.table.split(" ", 1)[0]
-            cc = next((r for r in rows if r.policy == "claude-code-style" and r.table == row.table), None)
+            provider_rows = [r for r in rows if r.table.split(" ", 1)[0] == provider]
+            cc = next((r for r in provider_rows if r.policy == "claude-code-style"), None)
             ratio = f"{row.per_100_turns / cc.per_100_turns:.2f}x" if cc and cc.per_100_turns and row.sessions else "—"
             total = max(row.usage.total, 1)
             summ = row.dollars - bill(row.usage, 0, 0, _table_of(result, row.table)).dollars
@@ -378,7 +389,10 @@ def render(result: CostResult) -> str:
 
 
 def _table_of(result: CostResult, label: str) -> PriceTable:
-    return next(t for t in result.tables if t.label == label)
+    chosen = next((t for t in result.tables if t.label == label), None)
+    if chosen is not None:
+        return chosen
+    return next(t.with_summarizer(CHEAP_SUMMARIZER[t.provider]) for t in result.tables if label.startswith(t.provider))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -430,7 +444,7 @@ def run_cost(args: Any) -> int:
     turns = args.sim_turns or (300 if args.quick else 2_000)
     if args.quick:
         bundled = sorted(bundled, key=lambda s: len(s.messages))[:2]
-    corpora: dict[str, list[Session]] = {"bundled": bundled}
+    corpora: dict[str, list[Session]] = {} if getattr(args, "no_bundled", False) else {"bundled": bundled}
     if getattr(args, "raw", None):
         corpora["raw"] = load_raw(args.raw)
     if not args.no_sim:
