@@ -60,10 +60,24 @@ def add_parser(commands: Any) -> None:
         help="instead: latency a compaction adds to requests, blocking vs soft threshold, prefetch on/off, with "
         "summarizers taking 2, 10 and 30 s (virtual time; --sim-turns sets the turns, default 200; quick 40)",
     )
+    parser.add_argument(
+        "--cost",
+        action="store_true",
+        help="instead: what sessions cost under Anthropic's and OpenAI's prompt caches, hybrid vs summarize-only, "
+        "mask, truncate, no compaction (200k) and a Claude-Code-style policy (bundled corpus and the simulation; "
+        "--sim-turns sets its turns, default 2000; quick: 2 sessions and 300 turns)",
+    )
+    parser.add_argument("--raw", help="--cost: also the raw recorded sessions of this folder (tools/convert_raw.py)")
+    parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
+    parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "cost", False):
+        from .benchmark.cost_compare import run_cost
+
+        return run_cost(args)
     if args.fleet:
         return run_fleet(args)
     if args.latency:

@@ -52,7 +52,7 @@ def test_json_has_every_figure(result):
         assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
     assert set(data["simulation"]) >= SIM_KEYS
     names = [t["name"] for t in data["targets"]]
-    assert len(names) == 9 and all(isinstance(t["passed"], bool) for t in data["targets"])
+    assert len(names) == 11 and all(isinstance(t["passed"], bool) for t in data["targets"])
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
 
 
@@ -192,6 +192,8 @@ def test_cli_compaction_only_prints_just_the_long_session(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["sizes"] == {} and data["simulation"] is None
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
-    assert [t["name"].startswith("compaction CPU time") for t in data["targets"]] == [True, True]
+    assert [t["name"].startswith("compaction CPU time") for t in data["targets"]] == [True, False, True, False]
+    assert all(t["name"].startswith("event loop blocked") for t in data["targets"][1::2])
+    assert all(run["loop_lag_s"] > 0 for run in data["long_session"])
     assert main(["bench", "--quick", "--compaction-only"]) == 0
     assert "Long session: CPU time per compaction" in capsys.readouterr().out

@@ -10,6 +10,7 @@ median at 50,000 messages should be that at 5,000.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from .. import create_manager
 from ..backends.base import SERVER_ERROR, BackendError
 from ..testing import EventRecorder, replay_steps
 from .coding import CodingSession
+from .heartbeat import Heartbeat
 from .synth import SMALL, TextSource
 from .timing import gc_paused
 
@@ -58,6 +60,11 @@ class LongCosts:
     """Compactions that fell back from the LLM (all of them, with the failing summarizer; none, extractive)."""
     provider_calls: int = 0
     seconds: float = 0.0
+    loop_lag_s: float = 0.0
+    """Longest the event loop stayed blocked in the session (``heartbeat.Heartbeat``; the replay itself yields
+    between requests, as an agent awaiting its model does)."""
+    loop_lag_last_s: float = 0.0
+    """The same over the requests after the second-to-last checkpoint (the longest history)."""
 
     @property
     def flatness(self) -> float:
@@ -91,7 +98,14 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     messages = CodingSession(SMALL, seed=plan.seed, text=text).history(max(plan.checkpoints))
     timed: list[tuple[int, float]] = []
     """(messages in the history, CPU seconds) of each compacting request."""
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    late = sorted(plan.checkpoints)[-2] if len(plan.checkpoints) > 1 else 0
+    overall = 0.0
     async for step in replay_steps(manager, messages, budget=plan.budget):
+        if step.index == late:
+            overall, heartbeat.max_lag_s = heartbeat.max_lag_s, 0.0
+        await asyncio.sleep(0)  # the agent's own awaits (its model call) between steps
         if not step.due:
             continue
         done = manager.stats["compactions"]
@@ -101,7 +115,11 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
             elapsed = time.process_time() - cpu
         if manager.stats["compactions"] > done:
             timed.append((step.index + 1, elapsed))
+    await asyncio.sleep(2 * heartbeat.interval_s)
+    await heartbeat.stop()
     result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
+    result.loop_lag_last_s = heartbeat.max_lag_s
+    result.loop_lag_s = max(overall, heartbeat.max_lag_s)
     result.fallbacks = sum(1 for payload in events.payloads("context:post_compact") if payload["fallback"])
     for checkpoint in plan.checkpoints:
         before = [(n, s) for n, s in timed if n <= checkpoint][-plan.samples :]

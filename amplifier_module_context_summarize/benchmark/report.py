@@ -38,6 +38,12 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
         rows.append([run.kind, *cells, f"{span:.0f}", str(run.compactions), str(run.fallbacks), f"{run.flatness:.2f}x"])
     lines += _table(header, rows)
     lines.append("  target: last/first <= 1.5x (a compaction costs its span, not the history behind it)")
+    late = first.checkpoints[-2].messages if len(first.checkpoints) > 1 else 0
+    lags = ", ".join(
+        f"{run.kind} {run.loop_lag_s * MS:.0f} ms (from {late:,} msgs: {run.loop_lag_last_s * MS:.0f} ms)"
+        for run in runs
+    )
+    lines.append(f"  event loop blocked at most (heartbeat lag): {lags}; target <= 50 ms at the last checkpoint")
     return lines
 
 

@@ -10,6 +10,9 @@ from .long_session import LongCosts
 from .simulation import SimResult
 
 FLAT_COMPACTIONS = 1.5
+LOOP_LAG_MS = 50.0
+LOOP_LAG_SIZE = 50_000
+"""Longest the event loop may stay blocked (a heartbeat's lag) late in the long session."""
 """A compaction late in a long session may cost at most this many times one early in it."""
 REFERENCE_SIZE = 10_000
 SMALL_SIZE = 1_000
@@ -112,6 +115,15 @@ def evaluate(
                 run.flatness,
                 FLAT_COMPACTIONS,
                 True,
+            )
+        )
+        targets.append(
+            Target(
+                f"event loop blocked at most near {last:,} msgs, ms ({run.kind})",
+                run.loop_lag_last_s * 1000,
+                LOOP_LAG_MS,
+                True,
+                None if last >= LOOP_LAG_SIZE else LOOP_LAG_SIZE,
             )
         )
     return targets

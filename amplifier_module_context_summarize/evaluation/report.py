@@ -9,10 +9,19 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from .cost_report import cost_summary, cost_table
 from .loader import PROBE_KINDS
 from .retention import BUCKETS, KINDS, MATCH_CHARS, combine
 from .runner import ProbeResult, Run, Settings
 from .scoring import DIMENSIONS, PUBLISHED
+
+COST_NOTE = (
+    "Each agent request's view billed under the provider's prompt cache as provider-anthropic sends it (breakpoints "
+    "on the last tool, the system block and the last message; reads of prefixes written before, within 20 blocks "
+    "of a breakpoint) or OpenAI's automatic prefix cache (128-token steps from 1,024), plus the summarizer's LLM "
+    "input and output at the same model's price; in-eq tok: the bill in tokens of base input. "
+    "`bench --cost` compares more policies and budgets."
+)
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -161,6 +170,7 @@ def summarize_runs(runs: list[Run]) -> dict[str, Any]:
             for name in sessions
         },
         "references": [_reference_summary(run, runs) for run in runs if run.coverage is not None],
+        "cost": cost_summary(runs),
     }
 
 
@@ -498,6 +508,12 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
         "e.g. claude-code) score only the probes asked after that summary's boundary: compare them in the last "
         "table.",
         "",
+        "## Prompt-cache cost",
+        "",
+        cost_table(summary.get("cost") or {}),
+        "",
+        COST_NOTE,
+        "",
         "## Scores by probe kind",
         "",
         kind_table(summary),
@@ -575,6 +591,9 @@ def _settings_line(settings: dict[str, Any]) -> str:
 
 def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     parts = [_settings_line(settings), "", strategy_table(summary), "", kind_table(summary), "", llm_table(summary)]
+    costs = cost_table(summary.get("cost") or {})
+    if costs:
+        parts += ["", costs]
     retention = retention_lines(summary)
     if retention:
         parts += ["", *retention]

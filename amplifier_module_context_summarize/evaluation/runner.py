@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..benchmark.prices import TABLES
+from ..benchmark.prompt_cache import CacheMeter
 from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
 from ..history import History
 from ..invariants import check_view
@@ -103,6 +105,9 @@ class Run:
     """Strategy runs: artifact retention over the views that compacted (``retention.Retention``)."""
     failed: dict[str, int] = field(default_factory=dict)
     """Background summaries that failed (``context:summary_failed``), by fallback category."""
+    cache: dict[str, dict[str, int]] | None = None
+    """Strategy runs: the agent requests' input by how each price table's prompt cache bills it
+    (``benchmark.prompt_cache``: read, write, uncached)."""
     views: dict[str, tuple[Probe, list[Message]]] = field(default_factory=dict, repr=False)
     """Each probe and the view it was scored on, kept until judged (not written out)."""
 
@@ -223,10 +228,13 @@ async def replay_session(
     budget: int,
     tick: Tick | None = None,
     artifacts: GroupArtifacts | None = None,
+    on_request: Callable[[list[Message]], Any] | None = None,
 ) -> Run:
     """Feed the session to ``manager`` message by message, requesting a view where an agent would.
 
     ``artifacts``: the session's artifacts by group, for retention (shared by the strategies replaying it).
+    ``on_request``: called with the view of every request the agent loop itself makes (not probe-only ones),
+    e.g. ``benchmark.prompt_cache.CacheMeter.request``.
     """
     started = time.perf_counter()
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
@@ -279,6 +287,8 @@ async def replay_session(
         )
         if before_assistant:  # a probe-only request may cut a turn mid-way: keep it out of the chain
             previous = view
+            if on_request is not None:
+                on_request(view)
         for probe in points.get(i, []):
             if strategy == ORACLE_RECALL and probe.kind == "artifact":
                 run.probes.append(score_with_recall(view, probe, tokens, RecallTool(manager), manager.counter))
@@ -380,7 +390,12 @@ async def evaluate(
     async def one(session: Session, strategy: str) -> Run:
         async with gate:
             manager = make_manager(strategy, settings.budget, settings.summarizer, backend)
-            return await replay_session(session, strategy, manager, settings.budget, tick, artifacts[session.name])
+            meter = CacheMeter(manager.counter.count_message, TABLES.values())
+            run = await replay_session(
+                session, strategy, manager, settings.budget, tick, artifacts[session.name], meter.request
+            )
+            run.cache = {name: usage.as_dict() for name, usage in meter.usage.items()}
+            return run
 
     units = [one(s, strategy) for s in sessions for strategy in settings.strategies]
     runs = list(await asyncio.gather(*units))

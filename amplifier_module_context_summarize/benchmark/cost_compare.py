@@ -1,0 +1,458 @@
+"""``bench --cost``: what a session costs under prompt caching, policy against policy, on the same sessions.
+
+Each session is replayed (``evaluation.runner.replay_session``: a request before every assistant message, and
+at every probe) through each policy; every agent request's view goes through the cache model of each price
+table (``prompt_cache``), and each summarizer call is billed at the summarizer model's price. The summarizer
+is ``testing.SimulatedLLM`` (summaries of a real model's size, and token counts for its input and output).
+
+Policies:
+
+``summarize``           this module as configured by default (the hybrid: masking, then summaries)
+``summarize-only``      the same with ``observation_masking: false``
+``mask``                masking, then dropping the oldest groups
+``truncation``          the oldest groups dropped
+``none-200k``           no compaction, a 200k window (only where the whole session fits in it)
+``claude-code-style``   nothing until 95% of the window, then one summary of all but the last turns
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from .. import create_manager
+from ..evaluation.loader import Session
+from ..evaluation.models import SIMULATED, ModelSpec, build_backend
+from ..evaluation.retention import GroupArtifacts
+from ..evaluation.runner import replay_session
+from ..evaluation.strategies import make_manager, manager_config
+from ..stores import MemoryStore
+from .prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
+from .prompt_cache import CacheMeter, CacheUsage, bill, key
+
+POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
+BUDGETS = (20_000, 64_000, 200_000)
+NONE_WINDOW = 200_000
+CLAUDE_CODE = {
+    "compact_threshold": 0.95,
+    "target_usage": 0.1,
+    "preserve_recent_ratio": 0.05,
+    "observation_masking": False,
+}
+"""Claude Code's auto-compact: the whole history until ~95% of the window, then one summary standing for all
+of it but the most recent turns (here: the newest 5% of the window), merged into the next one."""
+SPEC = ModelSpec(SIMULATED)
+
+
+def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, Any] | None = None) -> Any:
+    if policy in ("summarize", "summarize-only", "mask", "truncation"):
+        if not overrides:
+            return make_manager(policy, budget, SPEC, backend)
+        config = {**manager_config(policy, budget, SPEC), **overrides}
+    elif policy == "claude-code-style":
+        config = {**manager_config("summarize-only", budget, SPEC), **CLAUDE_CODE}
+    elif policy == "none-200k":
+        config = {**manager_config("summarize-only", NONE_WINDOW, SPEC), "compact_threshold": 0.999}
+    else:
+        raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
+    fork = getattr(backend, "fork", None)
+    return create_manager(config, backend=fork() if callable(fork) else backend, store=MemoryStore())
+
+
+@dataclass
+class SessionCost:
+    session: str
+    corpus: str
+    policy: str
+    budget: int
+    turns: int
+    requests: int
+    usage: dict[str, CacheUsage]
+    summarizer_input: int
+    summarizer_output: int
+    key_scores: list[float]
+    fits: bool = True
+    """False for ``none-200k`` when the session outgrows the window (the run is then left out)."""
+    compactions: int = 0
+    seconds: float = 0.0
+
+
+async def replay_cost(
+    session: Session,
+    corpus: str,
+    policy: str,
+    budget: int,
+    backend: Any,
+    tables: Sequence[PriceTable],
+    tools_tokens: int = 0,
+    artifacts: GroupArtifacts | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> SessionCost:
+    started = time.perf_counter()
+    manager = policy_manager(policy, budget, backend, overrides)
+    meter = CacheMeter(manager.counter.count_message, tables, tools_tokens)
+    window = NONE_WINDOW if policy == "none-200k" else budget
+    if policy == "none-200k" and manager.counter.count_messages(session.messages) > NONE_WINDOW:
+        return SessionCost(session.name, corpus, policy, budget, 0, 0, meter.usage, 0, 0, [], fits=False)
+    if not session.probes:  # nothing to score: the views alone (no retention or view checks)
+        return await _light_replay(session, corpus, policy, budget, manager, window, meter, started)
+    run = await replay_session(session, policy, manager, window, artifacts=artifacts, on_request=meter.request)
+    agent = [r for r in run.records if not r.probe_only]
+    fits = policy != "none-200k" or run.stats.get("compactions", 0) == 0
+    return SessionCost(
+        session.name,
+        corpus,
+        policy,
+        budget,
+        run.turns,
+        len(agent),
+        meter.usage,
+        sum(r.summarizer_input_tokens for r in run.records),
+        sum(r.summarizer_output_tokens for r in run.records),
+        [p.key_score for p in run.probes],
+        fits,
+        run.stats.get("compactions", 0),
+        time.perf_counter() - started,
+    )
+
+
+async def _light_replay(
+    session: Session,
+    corpus: str,
+    policy: str,
+    budget: int,
+    manager: Any,
+    window: int,
+    meter: CacheMeter,
+    started: float,
+) -> SessionCost:
+    from ..testing import replay_steps
+
+    requests = turns = 0
+    async for step in replay_steps(manager, session.messages, budget=window):
+        if not step.due:
+            continue
+        meter.request(await step.request())
+        requests += 1
+    turns = sum(1 for m in session.messages if m.get("role") == "assistant")
+    stats = manager.stats
+    return SessionCost(
+        session.name,
+        corpus,
+        policy,
+        budget,
+        turns,
+        requests,
+        meter.usage,
+        stats["summarizer_input_tokens"],
+        stats["summarizer_output_tokens"],
+        [],
+        policy != "none-200k" or stats["compactions"] == 0,
+        stats["compactions"],
+        time.perf_counter() - started,
+    )
+
+
+@dataclass
+class Row:
+    corpus: str
+    budget: int
+    policy: str
+    table: str
+    sessions: int
+    skipped: int
+    turns: int
+    usage: CacheUsage
+    summarizer_input: int
+    summarizer_output: int
+    dollars: float
+    input_equivalent: float
+    key_score: float | None
+    compactions: int
+
+    @property
+    def per_100_turns(self) -> float:
+        return self.dollars * 100 / max(self.turns, 1)
+
+    @property
+    def equivalent_per_100_turns(self) -> float:
+        return self.input_equivalent * 100 / max(self.turns, 1)
+
+    @property
+    def per_session(self) -> float:
+        return self.dollars / max(self.sessions, 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "corpus": self.corpus,
+            "budget": self.budget,
+            "policy": self.policy,
+            "table": self.table,
+            "sessions": self.sessions,
+            "skipped": self.skipped,
+            "turns": self.turns,
+            "usage": self.usage.as_dict(),
+            "summarizer_input": self.summarizer_input,
+            "summarizer_output": self.summarizer_output,
+            "dollars": self.dollars,
+            "dollars_per_session": self.per_session,
+            "dollars_per_100_turns": self.per_100_turns,
+            "input_equivalent": self.input_equivalent,
+            "input_equivalent_per_100_turns": self.equivalent_per_100_turns,
+            "key_score": self.key_score,
+            "compactions": self.compactions,
+        }
+
+
+def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[Row]:
+    """One row per corpus, budget, policy and price table (sessions a policy could not hold left out)."""
+    groups: dict[tuple[str, int, str], list[SessionCost]] = {}
+    for cost in costs:
+        groups.setdefault((cost.corpus, cost.budget, cost.policy), []).append(cost)
+    rows = []
+    for (corpus, budget, policy), members in groups.items():
+        kept = [c for c in members if c.fits]
+        priced_by = [(policy, price) for price in tables]
+        if policy == "summarize":  # the same run, its summaries written by the provider's cheapest model
+            priced_by += [
+                (
+                    f"summarize, summaries by {CHEAP_SUMMARIZER[p.provider]}",
+                    p.with_summarizer(CHEAP_SUMMARIZER[p.provider]),
+                )
+                for p in tables
+                if p.summarizer.model != CHEAP_SUMMARIZER[p.provider]
+            ]
+        for name, price in priced_by:
+            usage = CacheUsage()
+            for c in kept:
+                usage.merge(c.usage[key(price)])
+            s_in, s_out = sum(c.summarizer_input for c in kept), sum(c.summarizer_output for c in kept)
+            priced = bill(usage, s_in, s_out, price)
+            scores = [s for c in kept for s in c.key_scores]
+            rows.append(
+                Row(
+                    corpus,
+                    budget,
+                    name,
+                    price.label,
+                    len(kept),
+                    len(members) - len(kept),
+                    sum(c.turns for c in kept),
+                    usage,
+                    s_in,
+                    s_out,
+                    priced.dollars,
+                    priced.input_equivalent,
+                    mean(scores) if scores else None,
+                    sum(c.compactions for c in kept),
+                )
+            )
+    return rows
+
+
+@dataclass
+class CostResult:
+    tables: list[PriceTable]
+    rows: list[Row] = field(default_factory=list)
+    sessions: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prices_date": PRICES_DATE,
+            "price_sources": SOURCES,
+            "tables": [t.label for t in self.tables],
+            "sessions": self.sessions,
+            "rows": [r.as_dict() for r in self.rows],
+            "seconds": self.seconds,
+        }
+
+
+def default_tables(summarizer_models: dict[str, str] | None = None) -> list[PriceTable]:
+    chosen = summarizer_models or {}
+    return [table("anthropic", summarizer=chosen.get("anthropic")), table("openai", summarizer=chosen.get("openai"))]
+
+
+def simulated_session(turns: int, seed: int = 2_000) -> Session:
+    """The bench's synthetic coding session (``synth.SessionGenerator``) as a corpus session without probes."""
+    from .. import tokens
+    from .synth import REALISTIC, SessionGenerator, TextSource
+
+    text = TextSource()
+    text.calibrate(tokens.TokenCounter().count_text)
+    generator = SessionGenerator(REALISTIC, seed=seed, text=text)
+    messages = [generator.system()]
+    for _ in range(turns):
+        messages += generator.turn()
+    return Session(f"sim-{turns}", Path("<simulation>"), messages)
+
+
+async def compare(
+    corpora: dict[str, list[Session]],
+    budgets: Sequence[int] = BUDGETS,
+    policies: Sequence[str] = POLICIES,
+    tables: Sequence[PriceTable] | None = None,
+    tools_tokens: int = 0,
+    seed: int = 0,
+    progress: Any | None = None,
+) -> CostResult:
+    """Every session of every corpus, under every policy at every budget, billed at every price table."""
+    started = time.perf_counter()
+    chosen = list(tables or default_tables())
+    backend = build_backend(ModelSpec(SIMULATED, seed=seed))
+    result = CostResult(chosen, sessions={name: [s.name for s in group] for name, group in corpora.items()})
+    costs: list[SessionCost] = []
+    for corpus, sessions in corpora.items():
+        for session in sessions:
+            artifacts = GroupArtifacts.of_session(session.messages)
+            none_cost: SessionCost | None = None
+            for budget in budgets:
+                for policy in policies:
+                    if policy == "none-200k" and none_cost is not None:  # the same run at every budget
+                        costs.append(_at_budget(none_cost, budget))
+                        continue
+                    cost = await replay_cost(session, corpus, policy, budget, backend, chosen, tools_tokens, artifacts)
+                    if policy == "none-200k":
+                        none_cost = cost
+                    costs.append(cost)
+                    if progress is not None:
+                        progress(f"{corpus}/{session.name} {policy} @ {budget:,}: {cost.seconds:.1f} s")
+    result.rows = rows_of(costs, chosen)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _at_budget(cost: SessionCost, budget: int) -> SessionCost:
+    return SessionCost(**{**cost.__dict__, "budget": budget})
+
+
+def render(result: CostResult) -> str:
+    """Per corpus and budget: each policy's bill per session and per 100 turns, and its key score."""
+    lines = [
+        f"prompt-cache cost, prices of {PRICES_DATE} (USD per million tokens; sources: "
+        + "; ".join(SOURCES.values())
+        + ")",
+        "tables: " + " | ".join(t.label for t in result.tables),
+        "agent input billed under each provider's prompt cache; summarizer input and output at its model's price;"
+        " the agent's own output (the same for every policy) left out",
+        "",
+    ]
+    by_group: dict[tuple[str, int], list[Row]] = {}
+    for row in result.rows:
+        by_group.setdefault((row.corpus, row.budget), []).append(row)
+    for (corpus, budget), rows in by_group.items():
+        names = ", ".join(result.sessions.get(corpus, []))
+        lines.append(f"{corpus} ({names}) at budget {budget:,}")
+        header = [
+            "policy",
+            "provider",
+            "key",
+            "$/session",
+            "$/100 turns",
+            "in-eq tok/100 turns",
+            "read",
+            "write",
+            "uncached",
+            "summ $",
+            "vs cc-style",
+        ]
+        body = []
+        for row in rows:
+            provider = row.table.split(" ", 1)[0]
+            provider_rows = [r for r in rows if r.table.split(" ", 1)[0] == provider]
+            cc = next((r for r in provider_rows if r.policy == "claude-code-style"), None)
+            ratio = f"{row.per_100_turns / cc.per_100_turns:.2f}x" if cc and cc.per_100_turns and row.sessions else "—"
+            total = max(row.usage.total, 1)
+            summ = row.dollars - bill(row.usage, 0, 0, _table_of(result, row.table)).dollars
+            body.append(
+                [
+                    row.policy + (f" ({row.skipped} too long)" if row.skipped else ""),
+                    provider,
+                    f"{row.key_score:.2f}" if row.key_score is not None else "—",
+                    f"{row.per_session:.3f}" if row.sessions else "—",
+                    f"{row.per_100_turns:.3f}" if row.sessions else "—",
+                    f"{row.equivalent_per_100_turns:,.0f}" if row.sessions else "—",
+                    f"{row.usage.read / total:.0%}",
+                    f"{row.usage.write / total:.0%}",
+                    f"{row.usage.uncached / total:.0%}",
+                    f"{summ / row.dollars:.0%}" if row.dollars else "—",
+                    ratio,
+                ]
+            )
+        lines += _table(header, body) + [""]
+    lines.append(f"{result.seconds:.0f} s")
+    return "\n".join(lines) + "\n"
+
+
+def _table_of(result: CostResult, label: str) -> PriceTable:
+    chosen = next((t for t in result.tables if t.label == label), None)
+    if chosen is not None:
+        return chosen
+    return next(t.with_summarizer(CHEAP_SUMMARIZER[t.provider]) for t in result.tables if label.startswith(t.provider))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+RAW_SHAPES = {
+    "SWE-agent__mini-swe-agent": "convert_mini_swe",
+    "marot__spotter": "convert_claude_code",
+    "google-gemini__gemini-cli": "convert_gemini",
+}
+
+
+def load_raw(folder: str | Path) -> list[Session]:
+    """Every raw recorded session of ``folder``, converted by the checkout's ``tools/convert_raw.py``."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "tools" / "convert_raw.py"
+    if not script.is_file():
+        raise ValueError(f"--raw needs {script} (a source checkout)")
+    spec = importlib.util.spec_from_file_location("convert_raw", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sessions = []
+    for sub, converter in RAW_SHAPES.items():
+        for path in sorted((Path(folder) / sub).glob("*.json*")):
+            messages, _ = getattr(module, converter)(path)
+            sessions.append(Session(f"{sub.split('__')[-1]}:{path.name[:24]}", path, messages))
+    if not sessions:
+        raise ValueError(f"--raw: no recorded sessions under {folder}")
+    return sessions
+
+
+def run_cost(args: Any) -> int:
+    """``bench --cost``."""
+    import asyncio
+    import json
+    import sys
+
+    from ..evaluation.cli import DEFAULT_CORPUS
+    from ..evaluation.loader import load_corpus
+
+    bundled = load_corpus(DEFAULT_CORPUS)
+    turns = args.sim_turns or (300 if args.quick else 2_000)
+    if args.quick:
+        bundled = sorted(bundled, key=lambda s: len(s.messages))[:2]
+    corpora: dict[str, list[Session]] = {} if getattr(args, "no_bundled", False) else {"bundled": bundled}
+    if getattr(args, "raw", None):
+        corpora["raw"] = load_raw(args.raw)
+    if not args.no_sim:
+        corpora["simulation"] = [simulated_session(turns)]
+    budgets = tuple(args.budgets or BUDGETS)
+    quiet = args.json
+    result = asyncio.run(
+        compare(corpora, budgets, progress=None if quiet else lambda line: print(line, file=sys.stderr, flush=True))
+    )
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return 0

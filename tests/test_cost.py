@@ -1,0 +1,79 @@
+"""The prompt-cache cost model: reads, writes and uncached input per request, checked against figures worked
+out by hand, and the price table's date in what is printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from amplifier_module_context_summarize.benchmark.prices import PRICES_DATE, TABLES, ModelPrice, PriceTable
+from amplifier_module_context_summarize.benchmark.prompt_cache import CacheMeter, bill
+
+
+def _msg(role: str, name: str, tokens: int) -> dict:
+    return {"role": role, "content": name, "n": tokens}
+
+
+def _tables(min_cacheable: int = 100) -> tuple[PriceTable, PriceTable]:
+    anthropic = ModelPrice("a", 1.0, 5.0, 0.1, 1.25, min_cacheable)
+    openai = ModelPrice("o", 1.0, 4.0, 0.25, 1.0, min_cacheable)
+    return PriceTable("anthropic", anthropic, anthropic, "test"), PriceTable("openai", openai, openai, "test")
+
+
+SYS, U1 = _msg("system", "sys", 200), _msg("user", "u1", 300)
+A1, U2 = _msg("assistant", "a1", 50), _msg("user", "u2", 150)
+
+
+def test_prefix_cache_accounting_by_hand():
+    anthropic, openai = _tables()
+    meter = CacheMeter(lambda m: m["n"], [anthropic, openai])
+    # 1: nothing cached. Anthropic writes up to its last breakpoint (500); OpenAI bills all as input.
+    assert meter.request([SYS, U1]) == {"anthropic:a": (0, 500, 0), "openai:o": (0, 0, 500)}
+    # 2: the view extends the first. Anthropic reads the 500 written at the last message, writes the new 200;
+    # OpenAI reads the shared 500 rounded down to 128-token steps (384).
+    assert meter.request([SYS, U1, A1, U2]) == {"anthropic:a": (500, 200, 0), "openai:o": (384, 0, 316)}
+    # 3: a compaction replaced U1: only the system block (200, written at its breakpoint) is read.
+    summary, a2 = _msg("user", "summary", 100), _msg("assistant", "a2", 40)
+    assert meter.request([SYS, summary, a2]) == {"anthropic:a": (200, 140, 0), "openai:o": (128, 0, 212)}
+    usage = meter.usage["anthropic:a"]
+    assert (usage.requests, usage.read, usage.write, usage.uncached) == (3, 700, 840, 0)
+    # At $1/M input: 700 x 0.1 + 840 x 1.25 = 1,120 input tokens' worth; a summarizer call of 1,000 in and
+    # 100 out at $1/$5 adds 1,000 + 500.
+    priced = bill(usage, 1_000, 100, anthropic)
+    assert round(priced.input_equivalent) == 1_120 + 1_500
+    assert abs(priced.dollars - 2_620 / 1e6) < 1e-12
+    assert round(bill(meter.usage["openai:o"], 0, 0, openai).input_equivalent) == (512 * 0.25 + 1028)
+
+
+def test_system_messages_are_one_block_and_a_changed_system_prompt_breaks_everything():
+    anthropic, _ = _tables()
+    meter = CacheMeter(lambda m: m["n"], [anthropic])
+    meter.request([SYS, U1])
+    other = _msg("system", "another system prompt", 200)
+    assert meter.request([other, U1]) == {"anthropic:a": (0, 500, 0)}
+
+
+def test_anthropic_looks_back_at_most_20_blocks():
+    anthropic, _ = _tables()
+    meter = CacheMeter(lambda m: m["n"], [anthropic])
+    meter.request([SYS, U1])
+    more = [_msg("user" if i % 2 else "assistant", f"m{i}", 10) for i in range(21)]
+    # The previous breakpoint is 21 blocks back: only the system block is found.
+    assert meter.request([SYS, U1, *more]) == {"anthropic:a": (200, 510, 0)}
+    fewer = [_msg("assistant", "x", 10), _msg("user", "y", 10)]
+    assert meter.request([SYS, U1, *more, *fewer])["anthropic:a"] == (710, 20, 0)
+
+
+def test_below_the_minimum_nothing_is_written():
+    anthropic, _ = _tables(min_cacheable=1_000)
+    meter = CacheMeter(lambda m: m["n"], [anthropic])
+    assert meter.request([SYS, U1]) == {"anthropic:a": (0, 0, 500)}
+    assert meter.request([SYS, U1, A1]) == {"anthropic:a": (0, 0, 550)}
+
+
+def test_price_tables_carry_their_date():
+    for price in TABLES.values():
+        assert PRICES_DATE in price.label
+        assert price.summarizer.cache_read < price.summarizer.input
+    assert TABLES["anthropic"].agent.cache_write == pytest.approx(1.25 * TABLES["anthropic"].agent.input)
+    assert TABLES["anthropic"].agent.cache_read == pytest.approx(0.1 * TABLES["anthropic"].agent.input)
+    assert TABLES["openai"].agent.cache_write == TABLES["openai"].agent.input
