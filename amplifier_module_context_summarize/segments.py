@@ -268,12 +268,6 @@ class SegmentSource:
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)
 
-    async def keep(self, history: History, segment: Segment) -> None:
-        """Store a summary written outside the summarizer (a re-rendered, shorter one) under its span's key."""
-        start, end = self.key(history, segment.start, segment.end)
-        entry = CachedSummary(start, end, segment.text, segment.tokens, segment.end - segment.start, segment.tier)
-        await self.store.put(entry)
-
     def _would_call(self, key: tuple[str, str]) -> bool:
         """Whether a summary of ``key`` not in the store would be asked of the LLM (not cooling, circuit closed)."""
         backend = self.summarizer.backend is not None
