@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import create_manager
+from . import create_manager, inspect_chart, inspect_table
 from .cli_args import token_count
 from .cli_compact import DEFAULT_BUDGET, session_from_args
 from .losses import KINDS, Account, account
@@ -55,6 +55,13 @@ class Inspection:
     manager: SummarizingContextManager
     view: list[Message]
     compactions: list[CompactionRecord] = field(default_factory=list)
+    requests: list[tuple[int, int]] = field(default_factory=list)
+    """(message index, tokens sent) per request, for the chart."""
+
+    @property
+    def name(self) -> str:
+        """The session's file name: what the page and the Markdown are titled."""
+        return Path(self.path).name or "session"
 
 
 def add_parser(commands: Any) -> None:
@@ -80,6 +87,7 @@ async def inspect_session(messages: list[Message], budget: int, path: str = "") 
             continue
         before, seen = manager.state, len(recorder.payloads("context:post_compact"))
         found.view = await step.request()
+        found.requests.append((step.index, await manager.get_token_count()))
         payloads = recorder.payloads("context:post_compact")
         if len(payloads) > seen:
             found.compactions.append(
@@ -135,7 +143,7 @@ def render_markdown(found: Inspection) -> str:
     manager = found.manager
     history = manager.history
     lines = [
-        f"# Inspect: {found.path or 'session'}",
+        f"# Inspect: {found.name}",
         "",
         f"{len(history.messages)} messages in {len(history.groups)} groups, budget {found.budget:,} tokens, "
         f"extractive summarizer (offline); {len(found.compactions)} compaction(s). "
@@ -220,18 +228,21 @@ def render_html(found: Inspection) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Inspect: {_esc(found.path or 'session')}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>Inspect: {_esc(found.path or 'session')}</h1>",
+        f"<title>{_esc(found.name)}</title>",
+        f"<style>{CSS}{inspect_chart.CSS}{inspect_table.CSS}</style></head><body>",
+        f"<h1>{_esc(found.name)}</h1>",
         f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
-        f"{len(found.compactions)} compaction(s), extractive summarizer (offline).</p>",
+        f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
+        f"{history.prefix[-1]:,} tokens; the last request sent {_last_sent(found):,}.</p>",
+        _chart(found),
+        inspect_table.render_table(found.compactions),
+        "<h2>The conversation as the last request saw it</h2>",
         '<p class="legend">'
         '<span class="system">system: always shown</span>'
         '<span class="summarized">summarized: shown as its segment summary</span>'
         '<span class="truncated">truncated: left out with a marker</span>'
         '<span class="masked">masked: shown with old tool outputs as placeholders</span>'
         '<span class="verbatim">verbatim: shown as stored</span></p>',
-        "<h2>The conversation as the last request saw it</h2>",
     ]
     system = list(history.system)
     if system:
@@ -270,27 +281,21 @@ def render_html(found: Inspection) -> str:
     parts += stored(state.tail_start, len(groups))
     parts.append("</section>")
 
-    parts.append("<h2>Compactions</h2>")
-    if not found.compactions:
-        parts.append("<p>None: the session fits the budget.</p>")
-    for record in found.compactions:
-        p = record.payload
-        spans = "; ".join(f"newly {f}: messages {a}–{b - 1}" for f, _, _, a, b in record.newly)
-        parts.append(
-            f'<details class="compaction" id="compaction-{record.number}"><summary>Compaction {record.number} at '
-            f"message {record.at_message}: {p['tokens_before']:,} → {p['token_count']:,} tokens; {_esc(spans)}"
-            f"</summary><pre>{_esc(record.summary or '(no summary message: only masking so far)')}</pre>"
-        )
-        lost = record.lost
-        if lost.lost_count:
-            parts.append(f'<p class="lost">No longer named in the view ({lost.lost_count}):</p><ul>')
-            parts += [f"<li>{_esc(kind)}: {_esc(', '.join(items))}</li>" for kind, items in lost.lost.items() if items]
-            parts.append("</ul>")
-        else:
-            parts.append("<p>Nothing lost: every artifact of the hidden messages is still named.</p>")
-        parts.append("</details>")
+    parts.append(inspect_table.render_details(found.compactions))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _last_sent(found: Inspection) -> int:
+    return found.requests[-1][1] if found.requests else 0
+
+
+def _chart(found: Inspection) -> str:
+    marks = [
+        inspect_chart.Mark(r.number, r.at_message, r.payload["tokens_before"], r.payload["token_count"])
+        for r in found.compactions
+    ]
+    return inspect_chart.chart_section(found.requests, marks, found.budget, len(found.manager.history.messages))
 
 
 def run(args: argparse.Namespace) -> int:

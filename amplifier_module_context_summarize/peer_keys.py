@@ -4,11 +4,16 @@ amplifier-foundation composes bundles by deep-merging ``session.context.config``
 ``context-simple`` with ``context-summarize`` inherits foundation's context-simple keys. Those we share
 (``max_tokens``, ``compact_threshold``, ``target_usage``) keep their meaning; the others are ignored with one
 warning naming them, so the composed mount plan mounts. A key of no known module is still an error.
+
+The warning is given once per process for a set of keys: amplifier-core mounts a module twice when a source
+resolver loads it (``ContextValidator`` mounts it on a ``MockCoordinator`` first, as amplifier-foundation's
+``PreparedBundle.create_session`` does), and foundation spawns agent sessions with the same config.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,13 +34,20 @@ PEER_KEYS = frozenset(
 )
 """Keys context-simple and context-persistent take that this module has no use for."""
 
+_warned: set[frozenset[str]] = set()
+"""Key sets already warned about in this process (tests clear it)."""
+_lock = threading.Lock()
+
 
 def without_peer_keys(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """``raw`` without the peer modules' keys, warning once (one line) when there were any."""
     found = sorted(key for key in raw if key in PEER_KEYS)
     if not found:
         return raw
-    logger.warning(
+    with _lock:
+        first = frozenset(found) not in _warned
+        _warned.add(frozenset(found))
+    (logger.warning if first else logger.debug)(
         "context-summarize: ignoring config keys of other context modules (%s); see docs/configuration.md",
         ", ".join(found),
     )

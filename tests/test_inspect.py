@@ -81,7 +81,8 @@ def test_html_is_self_contained_and_escaped(session_file, tmp_path, capsys):
     assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(out)]) == 0
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
-    assert not re.search(r"<(script|link|img|iframe)\b|<[^>]*\s(src|href)=|url\(|@import", page, re.IGNORECASE)
+    # links stay in the page (the table's and the chart's #compaction-N); nothing is fetched or run
+    assert not re.search(r"<(script|link|img|iframe)\b|<[^>]*\s(src|href)=(?!\"#)|url\(|@import", page, re.IGNORECASE)
     assert html.escape(HOSTILE) in page
     for css_class in ("summarized", "masked", "verbatim", "legend", "segment-summary"):
         assert f'class="{css_class}' in page or f" {css_class}" in page
@@ -145,3 +146,75 @@ def test_bad_input_is_reported(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read the file" in capsys.readouterr().err
     assert main(["inspect", "--example", "--budget", "0"]) == 2
+
+
+def test_html_leads_with_the_chart_then_the_table_of_losses(session_file, tmp_path):
+    out = tmp_path / "out.html"
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert "<title>session.jsonl</title>" in page and "<h1>session.jsonl</h1>" in page
+    assert str(tmp_path) not in page  # the file name, not its path
+    order = [
+        page.index('<svg class="view-chart"'),
+        page.index('<table class="compactions"'),
+        page.index("The conversation as the last request saw it"),
+        page.index('id="compaction-1"'),
+    ]
+    assert order == sorted(order)
+    rows = re.findall(r'<tr id="row-(\d+)">(.*?)</tr>', page)
+    marks = re.findall(r'<a class="mark" href="#compaction-(\d+)">', page)
+    assert len(rows) >= 2 and [int(n) for n, _ in rows] == list(range(1, len(rows) + 1)) == [int(m) for m in marks]
+    for n, row in rows:
+        assert f'href="#compaction-{n}"' in row and f'id="compaction-{n}"' in page
+        assert re.search(r"\d[\d,]* → \d[\d,]*", row) and re.search(r"(summarized|masked|truncated) \d+", row)
+        assert re.search(r'<td class="lost-(new">\d+: \d+ \w+[^<]*|none">0)</td>', row)  # counts, no click needed
+    assert any('class="lost-new"' in row for _, row in rows)
+    assert page.count('<line class="budget"') == 1 and "budget 6,000" in page
+
+
+def test_the_chart_thins_long_sessions_and_keeps_spikes_in_the_frame():
+    from amplifier_module_context_summarize.inspect_chart import HEIGHT, TOP, Mark, render_chart
+
+    requests = [(i, 1_000 + (i % 500) * 40) for i in range(0, 60_000, 3)]
+    marks = [Mark(n + 1, i, 21_000, 2_000) for n, i in enumerate(range(1497, 60_000, 1500))]
+    marks.append(Mark(len(marks) + 1, 30_000, 900_000, 5_000))  # one huge tool output
+    svg = render_chart(requests, marks, 20_000, 60_000)
+    points = re.search(r'<polyline class="view" points="([^"]+)"', svg).group(1).split()
+    assert len(points) < 3 * 1160 + 3 * len(marks)  # thinned, not 20,000 points
+    ys = [float(p.split(",")[1]) for p in points]
+    assert min(ys) >= TOP and max(ys) <= HEIGHT
+    assert svg.count('<a class="mark"') == len(marks) and "900,000 → 5,000 tokens (drawn at the top edge)" in svg
+    assert "<script" not in svg
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary: install it with `apt-get install -y chromium`")
+def test_the_first_screen_shows_the_chart_and_the_table(session_file, tmp_path):
+    """A 1280x900 window: screenshot of the page as written, element positions from a copy with a measuring script
+    (the report itself has none)."""
+    page = tmp_path / "report.html"
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(page)]) == 0
+    screenshot = tmp_path / "inspect-first-screen.png"
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
+    shot = subprocess.run([*flags, f"--screenshot={screenshot}", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.returncode == 0 and screenshot.is_file(), shot.stderr[-2000:]
+    png = screenshot.read_bytes()
+    size = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and size == (1280, 900)
+    print(f"\nfirst screen of the inspect report: {screenshot}")
+
+    measure = (
+        "<script>const r=s=>{const e=document.querySelector(s);if(!e)return null;const b=e.getBoundingClientRect();"
+        "return [b.top,b.bottom,b.width]};const p=document.createElement('pre');p.id='layout';p.textContent="
+        "JSON.stringify({chart:r('svg.view-chart'),table:r('table.compactions'),row:r('table.compactions tbody tr'),"
+        "conversation:r('#system'),height:document.documentElement.scrollHeight});document.body.append(p)</script>"
+    )
+    probe = tmp_path / "measure.html"
+    probe.write_text(page.read_text().replace("</body>", measure + "</body>"), encoding="utf-8")
+    dump = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="layout">(.*?)</pre>', dump.stdout)
+    assert dump.returncode == 0 and found, dump.stderr[-2000:]
+    layout = json.loads(html.unescape(found.group(1)))
+    chart, table, row = layout["chart"], layout["table"], layout["row"]
+    assert chart[2] > 900 and 0 <= chart[0] < chart[1] <= 900  # the whole chart, full width, on the first screen
+    assert chart[1] <= table[0] < 900 and row[1] <= 900  # the table starts there, its first row whole
+    assert layout["conversation"][0] > table[0]
