@@ -24,7 +24,7 @@ _PACKAGE_DIR = Path(
 PACKAGE_DIR = _PACKAGE_DIR.parent if _PACKAGE_DIR.suffix == ".py" else _PACKAGE_DIR
 EVAL_DIR = PACKAGE_DIR / "evaluation"
 CORPUS = EVAL_DIR / "corpus"
-RAW_DIR = Path(os.environ.get("CORPUS_RAW_DIR", "/work/shared/corpus/raw"))
+RAW_DIR = Path(os.environ.get("CORPUS_RAW_DIR", Path(__file__).resolve().parents[2] / "shared" / "corpus" / "raw"))
 
 KINDS = {"artifact": 5, "recall": 4, "continuation": 3, "decision": 3}
 PROBE_FIELDS = {"id", "at", "kind", "question", "answer", "keys"}

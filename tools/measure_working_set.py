@@ -4,7 +4,7 @@
 Usage::
 
     python tools/measure_working_set.py [SESSION ...]   # default: tests/fixtures/sessions/* and, when present,
-                                                        # /work/shared/corpus/raw/*/* (real recordings)
+                                                        # ../shared/corpus/raw/*/* beside the checkout (real recordings)
 
 For every shell/tool call whose result records its outcome (an exit code field, Gemini's ``Exit Code: N``,
 mini-swe-agent's ``<returncode>N</returncode>``, Claude Code's ``is_error``), the outcome the working set
@@ -25,7 +25,7 @@ if __name__ == "__main__":
 from amplifier_module_context_summarize import ledger  # noqa: E402
 from amplifier_module_context_summarize.formats import load  # noqa: E402
 
-RAW = Path("/work/shared/corpus/raw")
+RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, beside the checkout
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 
 
