@@ -9,7 +9,7 @@ from typing import Any
 
 from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
-from .redact import ENV_NAME, describe, env_name, redact_url
+from .core.redact import ENV_NAME, describe, env_name, redact_url
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")

@@ -18,31 +18,48 @@ from typing import Any
 from amplifier_core.models import HookResult
 
 from . import events
-from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
-from .breaker import CircuitBreaker
-from .budget import request_budget
-from .clip import clip_tool_outputs
-from .compaction import Compaction, CompactionReport, Strategy, SummarizerNeeded
+from .compaction.background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
+from .compaction.breaker import CircuitBreaker
+from .compaction.flight import BACKGROUND_CLAIM_S
+from .compaction.job import Compaction, CompactionReport, Strategy, SummarizerNeeded
+from .compaction.losses import Account, account, newly_hidden
+from .compaction.masking import Masks, MaskSettings
+from .compaction.prefetch import Prefetcher
+from .compaction.resume import walk
+from .compaction.segments import SegmentSource
+from .compaction.strategies import STRATEGIES
+from .compaction.view import TailView
 from .config import Config
-from .flight import BACKGROUND_CLAIM_S
-from .history import History, from_hook
-from .invariants import last_allowed_cut
-from .losses import Account, account, newly_hidden
-from .masking import Masks, MaskSettings
-from .messages import Message, canonical_json, content_hash, copy_message, message_text, scrub_value, validate_message
-from .plan import Limits, needs_compaction
-from .prefetch import Prefetcher
-from .resume import walk
-from .segments import SegmentSource
-from .state import SUMMARY_MARKER, CompactionState, Segment, Shown, pins_for, shown, summary_message, truncation_marker
+from .core.budget import request_budget
+from .core.clip import clip_tool_outputs
+from .core.history import History, from_hook
+from .core.invariants import last_allowed_cut
+from .core.messages import (
+    Message,
+    canonical_json,
+    content_hash,
+    copy_message,
+    message_text,
+    scrub_value,
+    validate_message,
+)
+from .core.plan import Limits, needs_compaction
+from .core.state import (
+    SUMMARY_MARKER,
+    CompactionState,
+    Segment,
+    Shown,
+    pins_for,
+    shown,
+    summary_message,
+    truncation_marker,
+)
+from .core.tokens import TokenCounter
+from .core.wire import ToolSchemaMeter, UsageCalibration
 from .stores import CachedSummary, CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
-from .strategies import STRATEGIES
-from .summarize import Outcome, SpanSummarizer
-from .tokens import TokenCounter
-from .view import TailView
-from .wire import ToolSchemaMeter, UsageCalibration
-from .working_set_index import working_set_room
+from .summarizer.span import Outcome, SpanSummarizer
+from .working_set.index import working_set_room
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import check_view, create_manager, events
 from amplifier_module_context_summarize.config import Config
-from amplifier_module_context_summarize.invariants import RULES
+from amplifier_module_context_summarize.core.invariants import RULES
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
@@ -172,3 +172,4 @@ def test_readme_configuration_table_lists_every_key_with_its_default():
         if value is None or not isinstance(value, (bool, int, float, str)):
             continue  # "none", "packaged `prompts/`", "{provider: session}": described, not a literal
         assert shown.strip() == _readme_default(value), name
+

@@ -25,7 +25,7 @@ from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, openai_turn, replay
 
 BUDGET = 12_000

@@ -18,11 +18,11 @@ from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
 from amplifier_module_context_summarize.benchmark.targets import all_passed
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import is_user_turn
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import is_user_turn
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import extends as replay_extends
 from amplifier_module_context_summarize.testing import replay as kit_replay
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 SIZES = [400, 800]
 STATE_KEYS = {"turn_s", "request_s", "request_budget_s", "floor_s", "request_over_floor", "view_messages"}

@@ -14,7 +14,7 @@ import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
 BUDGET = 12_000

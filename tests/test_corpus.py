@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import amplifier_module_context_summarize
-from amplifier_module_context_summarize.messages import message_text, validate_message
-from amplifier_module_context_summarize.tokens import text_counter
+from amplifier_module_context_summarize.core.messages import message_text, validate_message
+from amplifier_module_context_summarize.core.tokens import text_counter
 
 _PACKAGE_DIR = Path(
     amplifier_module_context_summarize.__file__ or next(iter(amplifier_module_context_summarize.__path__))

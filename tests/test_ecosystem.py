@@ -15,19 +15,19 @@ import pytest
 from amplifier_core.testing import EventRecorder, MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
-from amplifier_module_context_summarize.budget import request_budget
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.budget import request_budget
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.wire import (
+    UsageCalibration,
+    reported_input_tokens,
+    without_response_chain,
+)
 from amplifier_module_context_summarize.testing import (
     AnthropicLikeProvider,
     FakeProvider,
     LoopLike,
     ReadFileTool,
     mixed_history,
-)
-from amplifier_module_context_summarize.wire import (
-    UsageCalibration,
-    reported_input_tokens,
-    without_response_chain,
 )
 
 

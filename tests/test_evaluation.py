@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.cassette import Cassette, CassetteBackend, CassetteMiss
 from amplifier_module_context_summarize.evaluation.loader import CorpusError, Probe, load_corpus
@@ -37,8 +40,6 @@ from amplifier_module_context_summarize.evaluation.scoring import (
     view_text,
 )
 from amplifier_module_context_summarize.evaluation.strategies import STRATEGIES, make_manager
-from amplifier_module_context_summarize.history import History
-from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.testing import (
     FILLER,
@@ -48,8 +49,7 @@ from amplifier_module_context_summarize.testing import (
     tool_call,
     tool_result,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import named_files
+from amplifier_module_context_summarize.working_set.fold import named_files
 
 BUDGET = 3000
 LLM = ModelSpec("anthropic", "fake-model")

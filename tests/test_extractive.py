@@ -12,7 +12,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.extractive import (
+from amplifier_module_context_summarize.summarizer.extractive import (
     EMPTY_SPAN,
     extractive_summary,
     is_announcement,

@@ -18,7 +18,7 @@ from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 

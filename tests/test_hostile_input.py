@@ -28,17 +28,17 @@ from typing import Any
 import pytest
 from virtual_clock import VirtualClock
 
-from amplifier_module_context_summarize import background, create_manager, prefetch, summarize
+from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.openai_backend import OpenAIBackend
+from amplifier_module_context_summarize.compaction import background, prefetch
+from amplifier_module_context_summarize.compaction.segments import MAX_REMEMBERED_FAILURES
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
-from amplifier_module_context_summarize.evaluation.cassette import Cassette
-from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
-from amplifier_module_context_summarize.history import History
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import (
     MAX_NESTING,
     content_hash,
     encodable,
@@ -46,8 +46,10 @@ from amplifier_module_context_summarize.messages import (
     sanitize,
     validate_message,
 )
-from amplifier_module_context_summarize.segments import MAX_REMEMBERED_FAILURES
+from amplifier_module_context_summarize.evaluation.cassette import Cassette
+from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
+from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
 
 BUDGET = 6_000
@@ -744,7 +746,7 @@ def test_fifos_devices_folders_and_huge_files_are_refused(tmp_path, capsys, monk
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero"), tmp_path):
         fails_in_one_line(capsys, ["compact", str(path)], path, "not a regular file")
-    from amplifier_module_context_summarize import session_io
+    from amplifier_module_context_summarize.cli import session_io
 
     big = tmp_path / "big.jsonl"
     big.write_text(json.dumps({"role": "user", "content": "x" * 5_000}) + "\n")

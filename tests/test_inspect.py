@@ -15,8 +15,8 @@ import pytest
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
-from amplifier_module_context_summarize.losses import account, newly_hidden
+from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
+from amplifier_module_context_summarize.compaction.losses import account, newly_hidden
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
 
 BUDGET = 6_000

@@ -12,14 +12,16 @@ import pytest
 from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
-from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager, prefetch, summarize
-from amplifier_module_context_summarize import background as background_module
+from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
+from amplifier_module_context_summarize.compaction import background as background_module
+from amplifier_module_context_summarize.compaction import prefetch
 from amplifier_module_context_summarize.config import parse_config
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.state import CompactionState, Segment
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
 
 BUDGET = 6_000

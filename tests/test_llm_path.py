@@ -22,11 +22,11 @@ from amplifier_module_context_summarize.backends.base import (
     BackendError,
     Completion,
 )
-from amplifier_module_context_summarize.prompts import FENCE_CLOSE, FENCE_OPEN
-from amplifier_module_context_summarize.state import SUMMARY_MARKER, TRUNCATION_MARKER
-from amplifier_module_context_summarize.summarize import MIN_SPAN_TOKENS, SUMMARY_RATIO, tokens_per_word
+from amplifier_module_context_summarize.core.state import SUMMARY_MARKER, TRUNCATION_MARKER
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.prompts import FENCE_CLOSE, FENCE_OPEN
+from amplifier_module_context_summarize.summarizer.span import MIN_SPAN_TOKENS, SUMMARY_RATIO, tokens_per_word
 from amplifier_module_context_summarize.testing import EventRecorder, SimulatedLLM, replay
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 COUNT = TokenCounter().count_text
 MARKER_HEAD = TRUNCATION_MARKER.split("{")[0]
@@ -212,7 +212,7 @@ async def test_a_marker_stands_for_the_summary_for_one_request_only():
 
 
 def test_the_prompts_spend_the_models_words_on_what_no_extractor_recovers():
-    from amplifier_module_context_summarize.prompts import load_prompts
+    from amplifier_module_context_summarize.summarizer.prompts import load_prompts
 
     prompts = load_prompts()
     system = prompts.system("summarize")

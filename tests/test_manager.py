@@ -7,8 +7,8 @@ from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import is_user_turn
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import is_user_turn
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     FakeProvider,

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.handles import resolve
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import block_text, result_ids
+from amplifier_module_context_summarize.core.handles import resolve
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import block_text, result_ids
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
@@ -182,7 +182,7 @@ async def test_short_outputs_are_never_masked():
 async def test_masking_never_makes_a_view_larger_than_the_outputs_it_replaces(shape):
     """Under a low ``mask_min_chars`` a placeholder can be longer than the output: it must then not be used,
     and what planning counts for a masked group must be what the view shows (a view once went over budget)."""
-    from amplifier_module_context_summarize.masking import Masks, MaskSettings
+    from amplifier_module_context_summarize.compaction.masking import Masks, MaskSettings
 
     history = tool_session(shape, 12, output_lines=1, request_every=4)  # outputs of ~75 chars
     history += tool_session(shape, 4, output_lines=40)[1:]  # and some long ones

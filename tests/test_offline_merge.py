@@ -5,10 +5,10 @@ import re
 from types import SimpleNamespace
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.offline_merge import merge_summaries
-from amplifier_module_context_summarize.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.compaction.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.offline_merge import merge_summaries
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 COUNT = TokenCounter().count_text
 

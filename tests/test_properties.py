@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view as view_rules
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.invariants import check_view as view_rules
+from amplifier_module_context_summarize.core.messages import (
     MAX_NESTING,
     block_text,
     encodable,
@@ -758,10 +758,10 @@ def test_every_regex_over_message_content_is_fast_on_pathological_text(pieces, p
     """Runs of the characters each content regex cares about, repeated up to 2,000 times: < 1 s per pass."""
     import time
 
-    from amplifier_module_context_summarize.definitions import names_in
-    from amplifier_module_context_summarize.extractive import extractive_summary
-    from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
-    from amplifier_module_context_summarize.reads import read_form
+    from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+    from amplifier_module_context_summarize.working_set.definitions import names_in
+    from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
+    from amplifier_module_context_summarize.working_set.reads import read_form
 
     text = "".join(piece * count for piece, count in pieces)[:120_000]
     messages = [
@@ -879,8 +879,8 @@ def test_lone_surrogates_never_reach_any_output(lone, turns):
     """Surrogates in text, arguments, outputs and file names: views, recall results, inspect's Markdown and HTML
     all encode as UTF-8."""
     from amplifier_module_context_summarize import RecallTool
-    from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
-    from amplifier_module_context_summarize.messages import scrub_text
+    from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
+    from amplifier_module_context_summarize.core.messages import scrub_text
     from amplifier_module_context_summarize.testing import tool_call, tool_result
 
     history: list[dict[str, Any]] = [{"role": "user", "content": f"start {lone[0]}"}]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.losses import account
-from amplifier_module_context_summarize.reads import READ_GROUP, named_reads, read_form
+from amplifier_module_context_summarize.compaction.losses import account
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import tool_call, tool_result
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import working_set_of
+from amplifier_module_context_summarize.working_set.fold import working_set_of
+from amplifier_module_context_summarize.working_set.reads import READ_GROUP, named_reads, read_form
 
 COUNT = TokenCounter().count_text
 

@@ -14,13 +14,19 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.ladder_tokens import LadderTokens
-from amplifier_module_context_summarize.ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts
-from amplifier_module_context_summarize.ledger import FileAction as Action
-from amplifier_module_context_summarize.reads import READ_GROUP, read_form
-from amplifier_module_context_summarize.shelves import Shelves
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import (
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set.facts import (
+    DELETE,
+    EDIT,
+    MOVE,
+    READ,
+    USE,
+    WRITE,
+    CallOutcome,
+    Facts,
+)
+from amplifier_module_context_summarize.working_set.facts import FileAction as Action
+from amplifier_module_context_summarize.working_set.fold import (
     DELETED,
     MOVED_AWAY,
     WorkingSet,
@@ -28,7 +34,10 @@ from amplifier_module_context_summarize.working_set import (
     canonical,
     command_in_root,
 )
-from amplifier_module_context_summarize.working_set_layout import Layout, definition_item, search
+from amplifier_module_context_summarize.working_set.ladder_tokens import LadderTokens
+from amplifier_module_context_summarize.working_set.layout import Layout, definition_item, search
+from amplifier_module_context_summarize.working_set.reads import READ_GROUP, read_form
+from amplifier_module_context_summarize.working_set.shelves import Shelves
 
 COUNT = TokenCounter().count_text
 ROOTS = ("/repo", "/work/app", "/srv")

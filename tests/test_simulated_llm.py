@@ -7,10 +7,11 @@ import json
 import random
 from statistics import mean
 
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.large_outputs import HIGH, LOW, MIN_CHARS, enlarge_message
-from amplifier_module_context_summarize.prompts import load_prompts, render_transcript
-from amplifier_module_context_summarize.summarize import _previous_section
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript
+from amplifier_module_context_summarize.summarizer.span import _previous_section
 from amplifier_module_context_summarize.testing import SimulatedLLM, mixed_history
 from amplifier_module_context_summarize.testing.simulated_llm import (
     PREAMBLES,
@@ -18,7 +19,6 @@ from amplifier_module_context_summarize.testing.simulated_llm import (
     parse_limits,
     parse_prompt,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 PROMPTS = load_prompts()
 COUNTER = TokenCounter()

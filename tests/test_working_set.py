@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize import create_manager, working_set, working_set_index
+from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
 from amplifier_module_context_summarize.config import Config
-from amplifier_module_context_summarize.history import History
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.messages import message_calls
+from amplifier_module_context_summarize.core.state import CompactionState, Segment
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
-from amplifier_module_context_summarize.messages import message_calls
-from amplifier_module_context_summarize.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     CALL_SHAPES,
@@ -24,14 +25,15 @@ from amplifier_module_context_summarize.testing import (
     tool_call,
     tool_result,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import (
+from amplifier_module_context_summarize.working_set import fold as working_set
+from amplifier_module_context_summarize.working_set import index as working_set_index
+from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     canonical,
     named_files,
     working_set_of,
 )
-from amplifier_module_context_summarize.working_set_index import FactsLog, WorkingSetIndex, working_set_room
+from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, working_set_room
 
 COUNTER = TokenCounter()
 COUNT = COUNTER.count_text

@@ -84,8 +84,8 @@ DEFAULT_OUT = REPO / "amplifier_module_context_summarize" / "evaluation" / "corp
 if __name__ == "__main__" and (REPO / "amplifier_module_context_summarize").is_dir():
     sys.path.insert(0, str(REPO))  # run as a script from a checkout: use the checkout's package, not an installed one
 
-from amplifier_module_context_summarize.messages import message_text, validate_message  # noqa: E402
-from amplifier_module_context_summarize.tokens import text_counter  # noqa: E402
+from amplifier_module_context_summarize.core.messages import message_text, validate_message  # noqa: E402
+from amplifier_module_context_summarize.core.tokens import text_counter  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------
 # The chosen sessions. ``max_messages`` cuts a session to its first N converted messages.

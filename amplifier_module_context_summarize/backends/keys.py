@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..redact import env_name
+from ..core.redact import env_name
 
 if TYPE_CHECKING:
     from ..config import SummarizerConfig

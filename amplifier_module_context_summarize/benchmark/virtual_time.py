@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from types import ModuleType, SimpleNamespace
 from typing import Any, TypeVar
 
-from .. import background, manager, prefetch, summarize
+from .. import manager
 from ..backends import retrying
+from ..compaction import background, prefetch
+from ..summarizer import span as summarize
 
 T = TypeVar("T")
 CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, background, prefetch, summarize, retrying)

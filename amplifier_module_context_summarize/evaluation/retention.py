@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..history import History
-from ..ledger import extract
-from ..messages import Message
-from ..reads import named_reads, read_form
-from ..working_set import WorkingSet, canonical, command_in_root, named_files
+from ..core.history import History
+from ..core.messages import Message
+from ..working_set.facts import extract
+from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ..working_set.reads import named_reads, read_form
 from .scoring import view_text
 
 KINDS = ("files", "commands", "errors")

@@ -16,16 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..compaction.strategies import segment_tokens
+from ..core.history import History
+from ..core.invariants import check_view
+from ..core.messages import Message
+from ..core.state import SUMMARY_MARKER, CompactionState, Segment, summary_message
+from ..core.tokens import TokenCounter
 from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
-from ..history import History
-from ..invariants import check_view
 from ..manager import SummarizingContextManager
-from ..messages import Message
-from ..recall import RecallTool
-from ..state import SUMMARY_MARKER, CompactionState, Segment, summary_message
-from ..strategies import segment_tokens
+from ..recall.tool import RecallTool
 from ..testing import extends, replay_steps
-from ..tokens import TokenCounter
 from .loader import Probe, Session
 from .models import ModelSpec
 from .reference import coverage, reference_view
