@@ -2,7 +2,7 @@
 
 It holds the lock, the history and the compaction state, measures the budget, asks the configured
 strategy for a new state when the view passes the threshold (in band while masking and stored summaries are
-enough, or when the view would not fit; else in the background, ``background.py``), and emits the events.
+enough, or when the view would not fit; else in the background, ``compaction/background.py``), and emits the events.
 History is never changed by compaction: the state can always be rebuilt from the history plus the summary
 store, which is what makes resume and fork free.
 """
@@ -27,6 +27,7 @@ from .compaction.masking import Masks, MaskSettings
 from .compaction.prefetch import Prefetcher
 from .compaction.resume import walk
 from .compaction.segments import SegmentSource
+from .compaction.splice import shown, summary_message, working_set_room
 from .compaction.strategies import STRATEGIES
 from .compaction.view import TailView
 from .config import Config
@@ -50,8 +51,6 @@ from .core.state import (
     Segment,
     Shown,
     pins_for,
-    shown,
-    summary_message,
     truncation_marker,
 )
 from .core.tokens import TokenCounter
@@ -59,7 +58,7 @@ from .core.wire import ToolSchemaMeter, UsageCalibration
 from .stores import CachedSummary, CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.span import Outcome, SpanSummarizer
-from .working_set.index import working_set_room
+from .working_set.index import index_of
 
 logger = logging.getLogger(__name__)
 
@@ -494,7 +493,7 @@ class SummarizingContextManager:
         c, state, history = self.config, self.state, self.history
         count = self.counter.count_text
         room = working_set_room(state, c.working_set_tokens(self._wire_budget), c.summary_room(self._wire_budget))
-        rendered = history.working_set.render(state.summarized_end, room, count)
+        rendered = index_of(history).render(state.summarized_end, room, count)
         smaller = max(count(rendered) - excess, 0) if rendered else 0
         message = summary_message(state, history, smaller, c.recall_tool_name)
         assert message is not None  # the state has segments

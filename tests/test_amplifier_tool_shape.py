@@ -32,6 +32,7 @@ from amplifier_module_context_summarize.summarizer.prompts import render_transcr
 from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
 from amplifier_module_context_summarize.working_set.facts import extract
 from amplifier_module_context_summarize.working_set.fold import working_set_of
+from amplifier_module_context_summarize.working_set.section import render
 
 ARGS = {"path": "src/app.py", "offset": 120, "limit": 200, "pattern": "def handle_request(self, request: Request)"}
 THINKING = {
@@ -208,7 +209,7 @@ def test_canonical_hash_is_stable_and_sees_the_arguments() -> None:
 def test_working_set_names_the_path_the_extractive_summary_does_not_repeat_it(shape: str) -> None:
     messages = turn(SHAPES[shape](), tool_result())
     assert [f.path for f in extract(messages).files] == ["src/app.py"]
-    assert "- src/app.py — read" in working_set_of(messages).render(500, counter.count_text)
+    assert "- src/app.py — read" in render(working_set_of(messages), 500, counter.count_text)
     summary = extractive_summary(messages, previous_summary=None, max_tokens=500, count_tokens=counter.count_text)
     assert "src/app.py" not in summary
 

@@ -23,6 +23,7 @@ from amplifier_module_context_summarize.core.messages import is_user_turn
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import extends as replay_extends
 from amplifier_module_context_summarize.testing import replay as kit_replay
+from amplifier_module_context_summarize.working_set.index import index_of
 
 SIZES = [400, 800]
 STATE_KEYS = {"turn_s", "request_s", "request_budget_s", "floor_s", "request_over_floor", "view_messages"}
@@ -181,7 +182,7 @@ def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
     views = asyncio.run(kit_replay(manager, messages, budget=20_000))  # every view checked
     assert views and manager.stats["compactions"] > 0
     early, late = (
-        manager.history.working_set.state(n) for n in (len(manager.history.groups) // 4, len(manager.history.groups))
+        index_of(manager.history).state(n) for n in (len(manager.history.groups) // 4, len(manager.history.groups))
     )
     assert len(late.files) > 2 * len(early.files) and len(late.definitions) > 2 * len(early.definitions)
     assert any(not ok for _, _, ok, _, _ in late.commands.values()) and late.ids and late.urls

@@ -13,7 +13,7 @@ from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
 
 if TYPE_CHECKING:
-    from ..config import SummarizerConfig
+    from .registry import SummarizerConfig
 
 
 def _to_backend_error(exc: Exception) -> BackendError:

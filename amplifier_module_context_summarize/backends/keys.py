@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..core.redact import env_name
 
 if TYPE_CHECKING:
-    from ..config import SummarizerConfig
+    from .registry import SummarizerConfig
 
 
 def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:

@@ -2,4 +2,6 @@
 
 Run it with ``python -m amplifier_module_context_summarize bench``. Everything here drives the manager
 from outside, with an instant fake summarizer backend, so only the module's own work is timed.
+
+May import: anything of the package but ``evaluation`` and ``cli`` (it sits on top, beside them).
 """

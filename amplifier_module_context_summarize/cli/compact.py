@@ -14,8 +14,8 @@ from typing import Any
 
 from .. import create_manager
 from ..core.budget import budget_problem
+from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
-from ..summarizer.prompts import clip_middle
 from ..testing import EventRecorder, replay_steps
 from .session_io import SessionFileError, load_messages
 

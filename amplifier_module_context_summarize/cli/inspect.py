@@ -21,10 +21,10 @@ from typing import Any
 
 from .. import create_manager
 from ..compaction.losses import KINDS, Account, account
+from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
 from ..manager import SummarizingContextManager
-from ..summarizer.prompts import clip_middle
 from ..testing import EventRecorder, replay_steps
 from .compact import DEFAULT_BUDGET, session_from_args
 

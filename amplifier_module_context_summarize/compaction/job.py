@@ -16,9 +16,10 @@ from ..core.history import History
 from ..core.invariants import last_allowed_cut
 from ..core.messages import Message
 from ..core.plan import Limits, choose_boundary, near_target
-from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for, shown
+from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
 from ..core.tokens import TokenCounter
 from .masking import Masks
+from .splice import shown
 
 PIN_PASSES = 3
 """Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""

@@ -21,9 +21,10 @@ from ..backends.base import ERROR
 from ..core.plan import Limits, split_for_tiers
 from ..core.state import CompactionState
 from ..summarizer.span import MIN_SPAN_TOKENS
-from ..working_set.index import shown_tokens
+from ..working_set.index import index_of
 from .job import Compaction, SummarizerNeeded
 from .segments import SegmentSource
+from .splice import working_set_room
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +185,14 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "mask": lambda segments, ratio, prefetch: MaskStrategy(),
     "truncate": lambda segments, ratio, prefetch: TruncateStrategy(),
 }
+
+
+def shown_tokens(job: Compaction, state: CompactionState) -> int:
+    """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest)."""
+    if not state.segments:
+        return 0
+    history = job.history
+    count = history.counter.count_text
+    room = working_set_room(state, job.working_set_tokens, job.summary_room)
+    text = index_of(history).render(state.segments[-1].end, room, count)
+    return count(text) if text else 0

@@ -14,8 +14,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.base import cancelled_by_caller
-
 MAX_REPORTED_TOKENS = 10**12
 """Far beyond any context window (the benchmark's never-compacting window is 10**10); a larger report is
 garbage, and float arithmetic on the budget would start to overflow or lose whole tokens."""
@@ -143,3 +141,13 @@ def _undeclared(kind: type, name: str) -> bool:
 def _info_field(info: Any, name: str) -> Any:
     """``getattr(info, name, None)``, without pydantic's miss path (two exceptions and a garbage cycle per miss)."""
     return None if _undeclared(type(info), name) else getattr(info, name, None)
+
+
+def cancelled_by_caller() -> bool:
+    """True when the running task is being cancelled (``Task.cancel`` was called and not undone).
+
+    Tells a real cancellation, which must propagate, from a ``CancelledError`` that awaited provider code
+    raised by itself, which is only a fault of that provider.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

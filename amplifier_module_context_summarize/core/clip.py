@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..summarizer.prompts import clip_middle
 from .messages import RESULT_BLOCK_TYPE, Message
 
 CLIP_FLOOR_CHARS = 400
+
+
+def clip_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    clipped = f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped ...]\n{text[-half:]}"
+    return clipped if len(clipped) < len(text) else text  # just over the limit, the marker would add more
 
 
 def _clip_value(value: Any, limit: int) -> Any:

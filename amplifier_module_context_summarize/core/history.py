@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from ..working_set.index import WorkingSetIndex
 from .messages import (
     Group,
     Grouper,
@@ -57,7 +56,6 @@ class History:
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
         self._chain = [fingerprint]
-        self._working_set: WorkingSetIndex | None = None
 
     @property
     def groups(self) -> list[Group]:
@@ -78,13 +76,6 @@ class History:
     def last_cuttable(self) -> int:
         """Groups before this index may be compacted: the newest group may still wait for tool results."""
         return max(len(self.groups) - 1, 0)
-
-    @property
-    def working_set(self) -> WorkingSetIndex:
-        """The working set of these messages, folded group by group on first use (see ``working_set_index.py``)."""
-        if self._working_set is None:
-            self._working_set = WorkingSetIndex(self)
-        return self._working_set
 
     def append(self, message: Message) -> None:
         tokens = self.counter.count_message(message)  # first: should it fail, nothing has changed

@@ -16,7 +16,7 @@ the same id, plus the first thinking block again under ``thinking_block``; provi
 
 A *group* is the unit compaction cuts on: a standalone message, or an assistant turn that calls
 tools together with the messages that carry its results. What makes a whole view valid
-lives in ``invariants.py``.
+lives in ``invariants.py`` in this package.
 """
 
 from __future__ import annotations

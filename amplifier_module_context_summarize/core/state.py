@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..working_set.index import working_set_room
 from .clip import clip_text
 from .history import History
 from .messages import Message, message_text, strip_tool_blocks
@@ -108,40 +107,6 @@ class Shown:
     def pinning(self, pins: Pinned) -> Shown:
         """The same summary with other pinned requests."""
         return replace(self, pins=pins)
-
-
-def shown(
-    state: CompactionState,
-    history: History,
-    counter: TokenCounter,
-    summary_allowance: int,
-    working_set_tokens: int = 0,
-    recall_tool: str | None = None,
-    summary_room: int = 0,
-) -> Shown:
-    summary = summary_message(state, history, working_set_tokens, recall_tool, summary_room)
-    tokens = counter.count_message(summary) if summary is not None else 0
-    return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
-
-
-def summary_message(
-    state: CompactionState,
-    history: History,
-    working_set_tokens: int = 0,
-    recall_tool: str | None = None,
-    summary_room: int = 0,
-) -> Message | None:
-    """The summary (or truncation marker) message; its last section is the working set of the summarized
-    groups (``working_set.py``), and with ``recall_tool`` its preamble names the recall tool."""
-    if state.segments:
-        room = working_set_room(state, working_set_tokens, summary_room)
-        working_set = history.working_set.render(state.segments[-1].end, room, history.counter.count_text)
-        text = "\n\n".join(p for p in (state.summary_text, working_set) if p)
-        preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
-        return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}
-    if state.boundary > 0:
-        return truncation_marker(history, state.boundary)
-    return None
 
 
 def truncation_marker(history: History, boundary: int) -> Message:

@@ -6,4 +6,6 @@ replays sessions and records every request; ``scoring`` grades probe views (key 
 answer-and-judge on a six-dimension rubric); ``retention`` measures which artifacts compacted views still
 name; ``reference`` scores Claude Code's own summaries; ``models`` picks the backends and
 ``cassette`` records and replays their calls; ``report``, ``plot`` and ``progress`` present the results.
+
+May import: anything of the package but ``benchmark`` (it sits on top, beside ``benchmark`` and ``cli``).
 """

@@ -1,7 +1,7 @@
 """Artifact retention: of the files, commands and errors a view no longer shows verbatim, the share it still names.
 
 Measured on the view of every request that compacted. The groups before the view's verbatim tail (summarized,
-masked or dropped) are read for artifacts with the module's own ledger (``ledger.extract``), each group
+masked or dropped) are read for artifacts with the module's own ledger (``working_set.facts.extract``), each group
 once; an artifact counts as retained when the view's text names it anywhere (summary, placeholder, pinned
 request or tail). Artifacts the verbatim tail itself contains are left out: the tail shows them as they are.
 

@@ -16,11 +16,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
+from ..compaction.splice import summary_message
 from ..compaction.strategies import segment_tokens
 from ..core.history import History
 from ..core.invariants import check_view
 from ..core.messages import Message
-from ..core.state import SUMMARY_MARKER, CompactionState, Segment, summary_message
+from ..core.state import SUMMARY_MARKER, CompactionState, Segment
 from ..core.tokens import TokenCounter
 from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
 from ..manager import SummarizingContextManager

@@ -1,4 +1,9 @@
-"""Summary stores behind one async interface, so the manager needn't know where summaries live."""
+"""Summary stores behind one async interface, so the manager needn't know where summaries live.
+
+Owns the interface and the entry checks (``base``), memory, SQLite and Redis stores.
+
+May import: ``core`` and ``events``.
+"""
 
 from __future__ import annotations
 

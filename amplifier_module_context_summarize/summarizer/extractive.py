@@ -2,7 +2,7 @@
 
 Used when no summarizer model is configured and as the fallback when the model fails, so it must
 never need the network, must be the same for the same span, and must fit the summary allowance.
-Files, commands, errors and ids are not repeated here: the working set (``working_set.py``) ends the
+Files, commands, errors and ids are not repeated here: the working set (``working_set/``) ends the
 summary message with all of them.
 
 The latest request and the assistant's latest conclusion are kept whole (clipped only when either alone

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from ..core.clip import clip_middle
 from ..core.messages import (
     CALL_BLOCK_TYPES,
     RESULT_BLOCK_TYPE,
@@ -78,14 +79,6 @@ def load_prompts(prompt_dir: str | Path | None = None, names: tuple[str, ...] = 
 def fence_safe(text: str) -> str:
     """Neutralise fence markers inside data so transcript text cannot close the fence early."""
     return text.replace(FENCE_CLOSE, "TRANSCRIPT>\u200b>>").replace(FENCE_OPEN, "<<\u200b<TRANSCRIPT")
-
-
-def clip_middle(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = max(limit // 2, 1)
-    clipped = f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped ...]\n{text[-half:]}"
-    return clipped if len(clipped) < len(text) else text  # just over the limit, the marker would add more
 
 
 def _block_line(block: object) -> str:

@@ -2,8 +2,8 @@
 
 Summaries paraphrase; the exact strings an agent needs to carry on (a path, the failing command, the
 ticket id, the last error) must survive compaction unchanged. Everything here is plain pattern matching
-over the tool calls (in any of the shapes ``messages.py`` lists), their results and the authored text, so
-the same messages always give the same ``Facts``. ``working_set.py`` folds them group by group into the
+over the tool calls (in any of the shapes ``core/messages.py`` lists), their results and the authored text, so
+the same messages always give the same ``Facts``. ``fold.py`` folds them group by group into the
 working set the summary message ends with.
 """
 

@@ -11,10 +11,10 @@ or rewritten by an LLM) for the groups the summary covers:
   a later run passed), a file's successful one-file reads sharing one line (``reads.py``); failures of
   other tools; identifiers; URLs.
 
-``working_set_index.WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end
+``index.WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end
 asked for, so rendering after a compaction costs the new groups, not the history. The text is a function of
 the history and the arguments alone, so a resumed session renders it byte for byte the same. Within
-``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``working_set_layout.py``), and
+``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``layout.py``, ``section.py``), and
 whatever is dropped is counted in the text.
 """
 
@@ -23,15 +23,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..core.messages import Message
 from .facts import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts, extract
-
-if TYPE_CHECKING:
-    from .shelves import Shelves
 
 HEADING = "### Working set"
 FOLD_KEEP = 3
@@ -104,7 +99,6 @@ class WorkingSet:
         """Commit ids by their first ``COMMIT_KEY`` characters (``""``: shorter ones)."""
         self.commit_order: dict[str, int] = {}
         self.touched = Touched()
-        self.shelves: Shelves | None = None
 
     def copy(self) -> WorkingSet:
         other = WorkingSet()
@@ -271,40 +265,13 @@ class WorkingSet:
             return parent  # relative paths start inside it (``src/x.py`` beside ``/repo/src/y.py``): one level up
         return root
 
-    def shelved(self) -> Shelves:
-        """The shelves for the current root, brought up to date with what was folded since the last look."""
-        from .shelves import Shelves  # it arranges this module's records: imported when first needed
-
-        root = self.root()
-        if self.shelves is None or self.shelves.root != root:
-            self.shelves = Shelves(self, root)
-        else:
-            self.shelves.refresh(self, self.touched)
-        self.touched = Touched()
-        return self.shelves
-
     def entries(self) -> list[FileEntry]:
         """One entry per file (spellings merged), in first-seen order, paths relative to ``root()``."""
         root = self.root()
         merged: dict[str, list[Record]] = {}
         for spelling, record in self.files.items():
             merged.setdefault(canonical(spelling, root), []).append(record)
-        return [_merge(path, records, root) for path, records in merged.items() if path not in (".", "/")]
-
-    def render(self, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
-        """The section within ``max_tokens`` ("" when empty or when not even its counts fit).
-
-        The ladder is searched on an estimate, each distinct line counted once with its newline (within a
-        token or two of the whole text's count; ``ladder_tokens.py`` works it out per step without writing the
-        lines); the text chosen is then counted whole, and shrunk further in the rare case the estimate was short.
-        """
-        if max_tokens <= 0:
-            return ""
-        shelves = self.shelved()
-        from .layout import Layout, search  # it reads this module's records: imported when needed
-
-        return search(Layout(shelves, self, max_tokens, shelves.measure(count_tokens)), count_tokens)
-
+        return [merge_entry(path, records, root) for path, records in merged.items() if path not in (".", "/")]
 
 def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:
     known = index.get(name)
@@ -343,7 +310,7 @@ def canonical(path: str, root: str | None) -> str:
     return "." if normal == root else normal
 
 
-def _merge(path: str, records: list[Record], root: str | None) -> FileEntry:
+def merge_entry(path: str, records: list[Record], root: str | None) -> FileEntry:
     last = max(r[1] for r in records)
     changes = [r for r in records if r[3] >= 0]
     if changes:

@@ -9,15 +9,13 @@ from __future__ import annotations
 import marshal
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from weakref import WeakKeyDictionary
 
+from ..core.history import History
 from .facts import CallOutcome, Facts, FileAction, extract
 from .fold import WorkingSet
-
-if TYPE_CHECKING:
-    from ..compaction.job import Compaction
-    from ..core.history import History
-    from ..core.state import CompactionState
+from .section import render
 
 
 class FactsLog:
@@ -125,30 +123,18 @@ class WorkingSetIndex:
         key = (end_group, max_tokens, count_tokens)
         if self._rendered is not None and self._rendered[0] == key:
             return self._rendered[1]
-        text = self.state(end_group).render(max_tokens, count_tokens)
+        text = render(self.state(end_group), max_tokens, count_tokens)
         if end_group <= self._closed():
             self._rendered = (key, text)
         return text
 
 
-def working_set_room(state: CompactionState, working_set_tokens: int, summary_room: int) -> int:
-    """The working set's own share, or more: what the segment summaries leave of the summary's room.
-
-    Short summaries (a terse model, a freshly merged tier) would otherwise leave room unused while the
-    working set drops its oldest commands. The segments' sizes are part of the state, so a resumed session
-    gives the working set the same room and renders the same text.
-    """
-    if working_set_tokens <= 0:
-        return 0
-    return max(working_set_tokens, summary_room - sum(segment.tokens for segment in state.segments))
+_INDEXES: WeakKeyDictionary[History, WorkingSetIndex] = WeakKeyDictionary()
 
 
-def shown_tokens(job: Compaction, state: CompactionState) -> int:
-    """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest)."""
-    if not state.segments:
-        return 0
-    history = job.history
-    count = history.counter.count_text
-    room = working_set_room(state, job.working_set_tokens, job.summary_room)
-    text = history.working_set.render(state.segments[-1].end, room, count)
-    return count(text) if text else 0
+def index_of(history: History) -> WorkingSetIndex:
+    """The working set of ``history``'s messages, folded group by group on first use and kept while it lives."""
+    index = _INDEXES.get(history)
+    if index is None:
+        index = _INDEXES[history] = WorkingSetIndex(history)
+    return index

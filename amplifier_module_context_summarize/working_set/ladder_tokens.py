@@ -1,6 +1,6 @@
 """The working set's size estimate at every step of its ladder, without writing the lines out at each step.
 
-``WorkingSet.render`` bisects the ladder on an estimate: the sum of each line's tokens at that step. Writing
+``section.render`` bisects the ladder on an estimate: the sum of each line's tokens at that step. Writing
 every line out for each probe cost the whole section a dozen times per render. Each rung changes one item's
 shape, so the items' part of the estimate is a running sum of per-rung changes; the count lines
 (``- +12 more ...``) depend only on how many of a kind were dropped by then; only the one identifiers line is
@@ -15,7 +15,8 @@ import itertools
 from typing import TYPE_CHECKING
 
 from .fold import HEADING
-from .layout import DROP, TRIM, Folder, Item, plural, shaped
+from .layout import DROP, TRIM, plural, shaped
+from .shelves import Folder, Item
 
 if TYPE_CHECKING:
     from .layout import Layout

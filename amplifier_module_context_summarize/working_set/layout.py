@@ -23,7 +23,6 @@ from .facts import clip
 from .fold import (
     CHANGED_ORDER,
     COMMAND_MAX_CHARS,
-    DEFINITIONS_KEEP,
     ERROR_KEY_MAX_CHARS,
     FOLD_KEEP,
     HEADING,
@@ -33,37 +32,14 @@ from .fold import (
     canonical,
 )
 from .reads import READ_GROUP
+from .shelves import Folder, Item, Shelves
 
 if TYPE_CHECKING:
     from .fold import WorkingSet
-    from .shelves import Recency, Shelves
+    from .shelves import Recency
 
 FOLD, TRIM, DROP = "fold", "trim", "drop"
 """Ladder rungs: a folder's files as names under it (nothing lost), its newest names only, or nothing."""
-
-
-@dataclass
-class Folder:
-    heading: str
-    files: list[FileEntry]
-    last: int
-    changed: bool
-    ident: int = 0
-    lines: dict[str, list[str]] = field(default_factory=dict)
-    """Its lines by ladder shape (the shelf's: kept while the folder does not change)."""
-
-
-@dataclass
-class Item:
-    text: str
-    last: int
-    short: str = ""
-    """The text trimmed (a command's earlier failures left out); "" when there is nothing to trim."""
-    rank: int = 0
-    """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
-    ident: int = 0
-    commands: int = 1
-    """Commands (or errors) the line stands for: a file's folded reads are several."""
 
 
 def _last(item: Folder | Item) -> int:
@@ -83,7 +59,7 @@ class Layout:
     Folders, definitions and URLs are cut the same way as commands, by their shortest lines. The ladder they
     were first cut by (a count) is kept in view: ``hidden_rungs`` of its rungs concern what the cut left out,
     all before ``first_fitting``, and no step before that can fit (a kind's newest lines alone pass the room),
-    so ``WorkingSet.render`` searches that ladder's steps as before and reads them off this shorter one.
+    so ``section.render`` searches that ladder's steps as before and reads them off this shorter one.
     """
 
     shelves: Shelves
@@ -494,48 +470,9 @@ def _read_group_item(path: str, reads: tuple[tuple[Any, ...], ...], last: int) -
     return Item(f"{path}{READ_GROUP}{' · '.join(listed)}", last, rank=0, commands=len(reads))
 
 
-def definition_item(path: str, written: list[str], removed: list[str], last: int) -> Item:
-    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; trimmed,
-    ``FOLD_KEEP`` written names and the count of the rest."""
-
-    def names(found: list[str], keep: int) -> str:
-        more = len(found) - keep
-        return ", ".join(found[:keep]) + (f", +{more} more" if more > 0 else "")
-
-    if not written:
-        return Item(f"{path}: removed: {names(removed, FOLD_KEEP)}", last)
-    gone = f" · removed: {names(removed, FOLD_KEEP)}" if removed else ""
-    text = f"{path}: {names(written, DEFINITIONS_KEEP)}{gone}"
-    short = f"{path}: {names(written, FOLD_KEEP)}" + (f" · {len(removed)} removed" if removed else "")
-    return Item(text, last, short=short if short != text else "")
-
-
 def _with_source(name: str, entry: FileEntry) -> str:
     return f"{name} (from {entry.moved_from})" if entry.moved_from else name
 
 
 def plural(count: int, noun: str) -> str:
     return noun if count == 1 else noun + "s"
-
-
-def search(layout: Layout, count_tokens: Callable[[str], int]) -> str:
-    """The text of the fewest ladder steps that fits ``layout.max_tokens`` ("" if none does)."""
-    from .ladder_tokens import LadderTokens  # it reads the layout this module makes: imported when needed
-
-    max_tokens = layout.max_tokens
-    if layout.empty:
-        return ""
-    estimate = LadderTokens(layout).at
-    hidden, first = layout.hidden_rungs, layout.first_fitting
-    low, high = -1, len(layout.ladder) + hidden
-    while high - low > 1:  # the fewest ladder steps whose estimate fits (counted on the count cut's ladder)
-        middle = (low + high) // 2
-        if middle >= first and estimate(middle - hidden) <= max_tokens:
-            high = middle
-        else:
-            low = middle
-    for steps in range(high - hidden, len(layout.ladder) + 1):
-        text = "\n".join(layout.lines(steps))
-        if count_tokens(text) <= max_tokens:
-            return text
-    return ""

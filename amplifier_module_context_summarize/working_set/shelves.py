@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .fold import (
+    DEFINITIONS_KEEP,
     DELETED,
     FOLD_KEEP,
     MOVED_AWAY,
     FileEntry,
     Touched,
-    _merge,
     canonical,
     command_in_root,
+    merge_entry,
 )
-from .layout import definition_item
 from .reads import READ_GROUP, read_form
 
 if TYPE_CHECKING:
@@ -39,6 +39,30 @@ READS_KEY = "\0reads "
 """Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
 MEASURED_KEEP = 16_384
 """Line token counts remembered per generation (two generations: the lines of recent renders stay)."""
+
+
+@dataclass
+class Folder:
+    heading: str
+    files: list[FileEntry]
+    last: int
+    changed: bool
+    ident: int = 0
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    """Its lines by ladder shape (the shelf's: kept while the folder does not change)."""
+
+
+@dataclass
+class Item:
+    text: str
+    last: int
+    short: str = ""
+    """The text trimmed (a command's earlier failures left out); "" when there is nothing to trim."""
+    rank: int = 0
+    """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
+    ident: int = 0
+    commands: int = 1
+    """Commands (or errors) the line stands for: a file's folded reads are several."""
 
 
 class Recency:
@@ -220,7 +244,7 @@ class Shelves:
         if spelling not in known.spellings:
             known.spellings.append(spelling)
         before = known.entry
-        entry = known.entry = _merge(path, [ws.files[s] for s in known.spellings], self.root)
+        entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
         folder = None if entry.state == MOVED_AWAY else (entry.changed, posixpath.dirname(path))
         if known.folder is not None and known.folder != folder:
             self._unshelve(known)
@@ -416,3 +440,19 @@ class Shelves:
             return tokens
 
         return measure
+
+
+def definition_item(path: str, written: list[str], removed: list[str], last: int) -> Item:
+    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; trimmed,
+    ``FOLD_KEEP`` written names and the count of the rest."""
+
+    def names(found: list[str], keep: int) -> str:
+        more = len(found) - keep
+        return ", ".join(found[:keep]) + (f", +{more} more" if more > 0 else "")
+
+    if not written:
+        return Item(f"{path}: removed: {names(removed, FOLD_KEEP)}", last)
+    gone = f" · removed: {names(removed, FOLD_KEEP)}" if removed else ""
+    text = f"{path}: {names(written, DEFINITIONS_KEEP)}{gone}"
+    short = f"{path}: {names(written, FOLD_KEEP)}" + (f" · {len(removed)} removed" if removed else "")
+    return Item(text, last, short=short if short != text else "")
