@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from amplifier_core.models import HookResult
@@ -31,7 +31,7 @@ from .compaction.splice import shown, summary_message, working_set_room
 from .compaction.strategies import STRATEGIES
 from .compaction.view import TailView
 from .config import Config
-from .core.budget import request_budget
+from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.clip import clip_tool_outputs
 from .core.history import History, from_hook
 from .core.invariants import last_allowed_cut
@@ -54,7 +54,7 @@ from .core.state import (
     truncation_marker,
 )
 from .core.tokens import TokenCounter
-from .core.wire import ToolSchemaMeter, UsageCalibration
+from .core.wire import ToolSchemaMeter
 from .stores import CachedSummary, CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.span import Outcome, SpanSummarizer
@@ -76,16 +76,10 @@ LANDING_GRACE_S = 0.25
 """How long a request whose view would not fit waits for a background summary before it masks further instead,
 when masking alone fits: a summary landing that soon gives the smaller view; the seconds an LLM call may still
 take are not worth waiting for."""
-MIN_PLAN_SHARE = 4
-"""Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
 LOW_LANDING = 0.5
 """A view that still fits is not compacted to below this share of the target: only hiding one group larger than
 the room between the target and the threshold (a huge tool output) lands that low, and that same group would go
 anyway once the view no longer fits, with the newest groups then in its place."""
-RATIO_SPREAD = 0.02
-"""How far one request's tokenizer ratio may stray above the calibrated one (seen: 2.5% between requests of one
-real session, tool output against prose), so the cap holds on the wire for the request that strays."""
-SystemPromptFactory = Callable[[], Awaitable[str]]
 
 
 class SummarizingContextManager:
@@ -111,7 +105,10 @@ class SummarizingContextManager:
         self.tools = tools
         self.clock = clock or time.monotonic
         """Times cooldowns and the circuit breaker (tests pass a fake one); deadlines use real time."""
-        self.calibration = UsageCalibration(initial=1.0, enabled=False)
+        self.budget = RequestBudget(
+            self.counter, tools, c.budget_fallback, c.compact_threshold, c.target_usage, c.preserve_recent_ratio
+        )
+        self.calibration = self.budget.calibration
         """Off until ``listen_to_usage`` wires it to the provider's reports (``mount`` does)."""
         self.breaker = CircuitBreaker(c.summarizer.circuit_failures, c.summarizer.circuit_open_s, self.clock)
         reads = CheckedStore(self.store, self.counter.count_text, OVERSIZE_FACTOR * c.summary_output_tokens)
@@ -131,12 +128,8 @@ class SummarizingContextManager:
         self._stats = events.Stats()
         self._system_prompt_factory: SystemPromptFactory | None = None
         """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
-        self._system_prompt: tuple[str, Message, int] | None = None
         self._lock = asyncio.Lock()
         self._tail = TailView()
-        self._limits_memo: Limits | None = None
-        self._last_budget = self._wire_budget = c.budget_fallback
-        self._tool_tokens = 0
         self.mask_settings = (
             MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if c.masking else None
         )
@@ -193,12 +186,12 @@ class SummarizingContextManager:
     ) -> list[dict[str, Any]]:
         c = self.config
         wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
-        system_prompt = await self._render_system_prompt() if self._system_prompt_factory is not None else None
+        system_prompt = await self.budget.render_system_prompt(self._system_prompt_factory)
         async with self._lock:
             if await self._rekeyed(provider):
                 await self._resume()
-            self._use_system_prompt(system_prompt)
-            limits = self._limits(self._plan_budget(wire_budget))
+            self.budget.use_system_prompt(system_prompt)
+            limits = self.budget.limits(self.budget.plan(wire_budget))
             await self._land()
             tokens = self._view_tokens()
             if needs_compaction(tokens, limits):
@@ -207,7 +200,7 @@ class SummarizingContextManager:
             view, sent = self._fitted_view(limits.budget)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
-            self.calibration.expect(sent + self._tool_tokens)
+            self.calibration.expect(sent + self.budget.tool_tokens)
             if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self._system_view_tokens() + self._shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
@@ -221,7 +214,7 @@ class SummarizingContextManager:
 
     async def get_token_count(self) -> int:
         """Tokens of the view the next request would send, before any further compaction."""
-        return self._sent_tokens(self._last_budget)
+        return self._sent_tokens(self.budget.last)
 
     @property
     def planned_tokens(self) -> int:
@@ -229,12 +222,12 @@ class SummarizingContextManager:
         return self._view_tokens()
 
     async def should_compact(self) -> bool:
-        return needs_compaction(self._view_tokens(), self._limits(self._last_budget))
+        return needs_compaction(self._view_tokens(), self.budget.limits(self.budget.last))
 
     async def compact(self) -> int:
         """Compact the view now, even under the threshold; return the tokens it saved. History is untouched."""
         async with self._lock:
-            limits = self._limits(self._last_budget)
+            limits = self.budget.limits(self.budget.last)
             await self._settle_background(time.monotonic() + self.config.compaction_deadline_s)
             before = self._sent_tokens(limits.budget)
             await self._compact(limits, None, force=True)
@@ -264,34 +257,7 @@ class SummarizingContextManager:
         self._system_prompt_factory = factory
         if factory is None:
             async with self._lock:
-                self._use_system_prompt(None)
-
-    def _plan_budget(self, wire_budget: int) -> int:
-        """Room for the messages, in our tokens: the provider's budget less tool schemas, over the calibration."""
-        self._wire_budget = wire_budget
-        self._tool_tokens = self.tools.tokens() if self.tools is not None else 0
-        spread = 1 + RATIO_SPREAD if self.calibration.enabled else 1  # measured against the provider's counts
-        room = int(wire_budget / (self.calibration.factor * spread)) - self._tool_tokens
-        self._last_budget = max(room, wire_budget // MIN_PLAN_SHARE, 1)
-        return self._last_budget
-
-    async def _render_system_prompt(self) -> str | None:
-        factory = self._system_prompt_factory
-        if factory is None:
-            return None
-        try:
-            text = await factory()
-        except Exception as exc:  # a failing factory keeps the last prompt it rendered
-            logger.warning("system prompt factory failed (%s); keeping the previous prompt", type(exc).__name__)
-            return self._system_prompt[0] if self._system_prompt else None
-        return text if isinstance(text, str) else None
-
-    def _use_system_prompt(self, text: str | None) -> None:
-        if text is None:
-            self._system_prompt = None
-        elif self._system_prompt is None or self._system_prompt[0] != text:
-            message: Message = {"role": "system", "content": text}
-            self._system_prompt = (text, message, self.counter.count_message(message))
+                self.budget.use_system_prompt(None)
 
     async def _rekeyed(self, provider: Any | None) -> bool:
         """Key summaries by the model that writes them: the session provider's default when none is configured.
@@ -390,22 +356,12 @@ class SummarizingContextManager:
             shape["recall"] = c.recall_tool_name
         return content_hash(canonical_json(shape))
 
-    def _limits(self, budget: int) -> Limits:
-        """Limits for ``budget``; the last one is kept, as the budget rarely changes between requests."""
-        memo = self._limits_memo
-        if memo is None or memo.budget != budget:
-            c = self.config
-            memo = self._limits_memo = Limits.for_budget(
-                budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio
-            )
-        return memo
-
     def _shown(self) -> Shown:
         """What the state shows; re-derived when the state or the latest request (the pin) changes."""
         memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
             c = self.config  # rooms from the uncalibrated budget: a resume renders the same
-            ws, room = c.working_set_tokens(self._wire_budget), c.summary_room(self._wire_budget)
+            ws, room = c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire)
             memo = self._shown_memo = (
                 self.state,
                 latest,
@@ -418,17 +374,17 @@ class SummarizingContextManager:
 
     def _system_view(self) -> list[Message]:
         history = self.history
-        if self._system_prompt is None:
+        if self.budget.system_prompt is None:
             return [history.messages[i] for i in history.system]
         return [
-            self._system_prompt[1],
+            self.budget.system_prompt[1],
             *(history.messages[i] for i in history.system if from_hook(history.messages[i])),
         ]
 
     def _system_view_tokens(self) -> int:
-        if self._system_prompt is None:
+        if self.budget.system_prompt is None:
             return self.history.system_tokens
-        return self._system_prompt[2] + self.history.hook_system_tokens
+        return self.budget.system_prompt[2] + self.history.hook_system_tokens
 
     def _view_tokens(self) -> int:
         prefix, state = self.history.prefix, self.state
@@ -492,7 +448,7 @@ class SummarizingContextManager:
         """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""
         c, state, history = self.config, self.state, self.history
         count = self.counter.count_text
-        room = working_set_room(state, c.working_set_tokens(self._wire_budget), c.summary_room(self._wire_budget))
+        room = working_set_room(state, c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire))
         rendered = index_of(history).render(state.summarized_end, room, count)
         smaller = max(count(rendered) - excess, 0) if rendered else 0
         message = summary_message(state, history, smaller, c.recall_tool_name)
@@ -636,8 +592,8 @@ class SummarizingContextManager:
             provider=provider,
             deadline=deadline,
             masks=self.masks,
-            working_set_tokens=c.working_set_tokens(self._wire_budget),
-            summary_room=c.summary_room(self._wire_budget),
+            working_set_tokens=c.working_set_tokens(self.budget.wire),
+            summary_room=c.summary_room(self.budget.wire),
             recall_tool=c.recall_tool_name,
             offline=offline,
         )
@@ -794,8 +750,8 @@ class SummarizingContextManager:
                 token_count=tokens_after,
                 tokens_before=tokens_before,
                 budget=limits.budget,
-                wire_budget=self._wire_budget,
-                tool_tokens=self._tool_tokens,
+                wire_budget=self.budget.wire,
+                tool_tokens=self.budget.tool_tokens,
                 calibration=round(self.calibration.factor, 4),
                 strategy=strategy,
                 summarized_messages=summarized,

@@ -99,7 +99,7 @@ async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_comp
     added, views = await until_background_starts(manager, provider, history)
     crossing = views[-1]
     assert fits(crossing, manager) and extends(views[-2], crossing), "the crossing view is the old one, extended"
-    assert manager.counter.count_messages(crossing) > manager._limits(BUDGET).compact_at
+    assert manager.counter.count_messages(crossing) > manager.budget.limits(BUDGET).compact_at
     assert not any(str(m.get("content", "")).startswith(SUMMARY_MARKER) for m in crossing)
     assert provider.requests == [] and recorder.get_events("context:post_compact") == []
     assert phases(recorder) == ["started"]
@@ -118,7 +118,7 @@ async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_comp
     landed = await manager.get_messages_for_request(BUDGET, provider)
     assert str(landed[1]["content"]).startswith(SUMMARY_MARKER)
     assert fits(landed, manager)
-    assert manager.counter.count_messages(landed) < manager._limits(BUDGET).compact_at
+    assert manager.counter.count_messages(landed) < manager.budget.limits(BUDGET).compact_at
     assert phases(recorder) == ["started", "landed"]
     [(_, pre)] = recorder.get_events("context:pre_compact")
     [(_, post)] = recorder.get_events("context:post_compact")

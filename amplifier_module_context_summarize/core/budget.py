@@ -10,9 +10,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+from .messages import Message
+from .plan import Limits
+from .tokens import TokenCounter
+from .wire import ToolSchemaMeter, UsageCalibration
+
+logger = logging.getLogger(__name__)
 
 MAX_REPORTED_TOKENS = 10**12
 """Far beyond any context window (the benchmark's never-compacting window is 10**10); a larger report is
@@ -151,3 +159,74 @@ def cancelled_by_caller() -> bool:
     """
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+SystemPromptFactory = Callable[[], Awaitable[str]]
+MIN_PLAN_SHARE = 4
+"""Tool schemas and calibration never shrink the room for messages below 1/4 of the budget."""
+RATIO_SPREAD = 0.02
+"""How far one request's tokenizer ratio may stray above the calibrated one (seen: 2.5% between requests of one
+real session, tool output against prose), so the cap holds on the wire for the request that strays."""
+
+
+class RequestBudget:
+    """The room one request's messages have, in our tokens, and what else the request sends in it.
+
+    The provider's budget (``request_budget``) less the tool schemas (``tools``), over the factor calibrated
+    from the provider's reported usage (``calibration``); the system prompt a factory renders for every
+    request (kept with its count); and the plan's limits for that room (the last ones kept, as the budget
+    rarely changes between requests).
+    """
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        tools: ToolSchemaMeter | None,
+        fallback: int,
+        compact_threshold: float,
+        target_usage: float,
+        preserve_recent_ratio: float,
+    ) -> None:
+        self.counter, self.tools = counter, tools
+        self.calibration = UsageCalibration(initial=1.0, enabled=False)
+        """Off until ``SummarizingContextManager.listen_to_usage`` wires it to the provider's reports."""
+        self.shape = (compact_threshold, target_usage, preserve_recent_ratio)
+        self.last = self.wire = fallback
+        """The last room planned (our tokens) and the last budget the provider gave (its tokens)."""
+        self.tool_tokens = 0
+        self.system_prompt: tuple[str, Message, int] | None = None
+        """The rendered system prompt: text, message, tokens (None: the stored system messages lead the view)."""
+        self._limits: Limits | None = None
+
+    def plan(self, wire_budget: int) -> int:
+        """Room for the messages, in our tokens: the provider's budget less tool schemas, over the calibration."""
+        self.wire = wire_budget
+        self.tool_tokens = self.tools.tokens() if self.tools is not None else 0
+        spread = 1 + RATIO_SPREAD if self.calibration.enabled else 1  # measured against the provider's counts
+        room = int(wire_budget / (self.calibration.factor * spread)) - self.tool_tokens
+        self.last = max(room, wire_budget // MIN_PLAN_SHARE, 1)
+        return self.last
+
+    def limits(self, budget: int) -> Limits:
+        """Limits for ``budget``; the last one is kept, as the budget rarely changes between requests."""
+        memo = self._limits
+        if memo is None or memo.budget != budget:
+            memo = self._limits = Limits.for_budget(budget, *self.shape)
+        return memo
+
+    async def render_system_prompt(self, factory: SystemPromptFactory | None) -> str | None:
+        if factory is None:
+            return None
+        try:
+            text = await factory()
+        except Exception as exc:  # a failing factory keeps the last prompt it rendered
+            logger.warning("system prompt factory failed (%s); keeping the previous prompt", type(exc).__name__)
+            return self.system_prompt[0] if self.system_prompt else None
+        return text if isinstance(text, str) else None
+
+    def use_system_prompt(self, text: str | None) -> None:
+        if text is None:
+            self.system_prompt = None
+        elif self.system_prompt is None or self.system_prompt[0] != text:
+            message: Message = {"role": "system", "content": text}
+            self.system_prompt = (text, message, self.counter.count_message(message))
