@@ -33,7 +33,7 @@ from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.openai_backend import OpenAIBackend
-from amplifier_module_context_summarize.compaction import background, prefetch
+from amplifier_module_context_summarize.compaction import background, compactor, prefetch
 from amplifier_module_context_summarize.compaction.segments import MAX_REMEMBERED_FAILURES
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
 from amplifier_module_context_summarize.core.history import History
@@ -663,7 +663,7 @@ async def test_a_real_cancellation_still_reaches_the_caller():
 async def test_compaction_deadline_bounds_everything_a_request_waits_for(monkeypatch):
     """Every attempt hangs until cut off: prefetch, retries, merges and extra passes all share the deadline."""
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, summarize, retrying, prefetch, background)
+    clock.install(monkeypatch, manager_module, compactor, summarize, retrying, prefetch, background)
     config = {
         "compaction_deadline_s": 25,
         "prefetch": True,

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 
 from .. import manager
 from ..backends import retrying
-from ..compaction import background, prefetch
+from ..compaction import background, compactor, prefetch
 from ..summarizer import span as summarize
 
 T = TypeVar("T")
-CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, background, prefetch, summarize, retrying)
+CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, compactor, background, prefetch, summarize, retrying)
 """The modules whose deadlines are read from ``time.monotonic()`` on a request's path."""
 START = 1_000.0
 

@@ -10,10 +10,39 @@ fewest segments (tier merges), then the one with longer segments first.
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 
+from ..config import Config
 from ..core.history import History
+from ..core.messages import canonical_json, content_hash
 from ..core.state import CompactionState, Segment
 from ..stores import SummaryStore
+from .masking import MaskSettings
+
+if TYPE_CHECKING:
+    from ..summarizer.span import SpanSummarizer
+
+FINGERPRINT_VERSION = "3"
+"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries).
+3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
+
+
+def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None) -> str:
+    """``C0``: what shapes a summary (summarizer, model, prompts, summary size, system handling, masking, recall)."""
+    c = config
+    shape = {
+        "v": FINGERPRINT_VERSION,
+        "summarizer": summarizer.name,
+        "model": summarizer.model,
+        "prompts": summarizer.prompts.version,
+        "summary_max_tokens": c.summary_output_tokens,
+        "preserve_system": c.preserve_system,
+    }
+    if mask_settings is not None:  # the summarizer reads masked groups
+        shape["mask"] = mask_settings.key
+    if c.recall_tool_name:  # the summary's preamble names the tool
+        shape["recall"] = c.recall_tool_name
+    return content_hash(canonical_json(shape))
 
 
 async def walk(history: History, store: SummaryStore, limit: int) -> CompactionState:
