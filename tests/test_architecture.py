@@ -86,6 +86,7 @@ async def test_state_is_an_immutable_value_and_the_summary_is_derived_from_it():
 # ------------------------------------------------------------------ measured defects
 
 
+@pytest.mark.slow
 async def test_stats_are_the_sum_of_what_the_events_reported_on_a_warm_cache():
     cache, history = MemoryStore(), mixed_history(120)
     config = {"max_tokens": BUDGET, "summary_budget_ratio": 0.05, "prefetch": True}

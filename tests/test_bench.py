@@ -42,6 +42,7 @@ def text():
     return source
 
 
+@pytest.mark.slow
 def test_json_has_every_figure(result):
     data = json.loads(json.dumps(result.to_json()))
     assert set(data) >= {"quick", "budget", "environment", "sizes", "simulation", "targets", "all_passed", "seconds"}
@@ -100,6 +101,7 @@ def test_ratios_and_memory_are_computed_from_the_figures(result):
     assert floor.value == result.costs[SIZES[-1]].states["open"].request_over_floor
 
 
+@pytest.mark.slow
 def test_simulation_counts_match_an_independent_replay(text):
     """Replay the same seeded session with a plain loop and an event recorder; the figures must agree."""
     plan = SimPlan(turns=50, budget=30_000, sizes=replace(REALISTIC, large_tool=(3_000, 6_000)), seed=5)
@@ -154,6 +156,7 @@ def test_synthetic_history_is_valid_and_mixed(text):
     assert not check_view(history[: max(i for i, m in enumerate(history) if is_user_turn(m))])
 
 
+@pytest.mark.slow
 def test_cli_prints_json_and_rejects_bad_sizes(capsys):
     assert main(["bench", "--quick", "--json", "--no-sim", "--sizes", "300"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -175,6 +178,7 @@ def test_the_long_session_times_compactions_at_every_checkpoint(result):
     assert [t.value for t in targets] == [run.flatness for run in result.long_session]
 
 
+@pytest.mark.slow
 def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
     session = CodingSession(SMALL, seed=3, text=text)
     messages = session.history(1_500)
@@ -188,6 +192,7 @@ def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
     assert any(not ok for _, _, ok, _, _ in late.commands.values()) and late.ids and late.urls
 
 
+@pytest.mark.slow
 def test_cli_compaction_only_prints_just_the_long_session(capsys):
     assert main(["bench", "--quick", "--compaction-only", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

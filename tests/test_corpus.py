@@ -154,6 +154,7 @@ def _converter():
     return module
 
 
+@pytest.mark.slow
 def test_converter_checker_accepts_the_bundled_probes():
     """Includes the early-probe rule: most probes ask about facts far behind the verbatim tail."""
     convert_raw = _converter()
@@ -164,6 +165,7 @@ def test_converter_checker_accepts_the_bundled_probes():
         assert convert_raw.check_probes(name, messages, _probes(name), counts) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not RAW_DIR.is_dir(), reason="raw sessions not available")
 def test_converter_reproduces_the_bundled_sessions(tmp_path):
     convert_raw = _converter()

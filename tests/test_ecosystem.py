@@ -151,6 +151,7 @@ async def test_a_summary_from_another_model_than_requested_is_used_but_not_cache
 # ------------------------------------------------------------------ outages
 
 
+@pytest.mark.slow
 async def test_a_summarizer_outage_costs_one_deadline_then_the_circuit_opens():
     config = {"max_tokens": 16_000, "compaction_deadline_s": 0.3, "summarizer": {"circuit_failures": 2}}
     config["observation_masking"] = False  # every compaction asks the summarizer (masking alone needs none)

@@ -517,6 +517,7 @@ def test_deterministic_results_fill_no_judge_columns(tmp_path):
 # ---------------------------------------------------------------- record / replay
 
 
+@pytest.mark.slow
 async def test_record_then_replay_reproduces_scores_without_calls(tmp_path):
     sessions = load_corpus(small_corpus(tmp_path / "corpus"))
     settings = Settings(BUDGET, ("summarize", "naive", "truncation"), LLM)
@@ -557,6 +558,7 @@ def no_keys(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.slow
 def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
     no_keys(monkeypatch)
     out = tmp_path / "out"
@@ -574,6 +576,7 @@ def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
     assert "## Per session" in (out / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, capsys):
     corpus = small_corpus(tmp_path / "corpus")
     tape = tmp_path / "tape.json"

@@ -384,6 +384,7 @@ _message = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_message, max_size=8), st.integers(min_value=0, max_value=300))
 def test_any_message_soup_gives_a_summary_within_budget(messages: list[dict[str, Any]], max_tokens: int) -> None:

@@ -209,6 +209,7 @@ async def test_sqlite_store_stores_surrogates_as_replacement_and_never_raises(tm
         await store.put(CachedSummary(f"k{LONE}", "e", "x", 1, 1))  # a key SQLite cannot hold: refused
 
 
+@pytest.mark.slow
 async def test_prefetch_with_a_surrogate_pays_once_per_span():
     recorder, provider = EventRecorder(), FakeProvider()
     config = {"prefetch": True, "summary_budget_ratio": 0.9}
@@ -513,6 +514,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
 async def test_wrong_typed_rows_from_any_store_are_misses(name):
     store, history = CorruptingStore(lambda entry: entry), mixed_history(40)
@@ -593,6 +595,7 @@ class InfoProvider(FakeProvider):
         return self.info
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", BAD_LIMITS, ids=repr)
 @pytest.mark.parametrize("where", ["window", "output", "defaults"])
 async def test_provider_limits_of_the_wrong_type_are_ignored(bad, where):
@@ -629,6 +632,7 @@ class SpuriousCancel(FakeProvider):
         raise asyncio.CancelledError()  # the provider cancelled its own work; nobody cancelled the request
 
 
+@pytest.mark.slow
 async def test_a_provider_raising_cancelled_error_on_its_own_is_a_fault():
     recorder = EventRecorder()
     manager = make(hooks=recorder)

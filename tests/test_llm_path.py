@@ -98,6 +98,7 @@ def shows(view: list[dict[str, Any]], head: str) -> bool:
     return any(str(m.get("content", "")).startswith(head) for m in view)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("budget", "tasks", "masking"), [(12_000, 24, True), (16_000, 24, True), (32_000, 60, True), (64_000, 40, False)]
 )
@@ -116,6 +117,7 @@ async def test_a_healthy_summarizer_never_opens_the_circuit_and_every_view_keeps
     assert names == ["context:pre_compact", "context:post_compact"] * len(posts), "each post right after its pre"
 
 
+@pytest.mark.slow
 async def test_content_rejections_leave_the_breaker_closed_but_provider_faults_open_it():
     class Refusing:
         name, model = "refusing", "m"

@@ -232,6 +232,7 @@ async def test_regex_search_invalid_pattern_and_time_budget():
     assert result.success and not result.output["complete"] and "time budget" in result.output["note"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["summarize", "mask", "truncate"])
 async def test_views_stay_valid_and_within_budget_with_the_tool_on_or_off(strategy):
     history = mixed_history(60)

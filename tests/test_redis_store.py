@@ -308,6 +308,7 @@ async def test_two_workers_needing_one_segment_at_once_pay_for_it_once(redis_ser
 # ------------------------------------------------------------------ faults
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("local", ["memory", "sqlite"])
 async def test_redis_down_at_mount_degrades_once_to_the_local_store(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, local: str

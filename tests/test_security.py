@@ -111,6 +111,7 @@ def sqlite_bytes(path: Path) -> str:
     return data.decode("latin-1") + repr(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(ERRORS))
 async def test_provider_error_with_a_key_leaks_nowhere(kind, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)

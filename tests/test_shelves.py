@@ -294,6 +294,7 @@ def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_writ
         assert estimate.at(steps) == sum(measure(line) for line in layout.lines(steps)), (seed, steps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(40))
 def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cut_renders(seed: int) -> None:
     """Folders, definitions and URLs beyond what could fit are only counted: the text must not change."""
