@@ -12,16 +12,16 @@ from typing import Any
 from . import events
 from .backends.base import Backend
 from .backends.registry import build_backend
-from .compaction import Strategy
+from .compaction.job import Strategy
 from .config import Config, parse_config
-from .invariants import check_view
+from .core.invariants import check_view
+from .core.tokens import TokenCounter
+from .core.wire import ToolSchemaMeter
 from .manager import SUMMARY_MARKER, SummarizingContextManager
-from .prompts import load_prompts
-from .recall import RecallTool
+from .recall.tool import RecallTool
 from .stores import RedisSettings, SummaryStore, open_store
-from .summarize import SpanSummarizer, SummarizerSettings
-from .tokens import TokenCounter
-from .wire import ToolSchemaMeter
+from .summarizer.prompts import load_prompts
+from .summarizer.span import SpanSummarizer, SummarizerSettings
 
 __amplifier_module_type__ = "context"
 __all__ = [

@@ -12,10 +12,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Compact, inspect, evaluate and benchmark the context-summarize module offline.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    from .bench import add_parser as add_bench
-    from .cli_compact import add_parser as add_compact
-    from .cli_convert import add_parser as add_convert
-    from .cli_inspect import add_parser as add_inspect
+    from .benchmark.cli import add_parser as add_bench
+    from .cli.compact import add_parser as add_compact
+    from .cli.convert import add_parser as add_convert
+    from .cli.inspect import add_parser as add_inspect
     from .evaluation.cli import add_parser as add_eval
 
     add_compact(commands)

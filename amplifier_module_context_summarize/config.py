@@ -7,56 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .backends.registry import DEFAULT_KEY_ENV, DEFAULT_MODELS
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
-from .redact import ENV_NAME, describe, env_name, redact_url
+from .backends.registry import SummarizerConfig
+from .core.redact import ENV_NAME, describe
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
 RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
-
-
-@dataclass(frozen=True)
-class SummarizerConfig:
-    provider: str = "session"
-    """Which backend writes summaries: the session's provider, a direct SDK, or the offline extractor."""
-    model: str | None = None
-    """Model for the direct backends (and a hint passed to the session provider)."""
-    base_url: str | None = None
-    """OpenAI-compatible server (vLLM, Ollama, LM Studio) for ``provider: openai``."""
-    api_key_env: str | None = None
-    """Environment variable holding the key; defaults to ANTHROPIC_API_KEY / OPENAI_API_KEY."""
-    session_provider: str | None = None
-    """Name of the mounted provider to use when none is passed with the request."""
-    timeout_s: float = 120.0
-    """Longest single summarizer call."""
-    max_retries: int | None = None
-    """Module retries per call; unset: 3 for the direct backends, 0 through the session provider (it retries itself)."""
-    circuit_failures: int = 3
-    """Failed summaries in a row that open the circuit (extractive summaries only, no LLM calls); 0 disables it."""
-    circuit_open_s: float = 120.0
-    """How long an open circuit stays open before one call probes the summarizer again."""
-    max_output_tokens: int | None = None
-    """Defaults to the top-level ``summary_max_tokens``."""
-    max_input_tokens: int = 100_000
-    """Largest transcript sent in one call; longer spans are cut into fragments and folded in order."""
-
-    @property
-    def key_env(self) -> str | None:
-        return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
-
-    def __repr__(self) -> str:
-        """Fields as the dataclass shows them, but a ``base_url``'s credentials and a key pasted as
-        ``api_key_env`` are hidden."""
-        shown = {f.name: getattr(self, f.name) for f in fields(self)}
-        shown["api_key_env"] = None if self.api_key_env is None else env_name(self.api_key_env)
-        shown["base_url"] = redact_url(self.base_url)
-        return f"SummarizerConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-
-    @property
-    def effective_model(self) -> str | None:
-        return self.model or DEFAULT_MODELS.get(self.provider)
 
 
 @dataclass(frozen=True)
@@ -270,7 +228,7 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
     if not isinstance(raw, Mapping):
         raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
     raw = unwrap_mount_plan(raw)
-    from .peer_keys import without_peer_keys  # foundation's context-simple keys arrive in a composed bundle
+    from .core.peer_keys import without_peer_keys  # foundation's context-simple keys arrive in a composed bundle
 
     raw = without_peer_keys(raw)
     known = {f.name for f in fields(Config)}

@@ -34,9 +34,9 @@ from amplifier_core.models import ProviderInfo
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, SummarizingContextManager
 from amplifier_module_context_summarize import mount as package_mount
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import is_user_turn
-from amplifier_module_context_summarize.tokens import TokenCounter
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import is_user_turn
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 
 TURNS = 200
 WINDOW, MAX_OUTPUT, SAFETY = 16_000, 2_000, 500

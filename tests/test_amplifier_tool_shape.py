@@ -14,11 +14,9 @@ from typing import Any
 import pytest
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.clip import clip_tool_outputs
-from amplifier_module_context_summarize.extractive import extractive_summary
-from amplifier_module_context_summarize.invariants import ToolPairing, check_view
-from amplifier_module_context_summarize.ledger import extract
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.clip import clip_tool_outputs
+from amplifier_module_context_summarize.core.invariants import ToolPairing, check_view
+from amplifier_module_context_summarize.core.messages import (
     call_ids,
     canonical_json,
     content_hash,
@@ -28,10 +26,13 @@ from amplifier_module_context_summarize.messages import (
     tool_call_parts,
     validate_message,
 )
-from amplifier_module_context_summarize.prompts import render_transcript
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+from amplifier_module_context_summarize.summarizer.prompts import render_transcript
 from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import working_set_of
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.fold import working_set_of
+from amplifier_module_context_summarize.working_set.section import render
 
 ARGS = {"path": "src/app.py", "offset": 120, "limit": 200, "pattern": "def handle_request(self, request: Request)"}
 THINKING = {
@@ -208,7 +209,7 @@ def test_canonical_hash_is_stable_and_sees_the_arguments() -> None:
 def test_working_set_names_the_path_the_extractive_summary_does_not_repeat_it(shape: str) -> None:
     messages = turn(SHAPES[shape](), tool_result())
     assert [f.path for f in extract(messages).files] == ["src/app.py"]
-    assert "- src/app.py — read" in working_set_of(messages).render(500, counter.count_text)
+    assert "- src/app.py — read" in render(working_set_of(messages), 500, counter.count_text)
     summary = extractive_summary(messages, previous_summary=None, max_tokens=500, count_tokens=counter.count_text)
     assert "src/app.py" not in summary
 

@@ -13,7 +13,7 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import check_view, create_manager, events
 from amplifier_module_context_summarize.config import Config
-from amplifier_module_context_summarize.invariants import RULES
+from amplifier_module_context_summarize.core.invariants import RULES
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
@@ -87,6 +87,7 @@ async def test_state_is_an_immutable_value_and_the_summary_is_derived_from_it():
 # ------------------------------------------------------------------ measured defects
 
 
+@pytest.mark.slow
 async def test_stats_are_the_sum_of_what_the_events_reported_on_a_warm_cache():
     cache, history = MemoryStore(), mixed_history(120)
     config = {"max_tokens": BUDGET, "summary_budget_ratio": 0.05, "prefetch": True}
@@ -173,3 +174,164 @@ def test_readme_configuration_table_lists_every_key_with_its_default():
         if value is None or not isinstance(value, (bool, int, float, str)):
             continue  # "none", "packaged `prompts/`", "{provider: session}": described, not a literal
         assert shown.strip() == _readme_default(value), name
+
+
+# ------------------------------------------------------------------ the layout
+
+NAME = PACKAGE.name
+
+# What each part may import (besides itself), bottom to top; the docstring of each sub-package says the same.
+# A part is a sub-package or a module at the top of the package ("" is the package's own ``__init__``).
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "events": set(),
+    "working_set": {"core"},
+    "backends": {"core"},
+    "stores": {"core", "events"},
+    "config": {"core", "backends", "stores"},
+    "summarizer": {"core", "working_set", "backends", "config"},
+    "compaction": {"core", "working_set", "summarizer", "backends", "stores", "config", "events"},
+    "manager": {"core", "working_set", "summarizer", "compaction", "backends", "stores", "config", "events"},
+    "recall": {"core", "config", "manager"},
+    "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall"},
+    "testing": {"", "core", "backends", "summarizer"},
+    "cli": {"", "core", "compaction", "summarizer", "manager", "testing"},
+}
+# On top: the harnesses and the entry point may import anything below them.
+MAY_IMPORT["evaluation"] = set(MAY_IMPORT)  # the session readers of cli/ included
+MAY_IMPORT["benchmark"] = set(MAY_IMPORT)  # the evaluation's replays and its prompt-cache model included
+MAY_IMPORT["__main__"] = set(MAY_IMPORT)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(module: str) -> set[str]:
+    """The package modules ``module`` imports: every ``import`` and ``from ... import``, at module level, inside
+    functions (a deferred import is still a dependency, only a hidden one) and under ``if TYPE_CHECKING:`` (a
+    type is a dependency of the design even when it costs nothing at run time). Relative imports are resolved;
+    ``from pkg import name`` counts ``pkg.name`` when that is a module, else ``pkg``. The parent packages a
+    submodule import initializes on the way are not counted (every module would then depend on the root)."""
+    path = MODULES[module]
+    here = module.split(".") if module else []
+    if path.name != "__init__.py":
+        here = here[:-1]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module == NAME or (node.module or "").startswith(NAME + "."):
+                target = node.module[len(NAME) + 1 :]
+            else:
+                target = None
+            if target is not None:
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}" if target else alias.name
+                    found.add(sub if sub in MODULES else target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name[len(NAME) + 1 :] for a in node.names if a.name.startswith(NAME + "."))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    found.discard(module)
+    return found
+
+
+IMPORTS = {module: _imports(module) for module in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (or a node importing itself), each as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def test_the_import_walk_sees_relative_absolute_and_deferred_imports():
+    assert "core.messages" in IMPORTS["core.tokens"]
+    assert "manager" in IMPORTS[""]  # from .manager import ...
+    assert "compaction.background" in IMPORTS["benchmark.virtual_time"]  # from ..compaction import background
+    assert "cli.compact" in IMPORTS["__main__"]  # inside main()
+    assert "manager" in IMPORTS["recall.tool"]  # under TYPE_CHECKING
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles_between_the_package_modules():
+    assert _cycles(IMPORTS) == []
+
+
+def _part(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_each_part_imports_only_the_parts_below_it():
+    assert {_part(module) for module in MODULES} == set(MAY_IMPORT)
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in IMPORTS.items()
+        for target in targets
+        if _part(target) != _part(module) and _part(target) not in MAY_IMPORT[_part(module)]
+    )
+    assert wrong == []
+
+
+def test_the_parts_import_in_one_direction():
+    graph = {part: allowed - {part} for part, allowed in MAY_IMPORT.items()}
+    assert _cycles(graph) == []
+
+
+def test_each_sub_package_says_what_it_owns_and_what_it_may_import():
+    for folder in sorted(p for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        assert doc, folder.name
+        if folder.name != "testing":  # the public kit: its docstring is its manual
+            assert "May import:" in doc, folder.name
+
+
+def test_no_module_imports_another_modules_private_names():
+    reaches = sorted(
+        f"{module}: {alias.name}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert reaches == []

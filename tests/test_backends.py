@@ -508,6 +508,7 @@ def test_registry_extractive_is_no_backend_and_session_needs_no_key() -> None:
     assert (session.provider_name, session.model, session.retries_itself) == ("anthropic", "m", True)
 
 
+@pytest.mark.slow
 def test_config_validates_against_the_registry_without_importing_an_sdk() -> None:
     code = (
         "import sys\n"

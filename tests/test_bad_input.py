@@ -25,7 +25,7 @@ from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, openai_turn, replay
 
 BUDGET = 12_000
@@ -167,6 +167,7 @@ DUPLICATES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(DUPLICATES))
 async def test_duplicate_tool_call_ids_are_accepted_and_views_stay_valid(name):
     snippet = DUPLICATES[name]
@@ -255,6 +256,7 @@ def odd_turn(i: int) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["summarize", "extractive", "truncate"])
 async def test_values_json_cannot_hold_do_not_break_counting_hashing_or_summaries(strategy):
     history = [m for i in range(25) for m in odd_turn(i)]
@@ -308,6 +310,7 @@ def big_results() -> dict[str, list[dict[str, Any]]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["openai", "anthropic", "anthropic-blocks", "amplifier"])
 async def test_ten_megabyte_tool_output_is_clipped_in_the_view_only(shape):
     history = [
@@ -336,6 +339,7 @@ async def test_ten_megabyte_tool_output_is_clipped_in_the_view_only(shape):
     assert (await manager.get_messages())[len(history) - 1] == history[-1]
 
 
+@pytest.mark.slow
 async def test_ten_megabyte_user_message_is_stored_and_summarized_once_older():
     history = [
         {"role": "system", "content": "agent"},

@@ -18,11 +18,12 @@ from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate
 from amplifier_module_context_summarize.benchmark.synth import REALISTIC, SMALL, SessionGenerator, TextSource
 from amplifier_module_context_summarize.benchmark.targets import all_passed
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import is_user_turn
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import is_user_turn
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import extends as replay_extends
 from amplifier_module_context_summarize.testing import replay as kit_replay
-from amplifier_module_context_summarize.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set.index import index_of
 
 SIZES = [400, 800]
 STATE_KEYS = {"turn_s", "request_s", "request_budget_s", "floor_s", "request_over_floor", "view_messages"}
@@ -41,6 +42,7 @@ def text():
     return source
 
 
+@pytest.mark.slow
 def test_json_has_every_figure(result):
     data = json.loads(json.dumps(result.to_json()))
     assert set(data) >= {"quick", "budget", "environment", "sizes", "simulation", "targets", "all_passed", "seconds"}
@@ -99,6 +101,7 @@ def test_ratios_and_memory_are_computed_from_the_figures(result):
     assert floor.value == result.costs[SIZES[-1]].states["open"].request_over_floor
 
 
+@pytest.mark.slow
 def test_simulation_counts_match_an_independent_replay(text):
     """Replay the same seeded session with a plain loop and an event recorder; the figures must agree."""
     plan = SimPlan(turns=50, budget=30_000, sizes=replace(REALISTIC, large_tool=(3_000, 6_000)), seed=5)
@@ -153,6 +156,7 @@ def test_synthetic_history_is_valid_and_mixed(text):
     assert not check_view(history[: max(i for i, m in enumerate(history) if is_user_turn(m))])
 
 
+@pytest.mark.slow
 def test_cli_prints_json_and_rejects_bad_sizes(capsys):
     assert main(["bench", "--quick", "--json", "--no-sim", "--sizes", "300"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -174,6 +178,7 @@ def test_the_long_session_times_compactions_at_every_checkpoint(result):
     assert [t.value for t in targets] == [run.flatness for run in result.long_session]
 
 
+@pytest.mark.slow
 def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
     session = CodingSession(SMALL, seed=3, text=text)
     messages = session.history(1_500)
@@ -181,12 +186,13 @@ def test_the_coding_session_is_valid_and_its_working_set_keeps_growing(text):
     views = asyncio.run(kit_replay(manager, messages, budget=20_000))  # every view checked
     assert views and manager.stats["compactions"] > 0
     early, late = (
-        manager.history.working_set.state(n) for n in (len(manager.history.groups) // 4, len(manager.history.groups))
+        index_of(manager.history).state(n) for n in (len(manager.history.groups) // 4, len(manager.history.groups))
     )
     assert len(late.files) > 2 * len(early.files) and len(late.definitions) > 2 * len(early.definitions)
     assert any(not ok for _, _, ok, _, _ in late.commands.values()) and late.ids and late.urls
 
 
+@pytest.mark.slow
 def test_cli_compaction_only_prints_just_the_long_session(capsys):
     assert main(["bench", "--quick", "--compaction-only", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

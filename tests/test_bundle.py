@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from amplifier_module_context_summarize import peer_keys
 from amplifier_module_context_summarize.config import parse_config
+from amplifier_module_context_summarize.core import peer_keys
 
 BEHAVIOR = Path(__file__).resolve().parent.parent / "behaviors" / "context-summarize.yaml"
 

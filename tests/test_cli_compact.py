@@ -75,6 +75,7 @@ def test_direct_backend_without_key_names_the_variable(capsys):
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_module_entry_runs_as_a_program():
     result = subprocess.run(
         [sys.executable, "-m", "amplifier_module_context_summarize", "compact", "--example", "--json"],

@@ -6,7 +6,7 @@ import io
 import json
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli_compact import ProgressBar
+from amplifier_module_context_summarize.cli.compact import ProgressBar
 
 
 def test_default_budget_gives_the_example_a_summary_shown_in_full(capsys):

@@ -14,7 +14,7 @@ import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
 BUDGET = 12_000
@@ -65,6 +65,7 @@ async def test_concurrent_requests_across_many_compactions_never_summarize_a_seg
     assert len(set(prompts(provider))) == len(provider.requests), "a segment was summarized twice"
 
 
+@pytest.mark.slow
 async def test_prefetch_and_concurrent_requests_share_one_summarization_per_segment():
     manager, _ = make({"prefetch": True})
     provider = FakeProvider(delay=0.02)
@@ -83,6 +84,7 @@ async def test_prefetch_and_concurrent_requests_share_one_summarization_per_segm
     assert await manager.get_messages() == history
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 async def test_add_message_interleaved_with_requests_never_gives_an_invalid_view(seed):
     rng = random.Random(seed)

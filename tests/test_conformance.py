@@ -55,6 +55,7 @@ def test_entry_point_is_installed():
     assert package.__amplifier_module_type__ == "context"
 
 
+@pytest.mark.slow
 def test_cli_validator_passes():
     import subprocess
     import sys
@@ -66,6 +67,7 @@ def test_cli_validator_passes():
     assert "PASSED" in result.stdout
 
 
+@pytest.mark.slow
 async def test_summaries_use_the_mounted_provider_named_in_config():
     from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 

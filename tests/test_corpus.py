@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import amplifier_module_context_summarize
-from amplifier_module_context_summarize.messages import message_text, validate_message
-from amplifier_module_context_summarize.tokens import text_counter
+from amplifier_module_context_summarize.core.messages import message_text, validate_message
+from amplifier_module_context_summarize.core.tokens import text_counter
 
 _PACKAGE_DIR = Path(
     amplifier_module_context_summarize.__file__ or next(iter(amplifier_module_context_summarize.__path__))
@@ -154,6 +154,7 @@ def _converter():
     return module
 
 
+@pytest.mark.slow
 def test_converter_checker_accepts_the_bundled_probes():
     """Includes the early-probe rule: most probes ask about facts far behind the verbatim tail."""
     convert_raw = _converter()
@@ -164,6 +165,7 @@ def test_converter_checker_accepts_the_bundled_probes():
         assert convert_raw.check_probes(name, messages, _probes(name), counts) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not RAW_DIR.is_dir(), reason="raw sessions not available")
 def test_converter_reproduces_the_bundled_sessions(tmp_path):
     convert_raw = _converter()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from amplifier_module_context_summarize.benchmark.prices import PRICES_DATE, TABLES, ModelPrice, PriceTable
-from amplifier_module_context_summarize.benchmark.prompt_cache import CacheMeter, bill
+from amplifier_module_context_summarize.evaluation.prices import PRICES_DATE, TABLES, ModelPrice, PriceTable
+from amplifier_module_context_summarize.evaluation.prompt_cache import CacheMeter, bill
 
 
 def _msg(role: str, name: str, tokens: int) -> dict:

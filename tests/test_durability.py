@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
@@ -49,6 +50,7 @@ def run_process(script: Path, mode: str) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_resume_in_a_new_process_rebuilds_the_same_view_with_no_provider_call(tmp_path):
     script = tmp_path / "session.py"
     script.write_text(PROCESS_SCRIPT.format(budget=BUDGET, path=str(tmp_path / "c.db")))
@@ -130,6 +132,7 @@ async def _long_session(turns: int) -> tuple[int, int, int]:
     return worst, len(provider.requests), len(recorder.get_events("context:post_compact"))
 
 
+@pytest.mark.slow
 async def test_five_thousand_turns_stay_in_budget_with_linear_provider_calls():
     worst_short, calls_short, _ = await _long_session(1_000)
     worst_long, calls_long, compactions = await _long_session(5_000)
@@ -138,6 +141,7 @@ async def test_five_thousand_turns_stay_in_budget_with_linear_provider_calls():
     assert calls_long <= 6 * calls_short, (calls_short, calls_long)
 
 
+@pytest.mark.slow
 async def test_prefetch_turns_the_threshold_compaction_into_a_cache_hit():
     recorder = EventRecorder()
     manager = create_manager({"max_tokens": BUDGET, "prefetch": True}, hooks=recorder)

@@ -15,19 +15,19 @@ import pytest
 from amplifier_core.testing import EventRecorder, MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
-from amplifier_module_context_summarize.budget import request_budget
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.budget import request_budget
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.wire import (
+    UsageCalibration,
+    reported_input_tokens,
+    without_response_chain,
+)
 from amplifier_module_context_summarize.testing import (
     AnthropicLikeProvider,
     FakeProvider,
     LoopLike,
     ReadFileTool,
     mixed_history,
-)
-from amplifier_module_context_summarize.wire import (
-    UsageCalibration,
-    reported_input_tokens,
-    without_response_chain,
 )
 
 
@@ -151,6 +151,7 @@ async def test_a_summary_from_another_model_than_requested_is_used_but_not_cache
 # ------------------------------------------------------------------ outages
 
 
+@pytest.mark.slow
 async def test_a_summarizer_outage_costs_one_deadline_then_the_circuit_opens():
     config = {"max_tokens": 16_000, "compaction_deadline_s": 0.3, "summarizer": {"circuit_failures": 2}}
     config["observation_masking"] = False  # every compaction asks the summarizer (masking alone needs none)

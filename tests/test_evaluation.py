@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.cassette import Cassette, CassetteBackend, CassetteMiss
 from amplifier_module_context_summarize.evaluation.loader import CorpusError, Probe, load_corpus
@@ -37,8 +40,6 @@ from amplifier_module_context_summarize.evaluation.scoring import (
     view_text,
 )
 from amplifier_module_context_summarize.evaluation.strategies import STRATEGIES, make_manager
-from amplifier_module_context_summarize.history import History
-from amplifier_module_context_summarize.invariants import check_view
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.testing import (
     FILLER,
@@ -48,8 +49,7 @@ from amplifier_module_context_summarize.testing import (
     tool_call,
     tool_result,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import named_files
+from amplifier_module_context_summarize.working_set.fold import named_files
 
 BUDGET = 3000
 LLM = ModelSpec("anthropic", "fake-model")
@@ -517,6 +517,7 @@ def test_deterministic_results_fill_no_judge_columns(tmp_path):
 # ---------------------------------------------------------------- record / replay
 
 
+@pytest.mark.slow
 async def test_record_then_replay_reproduces_scores_without_calls(tmp_path):
     sessions = load_corpus(small_corpus(tmp_path / "corpus"))
     settings = Settings(BUDGET, ("summarize", "naive", "truncation"), LLM)
@@ -557,6 +558,7 @@ def no_keys(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.slow
 def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
     no_keys(monkeypatch)
     out = tmp_path / "out"
@@ -574,6 +576,7 @@ def test_cli_runs_offline_and_writes_results(tmp_path, monkeypatch, capsys):
     assert "## Per session" in (out / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_cli_record_then_replay_gives_identical_results(tmp_path, monkeypatch, capsys):
     corpus = small_corpus(tmp_path / "corpus")
     tape = tmp_path / "tape.json"

@@ -12,7 +12,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.extractive import (
+from amplifier_module_context_summarize.summarizer.extractive import (
     EMPTY_SPAN,
     extractive_summary,
     is_announcement,
@@ -384,6 +384,7 @@ _message = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_message, max_size=8), st.integers(min_value=0, max_value=300))
 def test_any_message_soup_gives_a_summary_within_budget(messages: list[dict[str, Any]], max_tokens: int) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize import create_manager, mount
-from amplifier_module_context_summarize.extras import MissingExtra
+from amplifier_module_context_summarize.core.extras import MissingExtra
 
 PYPROJECT = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
 

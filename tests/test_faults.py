@@ -18,7 +18,7 @@ from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.invariants import check_view
+from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
@@ -102,6 +102,7 @@ RAISES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("error", "category", "retryable"), RAISES, ids=[type(e).__name__ for e, _, _ in RAISES])
 async def test_raising_provider_falls_back_and_the_view_still_fits(error, category, retryable):
     manager, recorder = make({"summarizer": {"max_retries": 2}})
@@ -136,6 +137,7 @@ GARBAGE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "category"), GARBAGE, ids=[c for _, c in GARBAGE])
 async def test_useless_answer_is_rejected_and_the_view_still_fits(provider, category):
     manager, recorder = make({"summarizer": {"max_retries": 0}})
@@ -151,6 +153,7 @@ async def test_useless_answer_is_rejected_and_the_view_still_fits(provider, cate
     assert await manager.get_messages() == HISTORY
 
 
+@pytest.mark.slow
 async def test_timeout_and_hang_are_cut_off_by_timeout_s():
     for provider in (FakeProvider(delay=30), HangingProvider()):
         manager, recorder = make({"summarizer": {"timeout_s": 0.05, "max_retries": 1}})
@@ -162,6 +165,7 @@ async def test_timeout_and_hang_are_cut_off_by_timeout_s():
         assert first["fallback"] == "timeout" and first["provider_calls"] == 2
 
 
+@pytest.mark.slow
 async def test_slow_provider_within_timeout_is_used():
     manager, recorder = make({"summarizer": {"timeout_s": 5}})
     provider = FakeProvider(delay=0.05)
@@ -170,6 +174,7 @@ async def test_slow_provider_within_timeout_is_used():
     assert provider.requests
 
 
+@pytest.mark.slow
 async def test_flaky_provider_recovers_after_transient_faults():
     class Flaky(FakeProvider):
         async def complete(self, request, **kwargs):
@@ -184,6 +189,7 @@ async def test_flaky_provider_recovers_after_transient_faults():
     assert first["fallback"] is None and first["provider_calls"] == 3
 
 
+@pytest.mark.slow
 async def test_failing_provider_never_sees_the_same_span_twice_during_a_session():
     manager, recorder = make({"summarizer": {"max_retries": 0}})
     provider = FakeProvider(fail_with=RuntimeError("down"))
@@ -202,6 +208,7 @@ class FakeClock:
         return self.now
 
 
+@pytest.mark.slow
 async def test_failed_span_is_not_retried_on_every_request_until_the_cooldown_ends():
     clock = FakeClock()
     manager, recorder = make({"summarizer": {"max_retries": 0}, "failure_cooldown_s": 30}, clock=clock)
@@ -286,6 +293,7 @@ async def test_cancelling_one_of_several_waiting_requests_does_not_hurt_the_othe
     assert len(provider.requests) == 1
 
 
+@pytest.mark.slow
 async def test_hook_that_raises_does_not_break_the_request():
     class BadHooks:
         async def emit(self, event, data):
@@ -296,6 +304,7 @@ async def test_hook_that_raises_does_not_break_the_request():
     assert views and manager.stats["compactions"] >= 1
 
 
+@pytest.mark.slow
 async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
     manager, recorder = make()
 
@@ -310,6 +319,7 @@ async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
     assert all(manager.counter.count_messages(v) <= BUDGET for v in views)
 
 
+@pytest.mark.slow
 async def test_a_strategy_that_raises_still_leaves_a_fitting_view(monkeypatch):
     class Broken:
         name = "broken"

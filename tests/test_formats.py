@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.formats import READERS, dump_line, load
-from amplifier_module_context_summarize.messages import message_text
-from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.cli.formats import READERS, dump_line
+from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.cli.session_io import load_session as load
+from amplifier_module_context_summarize.core.messages import message_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 
@@ -128,7 +129,7 @@ def test_compact_reads_a_recording_directly(capsys):
 
 
 def test_console_script_and_budget_suffixes():
-    from amplifier_module_context_summarize.cli_args import token_count
+    from amplifier_module_context_summarize.cli.args import token_count
 
     assert [token_count(t) for t in ("24k", "200K", "1.5m", "24000", "24_000")] == [24_000, 200_000, 1_500_000] + [
         24_000

@@ -1,6 +1,6 @@
 import pytest
 
-from amplifier_module_context_summarize.handles import HandleError, handle_for, resolve
+from amplifier_module_context_summarize.core.handles import HandleError, handle_for, resolve
 
 MESSAGES = [
     {"role": "user", "content": "read the config"},

@@ -28,17 +28,17 @@ from typing import Any
 import pytest
 from virtual_clock import VirtualClock
 
-from amplifier_module_context_summarize import background, create_manager, prefetch, summarize
+from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.openai_backend import OpenAIBackend
+from amplifier_module_context_summarize.compaction import background, compactor, prefetch
+from amplifier_module_context_summarize.compaction.segments import MAX_REMEMBERED_FAILURES
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
-from amplifier_module_context_summarize.evaluation.cassette import Cassette
-from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
-from amplifier_module_context_summarize.history import History
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import (
     MAX_NESTING,
     content_hash,
     encodable,
@@ -46,8 +46,10 @@ from amplifier_module_context_summarize.messages import (
     sanitize,
     validate_message,
 )
-from amplifier_module_context_summarize.segments import MAX_REMEMBERED_FAILURES
+from amplifier_module_context_summarize.evaluation.cassette import Cassette
+from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
+from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
 
 BUDGET = 6_000
@@ -207,6 +209,7 @@ async def test_sqlite_store_stores_surrogates_as_replacement_and_never_raises(tm
         await store.put(CachedSummary(f"k{LONE}", "e", "x", 1, 1))  # a key SQLite cannot hold: refused
 
 
+@pytest.mark.slow
 async def test_prefetch_with_a_surrogate_pays_once_per_span():
     recorder, provider = EventRecorder(), FakeProvider()
     config = {"prefetch": True, "summary_budget_ratio": 0.9}
@@ -511,6 +514,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
 async def test_wrong_typed_rows_from_any_store_are_misses(name):
     store, history = CorruptingStore(lambda entry: entry), mixed_history(40)
@@ -591,6 +595,7 @@ class InfoProvider(FakeProvider):
         return self.info
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", BAD_LIMITS, ids=repr)
 @pytest.mark.parametrize("where", ["window", "output", "defaults"])
 async def test_provider_limits_of_the_wrong_type_are_ignored(bad, where):
@@ -627,6 +632,7 @@ class SpuriousCancel(FakeProvider):
         raise asyncio.CancelledError()  # the provider cancelled its own work; nobody cancelled the request
 
 
+@pytest.mark.slow
 async def test_a_provider_raising_cancelled_error_on_its_own_is_a_fault():
     recorder = EventRecorder()
     manager = make(hooks=recorder)
@@ -661,7 +667,7 @@ async def test_a_real_cancellation_still_reaches_the_caller():
 async def test_compaction_deadline_bounds_everything_a_request_waits_for(monkeypatch):
     """Every attempt hangs until cut off: prefetch, retries, merges and extra passes all share the deadline."""
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, summarize, retrying, prefetch, background)
+    clock.install(monkeypatch, manager_module, compactor, summarize, retrying, prefetch, background)
     config = {
         "compaction_deadline_s": 25,
         "prefetch": True,
@@ -744,7 +750,7 @@ def test_fifos_devices_folders_and_huge_files_are_refused(tmp_path, capsys, monk
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero"), tmp_path):
         fails_in_one_line(capsys, ["compact", str(path)], path, "not a regular file")
-    from amplifier_module_context_summarize import session_io
+    from amplifier_module_context_summarize.cli import session_io
 
     big = tmp_path / "big.jsonl"
     big.write_text(json.dumps({"role": "user", "content": "x" * 5_000}) + "\n")

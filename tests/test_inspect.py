@@ -15,8 +15,8 @@ import pytest
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
-from amplifier_module_context_summarize.losses import account, newly_hidden
+from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
+from amplifier_module_context_summarize.compaction.losses import account, newly_hidden
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
 
 BUDGET = 6_000
@@ -173,7 +173,7 @@ def test_html_leads_with_the_chart_then_the_table_of_losses(session_file, tmp_pa
 
 
 def test_the_chart_thins_long_sessions_and_keeps_spikes_in_the_frame():
-    from amplifier_module_context_summarize.inspect_chart import HEIGHT, TOP, Mark, render_chart
+    from amplifier_module_context_summarize.cli.inspect_chart import HEIGHT, TOP, Mark, render_chart
 
     requests = [(i, 1_000 + (i % 500) * 40) for i in range(0, 60_000, 3)]
     marks = [Mark(n + 1, i, 21_000, 2_000) for n, i in enumerate(range(1497, 60_000, 1500))]

@@ -12,14 +12,17 @@ import pytest
 from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
-from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager, prefetch, summarize
-from amplifier_module_context_summarize import background as background_module
+from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
+from amplifier_module_context_summarize.compaction import background as background_module
+from amplifier_module_context_summarize.compaction import compactor as compactor_module
+from amplifier_module_context_summarize.compaction import prefetch
 from amplifier_module_context_summarize.config import parse_config
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.state import CompactionState, Segment
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
 
 BUDGET = 6_000
@@ -97,7 +100,7 @@ async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_comp
     added, views = await until_background_starts(manager, provider, history)
     crossing = views[-1]
     assert fits(crossing, manager) and extends(views[-2], crossing), "the crossing view is the old one, extended"
-    assert manager.counter.count_messages(crossing) > manager._limits(BUDGET).compact_at
+    assert manager.counter.count_messages(crossing) > manager.budget.limits(BUDGET).compact_at
     assert not any(str(m.get("content", "")).startswith(SUMMARY_MARKER) for m in crossing)
     assert provider.requests == [] and recorder.get_events("context:post_compact") == []
     assert phases(recorder) == ["started"]
@@ -116,7 +119,7 @@ async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_comp
     landed = await manager.get_messages_for_request(BUDGET, provider)
     assert str(landed[1]["content"]).startswith(SUMMARY_MARKER)
     assert fits(landed, manager)
-    assert manager.counter.count_messages(landed) < manager._limits(BUDGET).compact_at
+    assert manager.counter.count_messages(landed) < manager.budget.limits(BUDGET).compact_at
     assert phases(recorder) == ["started", "landed"]
     [(_, pre)] = recorder.get_events("context:pre_compact")
     [(_, post)] = recorder.get_events("context:post_compact")
@@ -142,7 +145,7 @@ async def test_a_view_that_would_not_fit_waits_for_the_summary_until_the_deadlin
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
     manager, recorder = make({"compaction_deadline_s": 5})
     provider = GatedProvider()  # never answers
     history = mixed_history(80, size=8)
@@ -171,14 +174,14 @@ async def test_a_view_that_would_not_fit_takes_a_background_summary_that_lands_b
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
     manager, recorder = make({"compaction_deadline_s": 30})
     provider = FakeProvider(delay=12.0)
     history = mixed_history(80, size=8)
     added, _ = await until_background_starts(manager, provider, history)
     for message in history[added:]:
         await manager.add_message(message)
-        if manager._view_tokens() > BUDGET:  # the view as planned, before the in-band fitting
+        if manager.view.tokens() > BUDGET:  # the view as planned, before the in-band fitting
             break
         await manager.get_messages_for_request(BUDGET, provider)
     started = clock.now
@@ -292,7 +295,7 @@ async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_ta
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
     manager, recorder = make({"prefetch": True, "prefetch_threshold": 0.6})
     provider = FakeProvider(delay=10.0)
     history = mixed_history(80, size=8)
@@ -314,7 +317,7 @@ async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_ta
 
 async def test_compact_lets_a_background_compaction_land_first_then_compacts_in_band(monkeypatch: pytest.MonkeyPatch):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
     manager, recorder = make()
     provider = FakeProvider(delay=3.0)
     await until_background_starts(manager, provider, mixed_history(80, size=8))
@@ -376,7 +379,7 @@ async def test_a_view_one_output_takes_past_the_budget_is_masked_to_fit_and_summ
     over_budget_starts = 0
     for message in tool_heavy_large(80):
         await manager.add_message(message)
-        would_not_fit = manager._view_tokens() > BUDGET
+        would_not_fit = manager.view.tokens() > BUDGET
         running = manager.background.running
         view = await asyncio.wait_for(manager.get_messages_for_request(BUDGET, provider), timeout=5)
         assert fits(view, manager)
@@ -405,7 +408,7 @@ async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_furth
     beside = 0
     for message in messages:
         await manager.add_message(message)
-        would_not_fit, running, before = manager._view_tokens() > BUDGET, manager.background.running, manager.state
+        would_not_fit, running, before = manager.view.tokens() > BUDGET, manager.background.running, manager.state
         view = await asyncio.wait_for(manager.get_messages_for_request(BUDGET, provider), timeout=5)
         assert fits(view, manager), "no request waited for the gated summary, and every view fits"
         if would_not_fit and running:
@@ -434,9 +437,9 @@ async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_furth
 
 
 def test_a_summary_lands_only_onto_more_masking_of_the_state_it_started_from():
-    """``_land`` installs a summary onto a state that differs from its start only by masking further."""
+    """``Compactor.land`` installs a summary onto a state that differs from its start only by masking further."""
     start = CompactionState(boundary=4, segments=(Segment(0, 4, "summary", 3),), mask_end=6)
-    masks_further = manager_module._masks_further
+    masks_further = compactor_module.masks_further
     assert masks_further(start, start.masked_to(9))
     assert not masks_further(start, start), "nothing masked further: the same state"
     assert not masks_further(start, start.cut(5)), "another boundary"

@@ -7,8 +7,18 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.ledger import EDIT, MOVE, NO_FACTS, READ, USE, WRITE, Facts, FileAction, extract
 from amplifier_module_context_summarize.testing import ORCHESTRATOR_SHAPES, tool_call, tool_result
+from amplifier_module_context_summarize.working_set.facts import (
+    EDIT,
+    MOVE,
+    NO_FACTS,
+    READ,
+    USE,
+    WRITE,
+    Facts,
+    FileAction,
+    extract,
+)
 
 SHAPES = ("openai", "anthropic", "amplifier")
 # ORCHESTRATOR_SHAPES (Amplifier's orchestrators, see the testing kit's builders) are tested beside these.

@@ -22,11 +22,11 @@ from amplifier_module_context_summarize.backends.base import (
     BackendError,
     Completion,
 )
-from amplifier_module_context_summarize.prompts import FENCE_CLOSE, FENCE_OPEN
-from amplifier_module_context_summarize.state import SUMMARY_MARKER, TRUNCATION_MARKER
-from amplifier_module_context_summarize.summarize import MIN_SPAN_TOKENS, SUMMARY_RATIO, tokens_per_word
+from amplifier_module_context_summarize.core.state import SUMMARY_MARKER, TRUNCATION_MARKER
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.prompts import FENCE_CLOSE, FENCE_OPEN
+from amplifier_module_context_summarize.summarizer.span import MIN_SPAN_TOKENS, SUMMARY_RATIO, tokens_per_word
 from amplifier_module_context_summarize.testing import EventRecorder, SimulatedLLM, replay
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 COUNT = TokenCounter().count_text
 MARKER_HEAD = TRUNCATION_MARKER.split("{")[0]
@@ -98,6 +98,7 @@ def shows(view: list[dict[str, Any]], head: str) -> bool:
     return any(str(m.get("content", "")).startswith(head) for m in view)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("budget", "tasks", "masking"), [(12_000, 24, True), (16_000, 24, True), (32_000, 60, True), (64_000, 40, False)]
 )
@@ -116,6 +117,7 @@ async def test_a_healthy_summarizer_never_opens_the_circuit_and_every_view_keeps
     assert names == ["context:pre_compact", "context:post_compact"] * len(posts), "each post right after its pre"
 
 
+@pytest.mark.slow
 async def test_content_rejections_leave_the_breaker_closed_but_provider_faults_open_it():
     class Refusing:
         name, model = "refusing", "m"
@@ -212,7 +214,7 @@ async def test_a_marker_stands_for_the_summary_for_one_request_only():
 
 
 def test_the_prompts_spend_the_models_words_on_what_no_extractor_recovers():
-    from amplifier_module_context_summarize.prompts import load_prompts
+    from amplifier_module_context_summarize.summarizer.prompts import load_prompts
 
     prompts = load_prompts()
     system = prompts.system("summarize")

@@ -7,8 +7,8 @@ from amplifier_core import llm_errors
 from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import is_user_turn
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import is_user_turn
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     FakeProvider,
@@ -35,6 +35,7 @@ def post_events(recorder):
     return [data for _, data in recorder.get_events("context:post_compact")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("turn", [openai_turn, anthropic_turn, amplifier_turn, None])
 async def test_views_are_valid_fit_and_leave_history_untouched(turn):
     history = mixed_history(90) if turn is None else [m for i in range(90) for m in turn(i)]
@@ -66,6 +67,7 @@ async def test_system_messages_first_then_summary_then_recent_verbatim():
     assert tail == [m for m in history[position : position + len(tail) + 1] if m["role"] != "system"][: len(tail)]
 
 
+@pytest.mark.slow
 async def test_recent_share_is_kept_verbatim_after_compaction():
     manager, recorder = make()
     await replay(manager, mixed_history(80), FakeProvider(), budget=BUDGET)
@@ -77,6 +79,7 @@ async def test_recent_share_is_kept_verbatim_after_compaction():
         assert event["token_count"] <= manager.config.target_usage * BUDGET + manager.config.summary_max_tokens
 
 
+@pytest.mark.slow
 async def test_views_extend_each_other_between_compactions():
     manager, recorder = make()
     views = await replay(manager, mixed_history(300, size=8), FakeProvider(), budget=BUDGET)
@@ -86,6 +89,7 @@ async def test_views_extend_each_other_between_compactions():
     assert breaks == compactions
 
 
+@pytest.mark.slow
 async def test_repeat_request_and_resume_make_no_provider_calls():
     history = mixed_history(80)
     cache = MemoryStore()
@@ -105,6 +109,7 @@ async def test_repeat_request_and_resume_make_no_provider_calls():
     assert not recorder.get_events("context:pre_compact")
 
 
+@pytest.mark.slow
 async def test_changed_early_message_never_serves_a_stale_summary():
     history = mixed_history(80)
     cache = MemoryStore()
@@ -118,6 +123,7 @@ async def test_changed_early_message_never_serves_a_stale_summary():
     assert second.state.boundary == 0, "no cached segment may cover the edited message"
 
 
+@pytest.mark.slow
 async def test_new_segment_is_summarized_with_the_previous_summary_as_context():
     manager, _ = make()
     provider = FakeProvider()
@@ -169,6 +175,7 @@ async def test_config_max_tokens_is_the_last_resort_budget():
     assert {e["budget"] for e in post_events(recorder)} == {10_000}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("provider", "category"),
     [
@@ -189,12 +196,14 @@ async def test_failures_fall_back_and_still_fit(provider, category):
     assert await manager.get_messages() == history
 
 
+@pytest.mark.slow
 async def test_hung_provider_is_cut_off_by_timeout():
     manager, recorder = make({"summarizer": {"timeout_s": 0.05, "max_retries": 0}})
     await replay(manager, mixed_history(60), FakeProvider(delay=5), budget=BUDGET)
     assert post_events(recorder)[0]["fallback"] == "timeout"
 
 
+@pytest.mark.slow
 async def test_provider_error_is_retried_then_succeeds():
     class Flaky(FakeProvider):
         async def complete(self, request, **kwargs):
@@ -225,6 +234,7 @@ async def test_truncate_strategy_drops_whole_groups_without_provider():
     assert post_events(recorder) and all(e["provider_calls"] == 0 for e in post_events(recorder))
 
 
+@pytest.mark.slow
 async def test_extractive_strategy_needs_no_provider():
     manager, recorder = make({"compaction_strategy": "extractive"})
     views = await replay(manager, mixed_history(80), None, budget=BUDGET)
@@ -233,6 +243,7 @@ async def test_extractive_strategy_needs_no_provider():
     assert all(e["fallback"] is None for e in post_events(recorder))
 
 
+@pytest.mark.slow
 async def test_event_payloads():
     manager, recorder = make()
     await replay(manager, mixed_history(70), FakeProvider(), budget=BUDGET)
@@ -266,6 +277,7 @@ async def test_concurrent_requests_summarize_each_segment_once():
     assert all(v == views[0] for v in views)
 
 
+@pytest.mark.slow
 async def test_latest_user_request_survives_a_long_tool_loop():
     history = [{"role": "system", "content": "agent"}, {"role": "user", "content": "Fix the flaky login test."}]
     for i in range(150):
@@ -315,6 +327,7 @@ async def test_clear_forgets_history_and_state():
     assert await manager.get_messages_for_request(BUDGET) == [{"role": "user", "content": "fresh"}]
 
 
+@pytest.mark.slow
 async def test_oversized_newest_group_is_clipped_in_the_view_only():
     huge = "x" * 400_000
     history = [
@@ -339,6 +352,7 @@ def test_is_user_turn_examples():
     assert is_user_turn({"role": "user", "content": "x"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("summarizer", ["session", "extractive"])
 async def test_the_first_request_stays_verbatim_after_the_summary(summarizer):
     task = "Task statement: port the billing service to the new queue API; keep invoice ids stable (BILL-204)."

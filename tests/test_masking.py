@@ -5,9 +5,9 @@ import json
 import pytest
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.handles import resolve
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import block_text, result_ids
+from amplifier_module_context_summarize.core.handles import resolve
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import block_text, result_ids
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
@@ -57,6 +57,7 @@ def make(config=None, store=None):
     return manager, recorder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["openai", "anthropic", "amplifier", "orchestrator", "streaming"])
 async def test_masking_replaces_old_outputs_keeps_calls_and_words_and_views_stay_valid(shape):
     history = tool_session(shape, 30, output_lines=100)
@@ -83,6 +84,7 @@ async def test_masking_replaces_old_outputs_keeps_calls_and_words_and_views_stay
         assert "collected item" in body and len(body) > 1000
 
 
+@pytest.mark.slow
 async def test_the_hybrid_pays_for_no_summary_while_masking_is_enough():
     history = tool_session("anthropic", 30, output_lines=100)
     manager, recorder = make({"max_tokens": WIDE})
@@ -99,6 +101,7 @@ async def test_the_hybrid_pays_for_no_summary_while_masking_is_enough():
     assert not any(t.startswith("[tool output masked:") for t in outputs(views[-1]))
 
 
+@pytest.mark.slow
 async def test_summarizing_starts_when_masking_cannot_reach_the_target():
     history = tool_session("openai", 160, output_lines=30, request_every=3)
     manager, _ = make()
@@ -129,6 +132,7 @@ async def test_views_between_compactions_extend_each_other():
     assert checked > 100 and compactions > 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["openai", "anthropic"])
 async def test_resume_shows_the_identical_masked_and_summarized_view(shape):
     history = tool_session(shape, 160, output_lines=30, request_every=3)
@@ -160,6 +164,7 @@ async def test_huge_call_arguments_are_clipped_and_stay_valid_json():
     assert all(a["path"].startswith("src/m") for a in arguments)  # short values are never clipped
 
 
+@pytest.mark.slow
 async def test_observation_masking_off_and_the_mask_strategy():
     history = tool_session("openai", 160, output_lines=30, request_every=3)
     manager, _ = make({"compaction_strategy": "mask"})
@@ -182,7 +187,7 @@ async def test_short_outputs_are_never_masked():
 async def test_masking_never_makes_a_view_larger_than_the_outputs_it_replaces(shape):
     """Under a low ``mask_min_chars`` a placeholder can be longer than the output: it must then not be used,
     and what planning counts for a masked group must be what the view shows (a view once went over budget)."""
-    from amplifier_module_context_summarize.masking import Masks, MaskSettings
+    from amplifier_module_context_summarize.compaction.masking import Masks, MaskSettings
 
     history = tool_session(shape, 12, output_lines=1, request_every=4)  # outputs of ~75 chars
     history += tool_session(shape, 4, output_lines=40)[1:]  # and some long ones

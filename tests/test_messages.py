@@ -2,8 +2,8 @@
 
 import pytest
 
-from amplifier_module_context_summarize.invariants import check_view
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.core.messages import (
     group_messages,
     is_user_turn,
     sanitize,

@@ -4,11 +4,13 @@ import json
 import re
 from types import SimpleNamespace
 
+import pytest
+
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.offline_merge import merge_summaries
-from amplifier_module_context_summarize.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.compaction.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.offline_merge import merge_summaries
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 COUNT = TokenCounter().count_text
 
@@ -27,6 +29,7 @@ def test_sections_are_joined_oldest_first_and_the_oldest_items_go_first():
     assert merge_summaries([older], 1, COUNT) == ""
 
 
+@pytest.mark.slow
 async def test_offline_merges_read_summaries_not_the_history(monkeypatch):
     """Compaction cost must not grow with the session: no merge re-reads the span it stands for."""
     manager = create_manager({"max_tokens": 6_000, "summarizer": "extractive", "summary_budget_ratio": 0.05})
@@ -44,6 +47,7 @@ async def test_offline_merges_read_summaries_not_the_history(monkeypatch):
     assert max(spans) < len(history) // 4  # each summary read one segment's span, never the merged range
 
 
+@pytest.mark.slow
 async def test_a_merge_folds_the_summary_well_below_its_room_so_the_next_compactions_need_none():
     """Hysteresis for the summary's own room: merged to ``MERGE_SHARE`` of it, not to just under it."""
     budget = 12_000

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.invariants import check_view as view_rules
-from amplifier_module_context_summarize.messages import (
+from amplifier_module_context_summarize.core.invariants import check_view as view_rules
+from amplifier_module_context_summarize.core.messages import (
     MAX_NESTING,
     block_text,
     encodable,
@@ -491,6 +491,7 @@ async def run_scenario(scenario: dict[str, Any], check: bool = True) -> list[lis
 # ---------------------------------------------------------------------------------------------- properties
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(scenarios())
 def test_mixed_histories_give_valid_ordered_fitting_views(scenario):
@@ -499,12 +500,14 @@ def test_mixed_histories_give_valid_ordered_fitting_views(scenario):
     assert scenario["history"] == original, "the caller's messages were mutated"
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=150)
 @given(st.sampled_from(["openai", "anthropic", "amplifier"]).flatmap(scenarios))
 def test_single_shape_histories_give_valid_ordered_fitting_views(scenario):
     asyncio.run(run_scenario(scenario))
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=100)
 @given(scenarios())
 def test_fresh_manager_and_cache_give_identical_views(scenario):
@@ -513,6 +516,7 @@ def test_fresh_manager_and_cache_give_identical_views(scenario):
     assert first == second
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=100)
 @given(scenarios())
 def test_resume_from_cache_matches_and_history_is_kept(scenario):
@@ -619,6 +623,7 @@ class _Info:
         self.__dict__.update(fields)
 
 
+@pytest.mark.slow
 @HOSTILE
 @given(REPORTED, REPORTED, REPORTED, st.booleans())
 def test_provider_limits_of_any_type_never_break_a_request(window, output, defaults, as_attributes):
@@ -666,6 +671,7 @@ ROW_VALUES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=40)
 @given(st.dictionaries(st.sampled_from(["start", "end", "text", "tokens", "groups", "tier"]), ROW_VALUES, max_size=3))
 def test_store_rows_of_any_shape_never_break_resume_or_a_view(changes):
@@ -727,6 +733,7 @@ def deep_argument_histories(draw) -> list[dict[str, Any]]:
     return history
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=40)
 @given(deep_argument_histories(), st.sampled_from(["summarize", "mask", "extractive", "truncate"]))
 def test_deep_json_strings_in_arguments_never_break_a_session(history, strategy):
@@ -749,6 +756,7 @@ _PATHOLOGICAL_PIECES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=120)
 @given(
     st.lists(st.tuples(st.sampled_from(_PATHOLOGICAL_PIECES), st.integers(1, 2_000)), min_size=1, max_size=6),
@@ -758,10 +766,10 @@ def test_every_regex_over_message_content_is_fast_on_pathological_text(pieces, p
     """Runs of the characters each content regex cares about, repeated up to 2,000 times: < 1 s per pass."""
     import time
 
-    from amplifier_module_context_summarize.definitions import names_in
-    from amplifier_module_context_summarize.extractive import extractive_summary
-    from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
-    from amplifier_module_context_summarize.reads import read_form
+    from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+    from amplifier_module_context_summarize.working_set.definitions import names_in
+    from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
+    from amplifier_module_context_summarize.working_set.reads import read_form
 
     text = "".join(piece * count for piece, count in pieces)[:120_000]
     messages = [
@@ -873,14 +881,15 @@ def test_extreme_config_numbers_are_refused_naming_the_key_or_work(key, value):
 SURROGATES = st.sampled_from(["\ud83d", "\udc00", "\udfff", "\ud800x\udbff"])
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(st.lists(SURROGATES, min_size=4, max_size=4), st.integers(8, 20))
 def test_lone_surrogates_never_reach_any_output(lone, turns):
     """Surrogates in text, arguments, outputs and file names: views, recall results, inspect's Markdown and HTML
     all encode as UTF-8."""
     from amplifier_module_context_summarize import RecallTool
-    from amplifier_module_context_summarize.cli_inspect import inspect_session, render_html, render_markdown
-    from amplifier_module_context_summarize.messages import scrub_text
+    from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
+    from amplifier_module_context_summarize.core.messages import scrub_text
     from amplifier_module_context_summarize.testing import tool_call, tool_result
 
     history: list[dict[str, Any]] = [{"role": "user", "content": f"start {lone[0]}"}]

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.losses import account
-from amplifier_module_context_summarize.reads import READ_GROUP, named_reads, read_form
+from amplifier_module_context_summarize.compaction.losses import account
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import tool_call, tool_result
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import working_set_of
+from amplifier_module_context_summarize.working_set.fold import working_set_of
+from amplifier_module_context_summarize.working_set.reads import READ_GROUP, named_reads, read_form
+from amplifier_module_context_summarize.working_set.section import render
 
 COUNT = TokenCounter().count_text
 
@@ -72,7 +73,7 @@ def exploring(reads: int) -> list[dict[str, Any]]:
 
 
 def test_a_files_reads_share_one_line_in_order_with_their_run_counts() -> None:
-    text = working_set_of(exploring(3)).render(100_000, COUNT)
+    text = render(working_set_of(exploring(3)), 100_000, COUNT)
     core = [line for line in text.splitlines() if line.startswith(f"- pkg/core.py{READ_GROUP}")]
     assert core == [f"- pkg/core.py{READ_GROUP}`sed -n '10,19p'` · `sed -n '20,29p'` · `sed -n '0,9p'` ×2"]
     assert f'- pkg/util.py{READ_GROUP}`grep -n "name_0" -B5 -A20` ·' in text
@@ -82,10 +83,10 @@ def test_a_files_reads_share_one_line_in_order_with_their_run_counts() -> None:
 
 def test_a_short_room_drops_a_read_line_whole_and_counts_every_command_it_stood_for() -> None:
     state = working_set_of(exploring(12))
-    full = state.render(100_000, COUNT)
+    full = render(state, 100_000, COUNT)
     seen = set()
     for room in range(COUNT(full), 40, -5):
-        text = state.render(room, COUNT)
+        text = render(state, room, COUNT)
         assert COUNT(text) <= room
         if not text:  # not even the counts fit
             continue
@@ -113,7 +114,7 @@ def test_a_command_is_named_by_the_rest_of_it_on_its_files_read_line_only() -> N
 
 def test_what_was_lost_counts_a_folded_read_as_kept() -> None:
     span = exploring(2)
-    shown = working_set_of(span).render(100_000, COUNT)
+    shown = render(working_set_of(span), 100_000, COUNT)
     kept = account(span, shown)
     assert "cd /repo && sed -n '10,19p' pkg/core.py" not in shown
     assert kept.lost["commands"] == []

@@ -13,8 +13,8 @@ from amplifier_core.models import ToolResult
 from test_amplifier_session import install_test_modules
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, RecallTool, create_manager
-from amplifier_module_context_summarize.recall import PAGE_CHARS, SEARCH_OUTPUT_CHARS
-from amplifier_module_context_summarize.state import RECALL_LINE
+from amplifier_module_context_summarize.core.state import RECALL_LINE
+from amplifier_module_context_summarize.recall.tool import PAGE_CHARS, SEARCH_OUTPUT_CHARS
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, tool_call, tool_result
 
 BUDGET = 12_000
@@ -232,6 +232,7 @@ async def test_regex_search_invalid_pattern_and_time_budget():
     assert result.success and not result.output["complete"] and "time budget" in result.output["note"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["summarize", "mask", "truncate"])
 async def test_views_stay_valid_and_within_budget_with_the_tool_on_or_off(strategy):
     history = mixed_history(60)

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from amplifier_module_context_summarize import create_manager, events, parse_config
-from amplifier_module_context_summarize.flight import SingleFlight
+from amplifier_module_context_summarize.compaction.flight import SingleFlight
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, RedisSettings, SqliteStore
 from amplifier_module_context_summarize.stores.redis_store import RedisStore
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, RedisServer, mixed_history, replay
@@ -308,6 +308,7 @@ async def test_two_workers_needing_one_segment_at_once_pay_for_it_once(redis_ser
 # ------------------------------------------------------------------ faults
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("local", ["memory", "sqlite"])
 async def test_redis_down_at_mount_degrades_once_to_the_local_store(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, local: str

@@ -24,7 +24,7 @@ from amplifier_core.models import ToolResult
 
 from amplifier_module_context_summarize import RecallTool, create_manager
 from amplifier_module_context_summarize.__main__ import main as cli_main
-from amplifier_module_context_summarize.budget import request_budget, window_budget
+from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages
 from amplifier_module_context_summarize.config import (
     _NUMBERS,
     _SUMMARIZER_NUMBERS,
@@ -32,13 +32,11 @@ from amplifier_module_context_summarize.config import (
     SummarizerConfig,
     parse_config,
 )
-from amplifier_module_context_summarize.definitions import names_in
-from amplifier_module_context_summarize.extractive import extractive_summary
-from amplifier_module_context_summarize.history import History
-from amplifier_module_context_summarize.ledger import error_line, extract, looks_failed
-from amplifier_module_context_summarize.messages import REPLACEMENT
-from amplifier_module_context_summarize.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.core.budget import request_budget, window_budget
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.messages import REPLACEMENT
 from amplifier_module_context_summarize.stores import CachedSummary, SqliteStore
+from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
     FakeProvider,
@@ -47,6 +45,8 @@ from amplifier_module_context_summarize.testing import (
     tool_call,
     tool_result,
 )
+from amplifier_module_context_summarize.working_set.definitions import names_in
+from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
 
 LONE = "\ud83d"
 DEEP = "[" * 3_000 + "]" * 3_000

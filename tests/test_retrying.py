@@ -27,8 +27,8 @@ from amplifier_module_context_summarize.backends.base import (
     Completion,
 )
 from amplifier_module_context_summarize.backends.retrying import DEFAULT_RETRIES, RetryingBackend, retries_for
-from amplifier_module_context_summarize.prompts import load_prompts
-from amplifier_module_context_summarize.summarize import SpanSummarizer, SummarizerSettings
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts
+from amplifier_module_context_summarize.summarizer.span import SpanSummarizer, SummarizerSettings
 
 FAST = {"wait_base": 0.01, "wait_max": 0.05}
 

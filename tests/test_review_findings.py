@@ -56,7 +56,7 @@ async def test_history_of_only_system_messages_over_budget_calls_no_summarizer()
 
 
 def test_clip_middle_never_makes_text_longer():
-    from amplifier_module_context_summarize.prompts import clip_middle
+    from amplifier_module_context_summarize.core.clip import clip_middle
 
     text = "alpha failed function empty; --stat delta error when backoff ok pytest the is diff gamma import None"
     assert len(clip_middle(text, len(text) - 10)) <= len(text)

@@ -27,8 +27,8 @@ from amplifier_core.testing import EventRecorder, MockCoordinator
 from sdk_http import mock_http_client
 
 from amplifier_module_context_summarize import create_manager, mount
-from amplifier_module_context_summarize.prompts import FENCE_CLOSE, FENCE_OPEN, load_prompts
-from amplifier_module_context_summarize.summarize import _previous_section
+from amplifier_module_context_summarize.summarizer.prompts import FENCE_CLOSE, FENCE_OPEN, load_prompts
+from amplifier_module_context_summarize.summarizer.span import _previous_section
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 SECRET = "sk-test-SECRET123"
@@ -111,6 +111,7 @@ def sqlite_bytes(path: Path) -> str:
     return data.decode("latin-1") + repr(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(ERRORS))
 async def test_provider_error_with_a_key_leaks_nowhere(kind, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)

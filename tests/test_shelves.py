@@ -14,21 +14,32 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.ladder_tokens import LadderTokens
-from amplifier_module_context_summarize.ledger import DELETE, EDIT, MOVE, READ, USE, WRITE, CallOutcome, Facts
-from amplifier_module_context_summarize.ledger import FileAction as Action
-from amplifier_module_context_summarize.reads import READ_GROUP, read_form
-from amplifier_module_context_summarize.shelves import Shelves
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import (
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.working_set import section
+from amplifier_module_context_summarize.working_set.facts import (
+    DELETE,
+    EDIT,
+    MOVE,
+    READ,
+    USE,
+    WRITE,
+    CallOutcome,
+    Facts,
+)
+from amplifier_module_context_summarize.working_set.facts import FileAction as Action
+from amplifier_module_context_summarize.working_set.fold import (
     DELETED,
     MOVED_AWAY,
     WorkingSet,
-    _merge,
     canonical,
     command_in_root,
+    merge_entry,
 )
-from amplifier_module_context_summarize.working_set_layout import Layout, definition_item, search
+from amplifier_module_context_summarize.working_set.ladder_tokens import LadderTokens
+from amplifier_module_context_summarize.working_set.layout import Layout
+from amplifier_module_context_summarize.working_set.reads import READ_GROUP, read_form
+from amplifier_module_context_summarize.working_set.section import search
+from amplifier_module_context_summarize.working_set.shelves import Shelves, definition_item
 
 COUNT = TokenCounter().count_text
 ROOTS = ("/repo", "/work/app", "/srv")
@@ -122,7 +133,7 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
     merged: dict[str, list[Any]] = {}
     for spelling, record in ws.files.items():
         merged.setdefault(canonical(spelling, root), []).append(record)
-    every = [_merge(path, records, root) for path, records in merged.items() if path not in (".", "/")]
+    every = [merge_entry(path, records, root) for path, records in merged.items() if path not in (".", "/")]
     entries = [e for e in every if e.state != MOVED_AWAY]
     folders: dict[bool, dict[str, list[Any]]] = {True: {}, False: {}}
     for entry in entries:
@@ -233,7 +244,7 @@ def test_shelves_kept_up_to_date_equal_the_inputs_derived_afresh(seed: int) -> N
         ws.add(random_facts(rng))
         if rng.random() < 0.4:
             assert ws.root() == reference_root(ws), (seed, step)
-            assert shelved(ws.shelved(), ws) == reference(ws), (seed, step)
+            assert shelved(section.shelved(ws), ws) == reference(ws), (seed, step)
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -248,7 +259,8 @@ def test_a_render_from_kept_shelves_equals_one_from_fresh_shelves(seed: int) -> 
             for each in facts:
                 fresh.add(each)
             for max_tokens in (rng.randint(0, 40), rng.randint(40, 400), rng.randint(400, 4_000)):
-                assert kept.render(max_tokens, COUNT) == fresh.render(max_tokens, COUNT), (seed, max_tokens)
+                kept_text = section.render(kept, max_tokens, COUNT)
+                assert kept_text == section.render(fresh, max_tokens, COUNT), (seed, max_tokens)
 
 
 def test_the_fallback_root_walks_down_the_folders_holding_most_absolute_paths() -> None:
@@ -273,7 +285,7 @@ def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_writ
     ws = WorkingSet()
     for _ in range(rng.randint(5, 150)):
         ws.add(random_facts(rng))
-    shelves = ws.shelved()
+    shelves = section.shelved(ws)
     measure = shelves.measure(COUNT)
     layout = Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
     estimate = LadderTokens(layout)
@@ -282,6 +294,7 @@ def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_writ
         assert estimate.at(steps) == sum(measure(line) for line in layout.lines(steps)), (seed, steps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(40))
 def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cut_renders(seed: int) -> None:
     """Folders, definitions and URLs beyond what could fit are only counted: the text must not change."""
@@ -290,7 +303,7 @@ def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cu
     for _ in range(rng.randint(5, 200)):
         ws.add(random_facts(rng))
         if rng.random() < 0.2:
-            shelves = ws.shelved()
+            shelves = section.shelved(ws)
             measure = shelves.measure(COUNT)
             for max_tokens in (rng.randint(1, 40), rng.randint(40, 300), rng.randint(300, 3_000)):
                 cut = Layout(shelves, ws, max_tokens, measure)

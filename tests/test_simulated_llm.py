@@ -7,10 +7,13 @@ import json
 import random
 from statistics import mean
 
+import pytest
+
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.large_outputs import HIGH, LOW, MIN_CHARS, enlarge_message
-from amplifier_module_context_summarize.prompts import load_prompts, render_transcript
-from amplifier_module_context_summarize.summarize import _previous_section
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript
+from amplifier_module_context_summarize.summarizer.span import _previous_section
 from amplifier_module_context_summarize.testing import SimulatedLLM, mixed_history
 from amplifier_module_context_summarize.testing.simulated_llm import (
     PREAMBLES,
@@ -18,7 +21,6 @@ from amplifier_module_context_summarize.testing.simulated_llm import (
     parse_limits,
     parse_prompt,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
 
 PROMPTS = load_prompts()
 COUNTER = TokenCounter()
@@ -132,6 +134,7 @@ def test_thin_spans_are_padded_past_their_own_size():
     assert completion.output_tokens > COUNTER.count_text(render_transcript(messages))
 
 
+@pytest.mark.slow
 def test_flaws_appear_at_about_their_rates():
     llm = SimulatedLLM(5)
     previous = "### Goal\nMigrate the cache to Redis.\n### Progress\n- Ran `pytest -q tests/test_cache.py`: 3 failed"
@@ -188,6 +191,7 @@ def test_large_outputs_grow_substantial_results_and_keep_their_text():
     assert count == 1 and grown["content"][0]["content"].startswith(original)
 
 
+@pytest.mark.slow
 def test_eval_runs_the_simulated_llm_and_reports_the_summarizer_path(tmp_path, capsys):
     out = tmp_path / "out"
     code = cli.main(

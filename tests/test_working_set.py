@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize import create_manager, working_set, working_set_index
+from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
+from amplifier_module_context_summarize.compaction.splice import working_set_room
 from amplifier_module_context_summarize.config import Config
-from amplifier_module_context_summarize.history import History
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.messages import message_calls
+from amplifier_module_context_summarize.core.state import CompactionState, Segment
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
-from amplifier_module_context_summarize.messages import message_calls
-from amplifier_module_context_summarize.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     CALL_SHAPES,
@@ -24,14 +26,16 @@ from amplifier_module_context_summarize.testing import (
     tool_call,
     tool_result,
 )
-from amplifier_module_context_summarize.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import (
+from amplifier_module_context_summarize.working_set import fold as working_set
+from amplifier_module_context_summarize.working_set import index as working_set_index
+from amplifier_module_context_summarize.working_set import section
+from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     canonical,
     named_files,
     working_set_of,
 )
-from amplifier_module_context_summarize.working_set_index import FactsLog, WorkingSetIndex, working_set_room
+from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of
 
 COUNTER = TokenCounter()
 COUNT = COUNTER.count_text
@@ -64,7 +68,7 @@ FAILING = "FAILED tests/test_models.py::test_import - ModuleNotFoundError: No mo
 
 
 def render(messages: Messages, max_tokens: int = BIG) -> str:
-    return working_set_of(messages).render(max_tokens, COUNT)
+    return section.render(working_set_of(messages), max_tokens, COUNT)
 
 
 # ------------------------------------------------------------------ rendering
@@ -218,8 +222,8 @@ def counted(text: str, noun: str) -> int:
 def test_a_200_file_session_folds_folders_before_it_drops_a_file() -> None:
     state = working_set_of(big_session())
     paths = [e.path for e in state.entries()]
-    full = state.render(BIG, COUNT)
-    folded = state.render(COUNT(full) * 3 // 4, COUNT)
+    full = section.render(state, BIG, COUNT)
+    folded = section.render(state, COUNT(full) * 3 // 4, COUNT)
 
     assert len(paths) == 206
     assert "- lib/spotter/part_0/module_000.ex — read" in full
@@ -233,10 +237,10 @@ def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everythin
     state = working_set_of(big_session(read_files=200, edited=12))
     paths = [e.path for e in state.entries()]
     reads, changed = [p for p in paths if "/part_" in p], [p for p in paths if "/services/" in p]
-    full = COUNT(state.render(BIG, COUNT))
+    full = COUNT(section.render(state, BIG, COUNT))
     seen, last = set(), ""
     for max_tokens in range(full, 0, -max(full // 80, 1)):
-        text = state.render(max_tokens, COUNT)
+        text = section.render(state, max_tokens, COUNT)
         if not text:
             continue
         last = text
@@ -259,13 +263,13 @@ def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everythin
         assert commands_left + (int(dropped.group(1)) if dropped else 0) == 30
     assert seen == {"read lost", "changed lost"}
     assert "- +12 more changed files in 1 folder" in last  # at the bottom only counts are left
-    assert state.render(3, COUNT) == ""  # not even the counts fit
+    assert section.render(state, 3, COUNT) == ""  # not even the counts fit
 
 
 def test_any_budget_is_respected() -> None:
     state = working_set_of(big_session(read_files=60, edited=8) + debugging_session())
     for max_tokens in range(0, 1200, 37):
-        assert COUNT(state.render(max_tokens, COUNT)) <= max_tokens
+        assert COUNT(section.render(state, max_tokens, COUNT)) <= max_tokens
 
 
 # ------------------------------------------------------------------ incremental, resume, cost
@@ -288,14 +292,14 @@ def long_session() -> Messages:
 def test_incremental_folding_equals_folding_from_scratch() -> None:
     messages = long_session()
     history = history_of(messages)
-    index = history.working_set
+    index = index_of(history)
     ends = [5, 40, 41, 90, len(history.groups) - 1]
     incremental = [index.render(end, 600, COUNT) for end in ends]
 
     assert incremental == [WorkingSetIndex(history_of(messages)).render(end, 600, COUNT) for end in ends]
     assert index.render(40, 600, COUNT) == incremental[1]  # a nearer end after a further one
     whole = history_of(messages)
-    assert whole.working_set.render(len(whole.groups), BIG, COUNT) == render(messages)  # the open group too
+    assert index_of(whole).render(len(whole.groups), BIG, COUNT) == render(messages)  # the open group too
 
 
 def test_each_group_is_extracted_once_across_many_renders(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,7 +313,7 @@ def test_each_group_is_extracted_once_across_many_renders(monkeypatch: pytest.Mo
     monkeypatch.setattr(working_set_index, "extract", counting)
     history = history_of(long_session())
     closed = len(history.groups) - 1
-    index = history.working_set
+    index = index_of(history)
     for end in [*range(0, closed + 1, 7), closed, 12, 3, closed]:
         for max_tokens in (200, 800):
             index.render(end, max_tokens, COUNT)
@@ -328,9 +332,9 @@ def test_the_newest_group_is_read_afresh_until_it_closes() -> None:
             tool_call("openai", "b", "bash", {"command": "make test"}),
         ]
     )
-    before = history.working_set.render(2, BIG, COUNT)
+    before = index_of(history).render(2, BIG, COUNT)
     history.append(tool_result("openai", "b", "FAILED test_x\nExit code: 1"))
-    after = history.working_set.render(2, BIG, COUNT)
+    after = index_of(history).render(2, BIG, COUNT)
 
     assert "`make test` — failed (exit 1)" in after and before != after
 
@@ -489,10 +493,10 @@ def test_definitions_of_changed_files_newest_change_first_removed_ones_marked() 
 def test_definitions_are_trimmed_after_read_folders_and_dropped_before_changed_files_and_counted() -> None:
     messages = coding_session(files=12) + big_session(read_files=40, edited=0)
     state = working_set_of(messages)
-    full = COUNT(state.render(BIG, COUNT))
+    full = COUNT(section.render(state, BIG, COUNT))
     trimmed_seen = dropped_seen = False
     for max_tokens in range(full, 0, -max(full // 60, 1)):
-        text = state.render(max_tokens, COUNT)
+        text = section.render(state, max_tokens, COUNT)
         if not text:
             continue
         assert COUNT(text) <= max_tokens

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from amplifier_module_context_summarize import ledger
-from amplifier_module_context_summarize.formats import load
+from amplifier_module_context_summarize.cli.session_io import load_session as load
+from amplifier_module_context_summarize.working_set import facts as ledger
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 

@@ -8,7 +8,7 @@ Usage::
     python tools/convert_raw.py --check
     python tools/convert_raw.py --file ~/.claude/projects/x/session.jsonl --out session.jsonl
 
-The conversion itself is the package's session readers (``amplifier_module_context_summarize.formats``, one
+The conversion itself is the package's session readers (``amplifier_module_context_summarize.cli.formats``, one
 module per format), the same ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use; this tool
 picks the sessions, cuts them to size and writes the index. Raw files not listed in ``SESSIONS`` are named,
 not skipped silently. Nothing is written into the package unless ``--out`` says so.
@@ -90,10 +90,11 @@ BUNDLED = REPO / "amplifier_module_context_summarize" / "evaluation" / "corpus"
 if __name__ == "__main__" and (REPO / "amplifier_module_context_summarize").is_dir():
     sys.path.insert(0, str(REPO))  # run as a script from a checkout: use the checkout's package, not an installed one
 
-from amplifier_module_context_summarize import formats  # noqa: E402
-from amplifier_module_context_summarize.messages import message_text, validate_message  # noqa: E402
-from amplifier_module_context_summarize.session_io import read_text  # noqa: E402
-from amplifier_module_context_summarize.tokens import text_counter  # noqa: E402
+from amplifier_module_context_summarize.cli import formats  # noqa: E402
+from amplifier_module_context_summarize.cli.session_io import load_session as read_session  # noqa: E402
+from amplifier_module_context_summarize.cli.session_io import read_text  # noqa: E402
+from amplifier_module_context_summarize.core.messages import message_text, validate_message  # noqa: E402
+from amplifier_module_context_summarize.core.tokens import text_counter  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------
 # The chosen sessions. ``max_messages`` cuts a session to its first N converted messages.
@@ -166,7 +167,7 @@ Message = dict[str, Any]
 
 
 # --------------------------------------------------------------------------------------------------
-# Converting: the package's own session readers (``amplifier_module_context_summarize.formats``), the same
+# Converting: the package's own session readers (``amplifier_module_context_summarize.cli.formats``), the same
 # ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use.
 # --------------------------------------------------------------------------------------------------
 
@@ -175,7 +176,7 @@ def convert_file(path: Path, source: str | None = None) -> tuple[list[Message], 
     """(messages, reference, format) of one recording; ``source`` names the reader, else it is detected."""
     text = read_text(path)
     if source is None:
-        loaded = formats.load(path)
+        loaded = read_session(path)
         return loaded.messages, loaded.reference, loaded.format
     data, kind = formats.parse(text)
     reader = READERS[source]
@@ -285,8 +286,10 @@ def convert_one(path: Path, out: Path | None) -> int:
         sys.stdout.write(text)
     else:
         out.write_text(text, encoding="utf-8", newline="\n")
-    print(f"{path.name}: {fmt}, {len(messages)} messages" + (", has a reference summary" if reference else ""),
-          file=sys.stderr)
+    print(
+        f"{path.name}: {fmt}, {len(messages)} messages" + (", has a reference summary" if reference else ""),
+        file=sys.stderr,
+    )
     return 0
 
 

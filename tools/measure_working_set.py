@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from amplifier_module_context_summarize import ledger  # noqa: E402
-from amplifier_module_context_summarize.formats import load  # noqa: E402
+from amplifier_module_context_summarize.cli.session_io import load_session as load  # noqa: E402
+from amplifier_module_context_summarize.working_set import facts as ledger  # noqa: E402
 
 RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, beside the checkout
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")

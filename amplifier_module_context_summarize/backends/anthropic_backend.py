@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import anthropic
 
-from ..redact import redact_url
+from ..core.redact import redact_url
 from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
 from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
 
 if TYPE_CHECKING:
-    from ..config import SummarizerConfig
+    from .registry import SummarizerConfig
 
 
 def _to_backend_error(exc: Exception) -> BackendError:

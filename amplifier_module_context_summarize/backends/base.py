@@ -1,13 +1,12 @@
 """The one protocol every summarizer backend implements, and the faults it may raise.
 
 A backend only turns (system prompt, user prompt) into text, once. Retries live in
-``retrying.py``; prompting, validation, splitting and fallbacks in ``summarize.py``; the kinds in
+``retrying.py``; prompting, validation, splitting and fallbacks in ``summarizer/span.py``; the kinds in
 ``registry.py``. So each backend stays a thin adapter.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,16 +34,6 @@ PROVIDER_FAULTS = RETRYABLE | {DEADLINE, AUTH, NO_PROVIDER, ERROR}
 """Faults of the summarizer's provider: only these count toward opening the circuit breaker."""
 CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER})
 """The provider answered, but the answer was not a usable summary: reported, never held against its health."""
-
-
-def cancelled_by_caller() -> bool:
-    """True when the running task is being cancelled (``Task.cancel`` was called and not undone).
-
-    Tells a real cancellation, which must propagate, from a ``CancelledError`` that awaited provider code
-    raised by itself, which is only a fault of that provider.
-    """
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 class BackendError(Exception):

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..redact import env_name
+from ..core.redact import env_name
 
 if TYPE_CHECKING:
-    from ..config import SummarizerConfig
+    from .registry import SummarizerConfig
 
 
 def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:

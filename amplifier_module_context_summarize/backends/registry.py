@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass, fields
+from typing import Any, cast
 
+from ..core.redact import env_name, redact_url
 from .base import Backend
-
-if TYPE_CHECKING:
-    from ..config import SummarizerConfig
 
 Builder = Callable[["SummarizerConfig", Any | None, Any | None, Mapping[str, str]], Backend | None]
 """(summarizer config, coordinator or None, injected HTTP client or None, environment) -> backend, or None."""
@@ -32,7 +30,7 @@ def _lazy(module: str) -> Builder:
     def build(
         cfg: SummarizerConfig, coordinator: Any | None, http_client: Any | None, environ: Mapping[str, str]
     ) -> Backend | None:
-        from ..extras import import_for  # a missing SDK: one line naming the extra to install
+        from ..core.extras import import_for  # a missing SDK: one line naming the extra to install
 
         real = cast(Builder, import_for(f"{__package__}.{module}", f"summarizer.provider {cfg.provider!r}").build)
         return real(cfg, coordinator, http_client, environ)
@@ -81,3 +79,45 @@ def build_backend(
     if kind is None:
         raise ValueError(f"summarizer provider {cfg.provider!r} is not one of {', '.join(NAMES)}")
     return kind.build(cfg, coordinator, http_client, os.environ if environ is None else environ)
+
+
+@dataclass(frozen=True)
+class SummarizerConfig:
+    provider: str = "session"
+    """Which backend writes summaries: the session's provider, a direct SDK, or the offline extractor."""
+    model: str | None = None
+    """Model for the direct backends (and a hint passed to the session provider)."""
+    base_url: str | None = None
+    """OpenAI-compatible server (vLLM, Ollama, LM Studio) for ``provider: openai``."""
+    api_key_env: str | None = None
+    """Environment variable holding the key; defaults to ANTHROPIC_API_KEY / OPENAI_API_KEY."""
+    session_provider: str | None = None
+    """Name of the mounted provider to use when none is passed with the request."""
+    timeout_s: float = 120.0
+    """Longest single summarizer call."""
+    max_retries: int | None = None
+    """Module retries per call; unset: 3 for the direct backends, 0 through the session provider (it retries itself)."""
+    circuit_failures: int = 3
+    """Failed summaries in a row that open the circuit (extractive summaries only, no LLM calls); 0 disables it."""
+    circuit_open_s: float = 120.0
+    """How long an open circuit stays open before one call probes the summarizer again."""
+    max_output_tokens: int | None = None
+    """Defaults to the top-level ``summary_max_tokens``."""
+    max_input_tokens: int = 100_000
+    """Largest transcript sent in one call; longer spans are cut into fragments and folded in order."""
+
+    @property
+    def key_env(self) -> str | None:
+        return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+
+    def __repr__(self) -> str:
+        """Fields as the dataclass shows them, but a ``base_url``'s credentials and a key pasted as
+        ``api_key_env`` are hidden."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["api_key_env"] = None if self.api_key_env is None else env_name(self.api_key_env)
+        shown["base_url"] = redact_url(self.base_url)
+        return f"SummarizerConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    @property
+    def effective_model(self) -> str | None:
+        return self.model or DEFAULT_MODELS.get(self.provider)

@@ -17,7 +17,8 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
-from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion, cancelled_by_caller
+from ..core.budget import cancelled_by_caller
+from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..config import SummarizerConfig
+    from .registry import SummarizerConfig
 
 # Most specific first: several of these subclass each other.
 _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (

@@ -27,12 +27,12 @@ from typing import Any
 from .. import create_manager
 from ..evaluation.loader import Session
 from ..evaluation.models import SIMULATED, ModelSpec, build_backend
+from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
+from ..evaluation.prompt_cache import CacheMeter, CacheUsage, bill, key
 from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
 from ..evaluation.strategies import make_manager, manager_config
 from ..stores import MemoryStore
-from .prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
-from .prompt_cache import CacheMeter, CacheUsage, bill, key
 
 POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
 BUDGETS = (20_000, 64_000, 200_000)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends.base import Completion
-from ..prompts import FENCE_OPEN
+from ..summarizer.prompts import FENCE_OPEN
 from .synth import TextSource
 
 

@@ -172,7 +172,7 @@ def _in_subprocess(command: str, job: dict[str, Any], timeout: float) -> dict[st
 
 
 def _launch(job: dict[str, Any]) -> dict[str, Any]:
-    from ..tokens import text_counter
+    from ..core.tokens import text_counter
 
     plan, directory = FleetPlan(**job["plan"]), Path(job["directory"])
     text_counter()("load the tokenizer before forking")

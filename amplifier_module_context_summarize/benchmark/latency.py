@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import create_manager
-from ..state import SUMMARY_MARKER
+from ..core.state import SUMMARY_MARKER
+from ..core.tokens import TokenCounter
 from ..testing import EventRecorder
 from ..testing.replay import request_due
-from ..tokens import TokenCounter
 from . import virtual_time
 from .fake_backend import InstantBackend
 from .synth import REALISTIC, SessionGenerator, Sizes, TextSource

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .. import tokens
+from ..core import tokens
 from .costs import Reps, SizeCosts, measure_compactions, measure_naive, measure_requests
 from .fixtures import BUDGET, Memory, build
 from .long_session import QUICK_LONG, LongCosts, LongPlan, measure_long_sessions

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import create_manager
+from ..core.tokens import TokenCounter
 from ..testing import EventRecorder, extends, replay_steps
-from ..tokens import TokenCounter
 from .fake_backend import InstantBackend
 from .synth import REALISTIC, SessionGenerator, Sizes, TextSource
 from .timing import SummarizerClock

@@ -16,11 +16,13 @@ from contextlib import contextmanager
 from types import ModuleType, SimpleNamespace
 from typing import Any, TypeVar
 
-from .. import background, manager, prefetch, summarize
+from .. import manager
 from ..backends import retrying
+from ..compaction import background, compactor, prefetch
+from ..summarizer import span as summarize
 
 T = TypeVar("T")
-CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, background, prefetch, summarize, retrying)
+CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, compactor, background, prefetch, summarize, retrying)
 """The modules whose deadlines are read from ``time.monotonic()`` on a request's path."""
 START = 1_000.0
 

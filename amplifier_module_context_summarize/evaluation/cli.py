@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..budget import MAX_REPORTED_TOKENS, budget_problem
-from ..cli_args import token_count
-from ..redact import describe
+from ..cli.args import token_count
+from ..core.budget import MAX_REPORTED_TOKENS, budget_problem
+from ..core.redact import describe
 from .cassette import Cassette, CassetteMiss
 from .large_outputs import enlarge_session
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus

@@ -1,7 +1,7 @@
 """The prompt-cache cost of each strategy in an evaluation: a column of ``results.md`` and the console summary.
 
 Every agent request's view was billed by each price table's cache model (``Run.cache``, from
-``benchmark.prompt_cache``); the summarizer's LLM input and output are added at the table's summarizer price
+``evaluation.prompt_cache``); the summarizer's LLM input and output are added at the table's summarizer price
 (extractive summaries cost no provider tokens).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..benchmark.prices import PRICES_DATE, TABLES
-from ..benchmark.prompt_cache import CacheUsage, bill
+from .prices import PRICES_DATE, TABLES
+from .prompt_cache import CacheUsage, bill
 from .runner import Run
 
 

@@ -18,7 +18,7 @@ import hashlib
 import random
 from typing import Any
 
-from ..messages import Message
+from ..core.messages import Message
 from .loader import Session
 
 MIN_CHARS = 2_000

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..backends import registry
 from ..backends.base import Backend
-from ..config import DEFAULT_KEY_ENV, SummarizerConfig
+from ..backends.registry import DEFAULT_KEY_ENV, SummarizerConfig
 from .cassette import Cassette, CassetteBackend
 
 SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive", "simulated")

@@ -8,10 +8,10 @@ the public strategy interface only (``compaction.Strategy``).
 
 from __future__ import annotations
 
-from ..compaction import Compaction
-from ..segments import pinned_requests
-from ..state import CompactionState, Segment
-from ..summarize import SpanSummarizer
+from ..compaction.job import Compaction
+from ..compaction.segments import pinned_requests
+from ..core.state import CompactionState, Segment
+from ..summarizer.span import SpanSummarizer
 
 
 class NaiveStrategy:

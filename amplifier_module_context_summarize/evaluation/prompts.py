@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..prompts import PromptSet, load_prompts
+from ..summarizer.prompts import PromptSet, load_prompts
 
 EVAL_TEMPLATES = ("answer_system", "answer_user", "judge_system", "judge_user")
 EvalPrompts = PromptSet

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..messages import Message, group_messages, message_text, sanitize
-from ..working_set import named_files, working_set_of
+from ..core.messages import Message, group_messages, message_text, sanitize
+from ..working_set.fold import named_files, working_set_of
 from .loader import Reference
 
 

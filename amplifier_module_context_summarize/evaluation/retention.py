@@ -1,7 +1,7 @@
 """Artifact retention: of the files, commands and errors a view no longer shows verbatim, the share it still names.
 
 Measured on the view of every request that compacted. The groups before the view's verbatim tail (summarized,
-masked or dropped) are read for artifacts with the module's own ledger (``ledger.extract``), each group
+masked or dropped) are read for artifacts with the module's own ledger (``working_set.facts.extract``), each group
 once; an artifact counts as retained when the view's text names it anywhere (summary, placeholder, pinned
 request or tail). Artifacts the verbatim tail itself contains are left out: the tail shows them as they are.
 
@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..history import History
-from ..ledger import extract
-from ..messages import Message
-from ..reads import named_reads, read_form
-from ..working_set import WorkingSet, canonical, command_in_root, named_files
+from ..core.history import History
+from ..core.messages import Message
+from ..working_set.facts import extract
+from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ..working_set.reads import named_reads, read_form
 from .scoring import view_text
 
 KINDS = ("files", "commands", "errors")

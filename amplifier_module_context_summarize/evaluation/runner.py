@@ -16,20 +16,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
-from ..benchmark.prices import TABLES
-from ..benchmark.prompt_cache import CacheMeter
+from ..compaction.splice import summary_message
+from ..compaction.strategies import segment_tokens
+from ..core.history import History
+from ..core.invariants import check_view
+from ..core.messages import Message
+from ..core.state import SUMMARY_MARKER, CompactionState, Segment
+from ..core.tokens import TokenCounter
 from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
-from ..history import History
-from ..invariants import check_view
 from ..manager import SummarizingContextManager
-from ..messages import Message
-from ..recall import RecallTool
-from ..state import SUMMARY_MARKER, CompactionState, Segment, summary_message
-from ..strategies import segment_tokens
+from ..recall.tool import RecallTool
 from ..testing import extends, replay_steps
-from ..tokens import TokenCounter
 from .loader import Probe, Session
 from .models import ModelSpec
+from .prices import TABLES
+from .prompt_cache import CacheMeter
 from .reference import coverage, reference_view
 from .retention import GroupArtifacts, RetentionTracker
 from .scoring import Grade, Judge, key_score, view_text
@@ -107,7 +108,7 @@ class Run:
     """Background summaries that failed (``context:summary_failed``), by fallback category."""
     cache: dict[str, dict[str, int]] | None = None
     """Strategy runs: the agent requests' input by how each price table's prompt cache bills it
-    (``benchmark.prompt_cache``: read, write, uncached)."""
+    (``evaluation.prompt_cache``: read, write, uncached)."""
     views: dict[str, tuple[Probe, list[Message]]] = field(default_factory=dict, repr=False)
     """Each probe and the view it was scored on, kept until judged (not written out)."""
 
@@ -234,7 +235,7 @@ async def replay_session(
 
     ``artifacts``: the session's artifacts by group, for retention (shared by the strategies replaying it).
     ``on_request``: called with the view of every request the agent loop itself makes (not probe-only ones),
-    e.g. ``benchmark.prompt_cache.CacheMeter.request``.
+    e.g. ``evaluation.prompt_cache.CacheMeter.request``.
     """
     started = time.perf_counter()
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))

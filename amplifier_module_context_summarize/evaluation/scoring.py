@@ -16,9 +16,9 @@ from typing import Any
 
 from ..backends.base import Backend, BackendError
 from ..backends.retrying import RetryingBackend
-from ..messages import Message, message_text
-from ..prompts import render_transcript
-from ..working_set import named_files
+from ..core.messages import Message, message_text
+from ..summarizer.prompts import render_transcript
+from ..working_set.fold import named_files
 from .loader import Probe
 from .prompts import EvalPrompts
 

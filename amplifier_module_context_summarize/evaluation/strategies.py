@@ -6,10 +6,10 @@ from typing import Any
 
 from .. import create_manager
 from ..backends.base import Backend
+from ..core.messages import Message
 from ..manager import SummarizingContextManager
-from ..messages import Message
 from ..stores import MemoryStore
-from ..summarize import Outcome, SpanSummarizer
+from ..summarizer.span import Outcome, SpanSummarizer
 from .models import SIMULATED, ModelSpec
 from .naive import NaiveStrategy
 

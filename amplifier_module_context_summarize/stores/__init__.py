@@ -1,4 +1,9 @@
-"""Summary stores behind one async interface, so the manager needn't know where summaries live."""
+"""Summary stores behind one async interface, so the manager needn't know where summaries live.
+
+Owns the interface and the entry checks (``base``), memory, SQLite and Redis stores.
+
+May import: ``core`` and ``events``.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ def open_store(
         local = MemoryStore(max_entries)
     if redis is None:
         return local
-    from ..extras import import_for  # imports redis only for a fleet; missing, one line names the extra
+    from ..core.extras import import_for  # imports redis only for a fleet; missing, one line names the extra
 
     redis_store = import_for(f"{__package__}.redis_store", "storage_url (a Redis store)")
     return redis_store.RedisStore(redis, local=local, hooks=hooks)

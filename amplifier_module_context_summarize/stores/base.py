@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from ..messages import scrub_text
+from ..core.messages import scrub_text
 
 log = logging.getLogger(__name__)
 

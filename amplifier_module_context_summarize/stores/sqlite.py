@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from ..messages import encodable, scrub_text
+from ..core.messages import encodable, scrub_text
 from .base import CachedSummary, is_valid_entry
 from .sqlite_file import (
     APPLICATION_ID,

@@ -22,7 +22,7 @@ from amplifier_core import llm_errors
 from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock, ToolCall, Usage
 from amplifier_core.models import ProviderInfo
 
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 
 __all__ = ["TOKENIZER_RATIO", "AnthropicLikeProvider", "FakeProvider", "ReadFileTool"]
 

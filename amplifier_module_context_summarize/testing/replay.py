@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..invariants import check_view
+from ..core.invariants import check_view
 
 __all__ = ["ReplayStep", "extends", "replay", "replay_steps", "request_due"]
 

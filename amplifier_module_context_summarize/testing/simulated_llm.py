@@ -52,8 +52,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backends.base import SERVER_ERROR, BackendError, Completion
-from ..prompts import FENCE_CLOSE, FENCE_OPEN
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
+from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN
 
 __all__ = ["PREAMBLES", "REFUSAL_TEXT", "SimulatedBehaviour", "SimulatedLLM", "parse_limits", "parse_prompt"]
 

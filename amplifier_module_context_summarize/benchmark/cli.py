@@ -1,0 +1,127 @@
+"""``bench``: measure the module's own per-request, compaction and memory costs, a long session's cost, and what
+one compaction costs early and late in a 50,000-message session (``--compaction-only`` runs just that).
+
+The work lives in ``benchmark/``; this is only the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes wants comma-separated message counts, got {value!r}") from None
+    if not sizes or any(size < 100 for size in sizes):
+        raise argparse.ArgumentTypeError("--sizes wants message counts of at least 100")
+    return sizes
+
+
+def _turns(value: str) -> int:
+    try:
+        turns = int(value)
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        raise argparse.ArgumentTypeError(f"--sim-turns wants a positive number of turns, got {value!r}")
+    return turns
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bench", help="benchmark per-request, compaction and memory costs with an instant fake summarizer"
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repetitions (seconds, indicative)")
+    parser.add_argument("--sizes", type=_sizes, help="history sizes in messages (default 1000,10000,100000)")
+    parser.add_argument("--sim-turns", type=_turns, help="turns in the session simulation (default 2000; quick 150)")
+    parser.add_argument("--no-sim", action="store_true", help="skip the session simulation")
+    parser.add_argument(
+        "--compaction-only",
+        action="store_true",
+        help="only the long session: CPU time per compaction at 5k-50k messages, extractive and failing summarizer",
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
+    parser.add_argument("--check", action="store_true", help="exit with status 1 when a target fails")
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="instead: provider calls of N worker processes sharing Redis vs each with its own SQLite "
+        "(needs redis-server)",
+    )
+    parser.add_argument("--workers", type=_turns, default=8, help="worker processes for --fleet (default 8)")
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="instead: latency a compaction adds to requests, blocking vs soft threshold, prefetch on/off, with "
+        "summarizers taking 2, 10 and 30 s (virtual time; --sim-turns sets the turns, default 200; quick 40)",
+    )
+    parser.add_argument(
+        "--cost",
+        action="store_true",
+        help="instead: what sessions cost under Anthropic's and OpenAI's prompt caches, hybrid vs summarize-only, "
+        "mask, truncate, no compaction (200k) and a Claude-Code-style policy (bundled corpus and the simulation; "
+        "--sim-turns sets its turns, default 2000; quick: 2 sessions and 300 turns)",
+    )
+    parser.add_argument("--raw", help="--cost: also the raw recorded sessions of this folder (tools/convert_raw.py)")
+    parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
+    parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "cost", False):
+        from .benchmark.cost_compare import run_cost
+
+        return run_cost(args)
+    if args.fleet:
+        return run_fleet(args)
+    if args.latency:
+        return run_latency(args)
+    from .report import render
+    from .run import run_benchmark
+    from .targets import all_passed
+
+    result = asyncio.run(
+        run_benchmark(
+            args.sizes,
+            quick=args.quick,
+            sim_turns=args.sim_turns,
+            simulate_session=not args.no_sim,
+            compaction_only=args.compaction_only,
+        )
+    )
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return 1 if args.check and not all_passed(result.targets) else 0
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from ..testing import RedisServer
+    from .fleet import FleetPlan, render, run_comparison
+
+    if RedisServer.binary() is None:
+        print("bench --fleet needs redis-server (Debian: apt-get install redis-server); nothing measured")
+        return 2
+    plan = FleetPlan(workers=args.workers)
+    if args.quick:
+        plan = FleetPlan(workers=args.workers, prefix_turns=16, fork_turns=8, budget=5_000, delay_s=0.02)
+    runs = run_comparison(plan)
+    print(json.dumps([r.to_json() for r in runs], indent=2) if args.json else render(runs))
+    return 0
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from .latency import QUICK_PLAN, LatencyPlan, latency_targets, render, run_latency
+
+    plan = QUICK_PLAN if args.quick else LatencyPlan()
+    if args.sim_turns is not None:
+        plan = replace(plan, turns=args.sim_turns)
+    result = run_latency(plan)
+    print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
+    return 1 if args.check and not all(passed for _, _, passed in latency_targets(result)) else 0

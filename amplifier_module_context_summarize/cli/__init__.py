@@ -1,0 +1,9 @@
+"""The command line (``python -m amplifier_module_context_summarize <subcommand>``) for users' own sessions.
+
+Owns ``compact``, ``inspect`` and ``convert``, and the reading of session files: our own (``session_io``) and
+every common agent recording (``formats/``, one reader per format). The ``eval`` and ``bench``
+subcommands live with their harnesses (``evaluation.cli``, ``benchmark.cli``).
+
+May import: the package's public API (``create_manager``, the manager), ``core``, ``compaction`` (its account of
+losses), ``summarizer`` (clipping for display) and ``testing``.
+"""

@@ -1,0 +1,232 @@
+"""``compact``: replay a recorded session through the manager and show the request view it ends with."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import create_manager
+from ..core.budget import budget_problem
+from ..core.clip import clip_middle
+from ..core.messages import Message, message_text, scrub_text
+from ..testing import EventRecorder, replay_steps
+from .args import token_count
+from .session_io import SessionFileError, load_messages
+
+EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
+DEFAULT_BUDGET = 16_000
+"""Small enough that the bundled example gets a ``[CONTEXT SUMMARY]``, not only masked tool outputs."""
+KEY_ENVS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("compact", help="replay a session and print the compacted request view")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
+    source.add_argument("--example", action="store_true", help="use the bundled example session")
+    parser.add_argument(
+        "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
+    )
+    parser.add_argument("--summarizer", choices=["anthropic", "openai", "extractive"], help="default: by available key")
+    parser.add_argument("--model", help="summarizer model")
+    parser.add_argument("--base-url", help="OpenAI-compatible server for --summarizer openai")
+    parser.add_argument("--json", action="store_true", help="print the view and the report as JSON")
+    parser.add_argument("--no-summary", action="store_true", help="do not print the final [CONTEXT SUMMARY] in full")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal and the session is long)",
+    )
+    parser.set_defaults(run=run)
+
+
+def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
+    """The summarizer to use, and a note for stderr when we had to fall back to the offline one."""
+    if requested:
+        return requested, None
+    for name, env in KEY_ENVS.items():
+        if environ.get(env):
+            return name, None
+    return "extractive", (
+        "no ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment: using the offline extractive summarizer"
+    )
+
+
+async def replay_session(
+    messages: list[dict[str, Any]], budget: int, summarizer: dict[str, Any], progress: Any = None
+) -> dict[str, Any]:
+    """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end."""
+    recorder = EventRecorder(only={"context:post_compact"})
+    # In band: a replay has no agent time between requests in which a background summary could land.
+    config = {"summarizer": summarizer, "max_tokens": budget, "background_compaction": False}
+    manager = create_manager(config, hooks=recorder)
+    started = time.perf_counter()
+    view: list[dict[str, Any]] = []
+    requests = 0
+    async for step in replay_steps(manager, messages, budget=budget, at_end=True):
+        if step.due:
+            view = await step.request()
+            requests += 1
+        if progress is not None:
+            progress(step.index + 1, len(messages))
+    posts = recorder.payloads("context:post_compact")
+    history_tokens = manager.counter.count_messages(messages)
+    report = {
+        "messages": len(messages),
+        "history_tokens": history_tokens,
+        "budget": budget,
+        "requests": requests,
+        "compactions": len(posts),
+        "view_messages": len(view),
+        "view_tokens": manager.counter.count_messages(view),
+        "tokens_before_last_compaction": posts[-1]["tokens_before"] if posts else None,
+        "tokens_after_last_compaction": posts[-1]["token_count"] if posts else None,
+        "provider_calls": manager.stats["provider_calls"],
+        "cache_hits": manager.stats["cache_hits"],
+        "summarizer_input_tokens": manager.stats["summarizer_input_tokens"],
+        "summarizer_output_tokens": manager.stats["summarizer_output_tokens"],
+        "fallbacks": sorted({p["fallback"] for p in posts if p["fallback"]}),
+        "summarizer": manager.summarizer.name,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return {"view": view, "report": report, "compactions": [_compaction(p) for p in posts]}
+
+
+def _compaction(post: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("tokens_before", "token_count", "budget", "strategy", "summarized_messages", "artifacts_lost", "fallback")
+    return {key: post.get(key) for key in keys}
+
+
+def render_view(view: list[dict[str, Any]], width: int = 400) -> str:
+    lines = []
+    for i, message in enumerate(view):
+        text = clip_middle(message_text(message), width).replace("\n", "\n    ")
+        lines.append(f"[{i}] {message.get('role')}: {text}")
+    return "\n".join(lines)
+
+
+def session_from_args(args: argparse.Namespace) -> tuple[Path, list[Message]] | None:
+    """The session a subcommand was given (its file, or the bundled example), or None after saying why."""
+    path = EXAMPLE_SESSION if args.example else Path(args.session)
+    try:
+        messages = load_messages(path)
+    except SessionFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    problem = budget_problem(args.budget)
+    if problem:
+        print(f"error: --budget {problem}", file=sys.stderr)
+        return None
+    return path, messages
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = session_from_args(args)
+    if loaded is None:
+        return 2
+    path, messages = loaded
+    name, note = choose_summarizer(args.summarizer, os.environ)
+    if note:
+        print(note, file=sys.stderr)
+    summarizer: dict[str, Any] = {"provider": name}
+    if args.model:
+        summarizer["model"] = args.model
+    if args.base_url:
+        summarizer["base_url"] = args.base_url
+    bar = ProgressBar(sys.stderr) if _show_progress(args, messages) else None
+    try:
+        result = asyncio.run(replay_session(messages, args.budget, summarizer, bar))
+    except ValueError as exc:  # configuration, e.g. a missing API key
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        result.pop("compactions")  # --json keeps the shape it always had
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=repr))
+        return 0
+    print(render_view(result["view"]))
+    print()
+    print(f"session: {scrub_text(str(path))}")  # a file name need not be valid UTF-8
+    print(render_result(result))
+    summary = final_summary(result["view"])
+    if summary and not args.no_summary:
+        print()
+        print(f"--- the final [CONTEXT SUMMARY] in full ({len(summary):,} characters; --no-summary hides it) ---")
+        print(summary)
+    return 0
+
+
+LONG_REPLAY = 2_000
+"""Messages from which a replay shows a progress bar by default (on a terminal)."""
+
+
+def _show_progress(args: argparse.Namespace, messages: list[Message]) -> bool:
+    if args.progress is not None:
+        return args.progress
+    return len(messages) >= LONG_REPLAY and sys.stderr.isatty()
+
+
+class ProgressBar:
+    """``[#####.....] 1,200/60,000 messages  12 s`` on one stderr line, redrawn at most ten times a second."""
+
+    def __init__(self, stream: Any, width: int = 30) -> None:
+        self.stream, self.width = stream, width
+        self.started = self.drawn = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done < total and now - self.drawn < 0.1 and self.shown:
+            return
+        self.drawn, self.shown = now, True
+        filled = self.width * done // max(total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {done:,}/{total:,} messages  {now - self.started:.0f} s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def final_summary(view: list[dict[str, Any]]) -> str:
+    """The text of the ``[CONTEXT SUMMARY]`` message of a view, or ''."""
+    for message in view:
+        text = message_text(message)
+        if text.startswith("[CONTEXT SUMMARY]"):
+            return text
+    return ""
+
+
+def render_result(result: dict[str, Any]) -> str:
+    """Tokens before -> after and % saved, one line per compaction, then the report's fields."""
+    report = result["report"]
+    before, after = report["history_tokens"], report["view_tokens"]
+    saved = 100 * (before - after) / before if before else 0.0
+    lines = [
+        f"tokens: {before:,} in the session -> {after:,} in the final view ({saved:.0f}% saved), "
+        f"budget {report['budget']:,}, {report['requests']} requests",
+    ]
+    for i, c in enumerate(result.get("compactions", []), start=1):
+        cut = 100 * (c["tokens_before"] - c["token_count"]) / c["tokens_before"] if c["tokens_before"] else 0.0
+        extra = f", {c['summarized_messages']} messages summarized" if c.get("summarized_messages") else ""
+        lost = f", {c['artifacts_lost']} working-set items dropped" if c.get("artifacts_lost") else ""
+        fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
+        lines.append(
+            f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens (-{cut:.0f}%), "
+            f"{c['strategy']}{extra}{lost}{fallback}"
+        )
+    lines.append("report:")
+    lines += [f"  {key}: {value}" for key, value in report.items()]
+    return "\n".join(lines)

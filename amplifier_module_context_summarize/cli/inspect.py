@@ -1,0 +1,327 @@
+"""``inspect``: replay a recorded session and show what each compaction did and what it lost.
+
+Offline: the extractive summarizer writes the summaries, so the account costs no LLM call and is the
+same on every run. For each compaction it prints the span it took out of the verbatim view, the full
+summary message that then led the view, and the ledger artifacts (files, commands, URLs, ids, error
+lines) of the summarized and masked messages that the view no longer names. ``--html`` writes one
+self-contained page: the conversation with its summarized, masked and verbatim parts marked, and each
+segment summary beside the messages it stands for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import create_manager
+from ..compaction.losses import KINDS, Account, account
+from ..core.clip import clip_middle
+from ..core.messages import Message, message_text, scrub_text
+from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
+from ..manager import SummarizingContextManager
+from ..testing import EventRecorder, replay_steps
+from . import inspect_chart, inspect_table
+from .args import token_count
+from .compact import DEFAULT_BUDGET, session_from_args
+
+DISPLAY_CHARS = 3_000
+"""Longest message text the HTML page shows (head and tail; the history itself is untouched)."""
+LOST_ITEMS_SHOWN = 30
+"""Lost artifacts listed per kind in the Markdown; the count is always complete."""
+
+
+@dataclass
+class CompactionRecord:
+    number: int
+    at_message: int
+    """The stored message after which the request that compacted was made."""
+    newly: list[tuple[str, int, int, int, int]]
+    """(form, first group, end group, first message, end message) taken out of the verbatim view."""
+    hidden_messages: int
+    summary: str
+    payload: dict[str, Any]
+    lost: Account
+
+
+@dataclass
+class Inspection:
+    path: str
+    budget: int
+    manager: SummarizingContextManager
+    view: list[Message]
+    compactions: list[CompactionRecord] = field(default_factory=list)
+    requests: list[tuple[int, int]] = field(default_factory=list)
+    """(message index, tokens sent) per request, for the chart."""
+
+    @property
+    def name(self) -> str:
+        """The session's file name: what the page and the Markdown are titled."""
+        return Path(self.path).name or "session"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "inspect", help="replay a session offline and show each compaction, its summary and what it lost"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
+    source.add_argument("--example", action="store_true", help="use the bundled example session")
+    parser.add_argument(
+        "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
+    )
+    parser.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML page of the session")
+    parser.set_defaults(run=run)
+
+
+async def inspect_session(messages: list[Message], budget: int, path: str = "") -> Inspection:
+    recorder = EventRecorder(only={"context:post_compact"})
+    manager = create_manager({"summarizer": {"provider": "extractive"}, "max_tokens": budget}, hooks=recorder)
+    found = Inspection(path, budget, manager, [])
+    async for step in replay_steps(manager, messages, budget=budget, at_end=True):
+        if not step.due:
+            continue
+        before, seen = manager.state, len(recorder.payloads("context:post_compact"))
+        found.view = await step.request()
+        found.requests.append((step.index, await manager.get_token_count()))
+        payloads = recorder.payloads("context:post_compact")
+        if len(payloads) > seen:
+            found.compactions.append(
+                _record(manager, before, found.view, payloads[-1], step.index, len(found.compactions))
+            )
+    return found
+
+
+def _record(
+    manager: SummarizingContextManager,
+    before: Any,
+    view: list[Message],
+    payload: dict[str, Any],
+    at: int,
+    number: int,
+) -> CompactionRecord:
+    history, state = manager.history, manager.state
+    groups = history.groups
+    newly = []
+    if state.boundary > before.boundary:
+        form = "summarized" if state.segments else "truncated"
+        newly.append((form, before.boundary, state.boundary))
+    start = max(state.boundary, before.tail_start)
+    if state.tail_start > start:
+        newly.append(("masked", start, state.tail_start))
+    spans = [(form, a, b, groups[a].start, groups[b - 1].end) for form, a, b in newly]
+    hidden_end = groups[state.tail_start - 1].end if state.tail_start else 0
+    system = set(history.system)
+    hidden = [m for i, m in enumerate(history.messages[:hidden_end]) if i not in system]
+    view_text = "\n".join(message_text(m) for m in view)
+    summary = next((m for m in view if _leads_as_summary(m)), None)  # as the view showed it
+    return CompactionRecord(
+        number=number + 1,
+        at_message=at,
+        newly=spans,
+        hidden_messages=hidden_end,
+        summary=str(summary["content"]) if summary is not None else "",
+        payload=payload,
+        lost=account(hidden, view_text),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+
+
+def _fence(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def render_markdown(found: Inspection) -> str:
+    manager = found.manager
+    history = manager.history
+    lines = [
+        f"# Inspect: {found.name}",
+        "",
+        f"{len(history.messages)} messages in {len(history.groups)} groups, budget {found.budget:,} tokens, "
+        f"extractive summarizer (offline); {len(found.compactions)} compaction(s). "
+        f"The final view: {len(found.view)} messages, {manager.counter.count_messages(found.view):,} tokens.",
+    ]
+    if not found.compactions:
+        lines += ["", "The session fits the budget: nothing was summarized or masked."]
+    for record in found.compactions:
+        p = record.payload
+        lines += [
+            "",
+            f"## Compaction {record.number}, at message {record.at_message}",
+            "",
+            f"- view: {p['tokens_before']:,} → {p['token_count']:,} tokens (budget {p['budget']:,}); "
+            f"{p['summarized_messages']} messages summarized in {p['segments']} segment(s)"
+            + (f"; fallback `{p['fallback']}`" if p["fallback"] else ""),
+        ]
+        for form, a, b, first, end in record.newly:
+            lines.append(f"- newly {form}: groups {a}–{b - 1} (messages {first}–{end - 1})")
+        lines.append(f"- hidden in all (summarized or masked): messages 0–{record.hidden_messages - 1}")
+        lines += ["", "### Summary message", ""]
+        lines.append(_fence(record.summary) if record.summary else "(no summary message: only masking so far)")
+        lines += ["", "### What was lost", ""]
+        lost, total = record.lost.lost_count, record.lost.lost_count + record.lost.kept_count
+        if not lost:
+            lines.append(
+                f"Nothing: all {total} artifacts of the hidden messages are still named in the view."
+                if total
+                else "The hidden messages name no files, commands, URLs, ids or errors."
+            )
+        else:
+            lines.append(f"{lost} of {total} artifacts of the hidden messages are no longer named in the view:")
+            lines.append("")
+            for kind in KINDS:
+                items = record.lost.lost[kind]
+                if items:
+                    more = f" (+{len(items) - LOST_ITEMS_SHOWN} more)" if len(items) > LOST_ITEMS_SHOWN else ""
+                    shown = ", ".join(f"`{_inline(i)}`" for i in items[-LOST_ITEMS_SHOWN:])
+                    lines.append(f"- {kind}{more}: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def _inline(item: str) -> str:
+    flat = " ".join(item.split()).replace("`", "'")
+    return flat if len(flat) <= 120 else flat[:119] + "…"
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:1em;color:#222}
+h1,h2{font-weight:600}.legend span{display:inline-block;padding:.15em .6em;margin-right:.5em;border-radius:3px}
+.system{background:#eef}.summarized{background:#fde9c8}.truncated{background:#f4cccc}
+.masked{background:#e3f0e3}.verbatim{background:#fff;border:1px solid #ccc}
+.span{display:grid;grid-template-columns:3fr 2fr;gap:1em;margin:.8em 0;padding:.5em;border-radius:4px}
+.span.single{grid-template-columns:1fr}.msg{margin:.3em 0;padding:.3em .5em;background:rgba(255,255,255,.6)}
+.role{font-weight:600;margin-right:.5em}.idx{color:#777;font-size:.85em}
+pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;font:12px/1.4 ui-monospace,monospace}
+details{background:#fffdf6;border:1px solid #e5c07b;border-radius:4px;padding:.3em .6em}
+summary{cursor:pointer;font-weight:600}.lost{color:#a00}h1{overflow-wrap:anywhere}
+.span>details{position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto}
+"""
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _message_html(index: int | None, message: Message, note: str = "") -> str:
+    text = clip_middle(message_text(message), DISPLAY_CHARS)
+    where = f'<span class="idx">#{index}</span> ' if index is not None else ""
+    return (
+        f'<div class="msg">{where}<span class="role">{_esc(message.get("role"))}</span>{_esc(note)}'
+        f"<pre>{_esc(text)}</pre></div>"
+    )
+
+
+def render_html(found: Inspection) -> str:
+    manager = found.manager
+    history, state = manager.history, manager.state
+    groups = history.groups
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(found.name)}</title>",
+        f"<style>{CSS}{inspect_chart.CSS}{inspect_table.CSS}</style></head><body>",
+        f"<h1>{_esc(found.name)}</h1>",
+        f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
+        f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
+        f"{history.prefix[-1]:,} tokens; the last request sent {_last_sent(found):,}.</p>",
+        _chart(found),
+        inspect_table.render_table(found.compactions),
+        "<h2>The conversation as the last request saw it</h2>",
+        '<p class="legend">'
+        '<span class="system">system: always shown</span>'
+        '<span class="summarized">summarized: shown as its segment summary</span>'
+        '<span class="truncated">truncated: left out with a marker</span>'
+        '<span class="masked">masked: shown with old tool outputs as placeholders</span>'
+        '<span class="verbatim">verbatim: shown as stored</span></p>',
+    ]
+    system = list(history.system)
+    if system:
+        parts.append('<section class="span single system" id="system">')
+        parts += [_message_html(i, history.messages[i]) for i in system]
+        parts.append("</section>")
+    system_set = set(system)
+
+    def stored(a: int, b: int) -> list[str]:
+        if a >= b:
+            return []
+        start, end = groups[a].start, groups[b - 1].end
+        return [_message_html(i, history.messages[i]) for i in range(start, end) if i not in system_set]
+
+    for n, segment in enumerate(state.segments):
+        start, end = groups[segment.start].start, groups[segment.end - 1].end
+        parts.append(f'<section class="span summarized" id="segment-{n}" data-groups="{segment.start}-{segment.end}">')
+        parts.append(f"<div>{''.join(stored(segment.start, segment.end))}</div>")
+        parts.append(
+            f'<details class="segment-summary" open><summary>Summary of messages {start}–{end - 1} '
+            f"(groups {segment.start}–{segment.end - 1}, tier {segment.tier})</summary>"
+            f"<pre>{_esc(segment.text)}</pre></details>"
+        )
+        parts.append("</section>")
+    if state.boundary > state.summarized_end:
+        parts.append('<section class="span single truncated" id="truncated">')
+        parts += stored(state.summarized_end, state.boundary)
+        parts.append("</section>")
+    if state.tail_start > state.boundary and manager.masks is not None:
+        parts.append('<section class="span masked" id="masked"><div>')
+        parts += stored(state.boundary, state.tail_start)
+        parts.append("</div><details><summary>As the view shows them (masked)</summary>")
+        parts += [_message_html(None, m) for m in manager.masks.span(state.boundary, state.tail_start)]
+        parts.append("</details></section>")
+    parts.append('<section class="span single verbatim" id="verbatim">')
+    parts += stored(state.tail_start, len(groups))
+    parts.append("</section>")
+
+    parts.append(inspect_table.render_details(found.compactions))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _last_sent(found: Inspection) -> int:
+    return found.requests[-1][1] if found.requests else 0
+
+
+def _chart(found: Inspection) -> str:
+    marks = [
+        inspect_chart.Mark(r.number, r.at_message, r.payload["tokens_before"], r.payload["token_count"])
+        for r in found.compactions
+    ]
+    return inspect_chart.chart_section(found.requests, marks, found.budget, len(found.manager.history.messages))
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = session_from_args(args)
+    if loaded is None:
+        return 2
+    path, messages = loaded
+    found = asyncio.run(inspect_session(messages, args.budget, str(path)))
+    # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
+    # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
+    print(scrub_text(render_markdown(found)), end="")
+    if args.html:
+        html = scrub_text(render_html(found))
+        try:
+            Path(args.html).write_text(html, encoding="utf-8")
+        except OSError as exc:
+            print(f"error: cannot write {scrub_text(args.html)} ({exc.__class__.__name__})", file=sys.stderr)
+            return 2
+        print(f"\nHTML written to {scrub_text(args.html)}", file=sys.stderr)
+    return 0
+
+
+SUMMARY_OPENINGS = (SUMMARY_MARKER, TRUNCATION_MARKER.split("{", 1)[0])
+
+
+def _leads_as_summary(message: Message) -> bool:
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_OPENINGS)

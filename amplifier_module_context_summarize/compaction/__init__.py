@@ -1,0 +1,10 @@
+"""Compaction: from a history, a budget and a cache to the state a view is built from.
+
+Owns the job over one history (``job``), the strategies behind one interface (``strategies``), observation
+masking (``masking``), summarized segments and their cache walk (``segments``, ``resume``), single flight and
+store claims (``flight``), the circuit breaker (``breaker``), background compaction and its landing
+(``background``), prefetch (``prefetch``), the tail view between compactions (``view``) and the account of what a
+view hides (``losses``).
+
+May import: ``core``, ``working_set``, ``summarizer``, ``backends``, ``stores``, ``config`` and ``events``.
+"""

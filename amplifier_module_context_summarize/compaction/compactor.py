@@ -1,0 +1,422 @@
+"""When and how a request's compaction runs: in band, at the soft threshold, or in the background, and how a
+background compaction lands.
+
+The view passes the threshold: while it still fits, nothing waits for the summarizer (the strategy plans
+offline; a plan that needs the summarizer runs in the background, ``background.py``); a view that would not
+fit is masked further when that alone fits, else it waits, up to the compaction deadline, then the cheaper
+rungs answer. A landed background compaction is installed by the next request if history and state are still
+those it started from, or masked further since. Every install is reported (``context:pre_compact``, then
+``context:post_compact``), and where masking reached is stored, so a resumed session shows the same view.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import events
+from ..config import Config
+from ..core.history import History
+from ..core.messages import Message, message_text
+from ..core.plan import Limits, needs_compaction
+from ..core.state import CompactionState, Shown
+from ..stores import CachedSummary
+from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
+from .breaker import CircuitBreaker
+from .flight import BACKGROUND_CLAIM_S
+from .job import Compaction, CompactionReport, Strategy, SummarizerNeeded
+from .losses import Account, account, newly_hidden
+from .masking import MaskSettings
+from .prefetch import Prefetcher
+from .request_view import RequestView
+from .resume import walk
+from .segments import SegmentSource
+
+logger = logging.getLogger(__name__)
+
+MASK_MARK = "mask:"
+"""Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
+BACKGROUND_DEADLINE_S = BACKGROUND_CLAIM_S
+"""A background compaction's summarizer calls end by then (no request waits for it unless its view would not
+fit, and such a request cancels it at its own deadline)."""
+LANDING_GRACE_S = 0.25
+"""How long a request whose view would not fit waits for a background summary before it masks further instead,
+when masking alone fits: a summary landing that soon gives the smaller view; the seconds an LLM call may still
+take are not worth waiting for."""
+LOW_LANDING = 0.5
+"""A view that still fits is not compacted to below this share of the target: only hiding one group larger than
+the room between the target and the threshold (a huge tool output) lands that low, and that same group would go
+anyway once the view no longer fits, with the newest groups then in its place."""
+
+
+class Compactor:
+    """Runs the strategy for a request's view and installs what it returns, in band or from the background."""
+
+    def __init__(
+        self,
+        config: Config,
+        view: RequestView,
+        strategy: Strategy,
+        segments: SegmentSource,
+        breaker: CircuitBreaker,
+        prefetcher: Prefetcher,
+        mask_settings: MaskSettings | None,
+        emit: Callable[[events.Payload], Awaitable[None]],
+    ) -> None:
+        self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
+        self.breaker, self.prefetcher, self.mask_settings, self.emit = breaker, prefetcher, mask_settings, emit
+        self.background = BackgroundCompactor(self._run_background)
+        """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
+        self.in_band_next = False
+        """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
+
+    async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
+        """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
+        threshold); a view that would not fit is masked further when that alone fits, else it waits, up to the
+        compaction deadline, then the cheaper rungs answer."""
+        deadline = time.monotonic() + self.config.compaction_deadline_s
+        if not self.config.background_compaction:
+            await self.in_band(limits, provider, force=False, deadline=deadline)
+            return
+        if tokens > limits.budget and self.background.running:
+            # A summary about to land beats masking further; past a short grace, masking that fits beats waiting.
+            await self.background.wait(min(deadline, time.monotonic() + LANDING_GRACE_S))
+            if self.background.running and await self._mask_beside_flight(limits, provider):
+                return  # the summary under way lands onto this masking later
+            await self.background.wait(deadline)
+            await self.land()
+            tokens = self.view.tokens()
+            if not needs_compaction(tokens, limits):
+                return
+        if tokens <= limits.budget and not self.in_band_next:
+            if not self.background.running:
+                await self._compact_soft(limits, provider, over_budget=False)
+            return
+        running, in_band = self.background.running, self.in_band_next
+        if not (running or in_band) and await self._compact_soft(limits, provider, over_budget=True):
+            return  # masking alone made it fit: the summary is written in the background
+        self.in_band_next = False
+        await self.settle_background(deadline)
+        if needs_compaction(self.view.tokens(), limits):
+            await self.in_band(limits, provider, force=False, deadline=deadline)
+
+    async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
+        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background.
+
+        A view that fits is left as it is while the summary is written. One ``over_budget`` is first masked as far
+        as the plan got, when that fits; if it does not, nothing happens here (False) and the request compacts
+        in band.
+        """
+        started = time.perf_counter()
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
+        try:
+            state = await self.strategy.compact(job)
+        except SummarizerNeeded as needed:
+            if over_budget and needed.fitting is None:
+                return False
+            if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
+                await self._emit_pre_compact(limits, tokens_before, force=False)
+                await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
+            deadline = time.monotonic() + BACKGROUND_DEADLINE_S
+            flight = self.background.start(
+                self._job(limits, provider, force=False, deadline=deadline),
+                self.view.state,
+                self.view.history,
+                tokens_before,
+            )
+            await self._emit_background(flight, STARTED)
+            return True
+        except Exception as exc:  # a bug here must never stop the agent loop
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(self.view.state, limits)
+        if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
+            return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
+        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        return True
+
+    async def _mask_beside_flight(self, limits: Limits, provider: Any | None) -> bool:
+        """A view past the budget while a background summary is written: when masking further alone fits, install
+        that in band (True) instead of waiting; the summary then lands onto the masked state (``_land``).
+
+        A fast agent step with a large output gets here: the output arrives before the summary does.
+        """
+        if self.view.masks is None:  # masking is off: there is nothing to install but the summary
+            return False
+        started = time.perf_counter()
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
+        try:
+            state: CompactionState | None = await self.strategy.compact(job)
+        except SummarizerNeeded as needed:
+            state = needed.fitting
+        except Exception as exc:  # only a plan: the request waits for the summary as before
+            logger.exception("planning beside a background compaction failed (%s)", type(exc).__name__)
+            return False
+        if state is None or not masks_further(before, state) or not job.fits(state):
+            return False
+        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        return True
+
+    async def in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
+        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""
+        started = time.perf_counter()
+        # One deadline for all this request waits for: a background summary, then every summarizer call.
+        deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
+        await self.prefetcher.drain(deadline)
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        await self._emit_pre_compact(limits, tokens_before, force)
+        job, before = self._job(limits, provider, force, deadline), self.view.state
+        try:
+            state = await self.strategy.compact(job)
+        except Exception as exc:  # a bug here must never stop the agent loop
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(self.view.state, limits)
+        await self._finish(job, before, state, tokens_before, messages_before, started, force)
+
+    def _job(
+        self, limits: Limits, provider: Any | None, force: bool, deadline: float | None, offline: bool = False
+    ) -> Compaction:
+        c = self.config
+        job = Compaction(
+            history=self.view.history,
+            state=self.view.state,
+            limits=limits if not force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
+            system_tokens=self.view.system_view_tokens(),
+            counter=self.view.counter,
+            summary_allowance=c.summary_output_tokens,
+            provider=provider,
+            deadline=deadline,
+            masks=self.view.masks,
+            working_set_tokens=c.working_set_tokens(self.view.budget.wire),
+            summary_room=c.summary_room(self.view.budget.wire),
+            recall_tool=c.recall_tool_name,
+            offline=offline,
+        )
+        job.remember(self.view.state, self.view.shown())
+        return job
+
+    async def _finish(
+        self,
+        job: Compaction,
+        before: CompactionState,
+        state: CompactionState,
+        tokens_before: int,
+        messages_before: int,
+        started: float,
+        force: bool,
+    ) -> None:
+        """Install a compaction made in band and report it."""
+        self.view.state = state
+        self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.shown(self.view.state))
+        await self._after_install(before)
+        artifacts = self._artifacts_hidden(before, self.view.state, self.view.shown())
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        await self._report_compaction(
+            job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts
+        )
+
+    async def _after_install(self, before: CompactionState) -> None:
+        if self.view.masks is not None:
+            self.view.masks.forget_before(self.view.state.boundary)
+            await self._record_mask_end(before)
+
+    async def _run_background(self, job: Compaction, before: CompactionState) -> Landed:
+        """The background task: a prefetch under way is let land first (single flight), then the strategy runs.
+
+        The summary message and the artifact account are worked out here too, off the request path.
+        """
+        await self.prefetcher.drain(job.deadline)
+        try:
+            state = await self.strategy.compact(job)
+        except Exception as exc:  # as in band: a bug in a strategy truncates, it does not fail the compaction
+            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
+            job.report.note_fallback("error")
+            state = job.truncated(job.state, job.limits)
+        shows = job.shown(state)
+        return Landed(state, shows, self._artifacts_hidden(before, state, shows))
+
+    async def land(self) -> None:
+        """Install a background compaction that has landed, if it still applies; report how it ended."""
+        flight = self.background.landed()
+        if flight is None:
+            return
+        landed = None if flight.task.cancelled() else flight.task.result()
+        if landed is None:
+            self.in_band_next = True
+            await self._emit_background(flight, FAILED, flight.error or "error")
+            return
+        current = self.view.state
+        applies = current is flight.before or masks_further(flight.before, current)
+        if flight.history is not self.view.history or not applies:
+            await self._emit_background(flight, CANCELLED, "superseded")
+            return
+        state = landed.state
+        if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
+            state = state.masked_to(current.mask_end)
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        await self._emit_pre_compact(flight.job.limits, tokens_before, force=False)  # each post has its pre
+        self.view.state = state
+        self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
+        await self._after_install(current)
+        await self._emit_background(flight, LANDED)
+        await self._report_compaction(
+            flight.job.report,
+            flight.job.limits,
+            tokens_before,
+            messages_before,
+            flight.elapsed_ms(),
+            False,
+            landed.artifacts,
+        )
+
+    async def settle_background(self, deadline: float) -> None:
+        """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
+        if not self.background.running:
+            await self.land()
+            return
+        await self.background.wait(deadline)
+        await self.land()
+        await self.cancel_background("deadline")
+
+    async def cancel_background(self, reason: str) -> None:
+        flight = self.background.cancel()
+        if flight is not None:
+            await self._emit_background(flight, CANCELLED, reason)
+
+    async def _emit_background(self, flight: Flight, phase: str, reason: str | None = None) -> None:
+        await self.emit(
+            events.BackgroundCompaction(
+                phase=phase,
+                reason=reason,
+                token_count=flight.tokens,
+                budget=flight.job.limits.budget,
+                elapsed_ms=0.0 if phase == STARTED else flight.elapsed_ms(),
+                waited_ms=round(flight.waited * 1000, 3),
+            )
+        )
+
+    async def _emit_pre_compact(self, limits: Limits, tokens: int, force: bool) -> None:
+        await self.emit(
+            events.PreCompact(
+                message_count=len(self.view.history.messages),
+                token_count=tokens,
+                budget=limits.budget,
+                strategy=self.config.compaction_strategy,
+                threshold=limits.compact_at,
+                forced=force,
+            )
+        )
+
+    def _artifacts_hidden(self, before: CompactionState, state: CompactionState, shows: Shown) -> Account:
+        """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
+
+        O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form.
+        """
+        history = self.view.history
+        spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
+        stored: list[Message] = []
+        texts = [message_text(m) for m in shows.messages]
+        for start, end in spans:
+            stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
+            if start >= state.boundary and self.view.masks is not None:
+                texts += [message_text(m) for m in self.view.masks.span(start, end)]
+        return account(stored, "\n".join(texts))
+
+    async def _report_compaction(
+        self,
+        report: CompactionReport,
+        limits: Limits,
+        tokens_before: int,
+        messages_before: int,
+        duration_ms: float,
+        force: bool,
+        artifacts: Account,
+    ) -> None:
+        tokens_after, messages_after = self.view.sent_tokens(limits.budget), len(self.view.build())
+        summarized = self.view.history.messages_before(self.view.state.boundary)
+        for category, calls in report.failures:
+            await self.emit(events.SummaryFailed("compaction", category, calls))
+        strategy = self.config.compaction_strategy
+        await self.emit(
+            events.PostCompact(
+                message_count=messages_after,
+                token_count=tokens_after,
+                tokens_before=tokens_before,
+                budget=limits.budget,
+                wire_budget=self.view.budget.wire,
+                tool_tokens=self.view.budget.tool_tokens,
+                calibration=round(self.view.budget.calibration.factor, 4),
+                strategy=strategy,
+                summarized_messages=summarized,
+                segments=len(self.view.state.segments),
+                provider_calls=report.provider_calls,
+                cache_hits=report.cache_hits,
+                summaries=report.summaries,
+                summarizer_input_tokens=report.input_tokens,
+                summarizer_output_tokens=report.output_tokens,
+                summary_tokens=self.view.shown().summary_tokens,
+                duration_ms=duration_ms,
+                fallback=report.fallback,
+                circuit=self.breaker.state,
+                clipped=tokens_after > limits.budget,
+                artifacts_kept=artifacts.kept_count,
+                artifacts_lost=artifacts.lost_count,
+            )
+        )
+        await self.emit(
+            events.Compaction(
+                before_tokens=tokens_before,
+                after_tokens=tokens_after,
+                before_messages=messages_before,
+                after_messages=messages_after,
+                messages_removed=max(messages_before - messages_after, 0),
+                messages_summarized=summarized if self.view.state.segments else 0,
+                messages_truncated=0 if self.view.state.segments else summarized,
+                budget=limits.budget,
+                target_tokens=limits.target,
+                strategy=strategy,
+                strategy_level=report.fallback or strategy,
+            )
+        )
+
+    async def resumed(self, history: History) -> CompactionState:
+        """The state stored summaries and the mask end give ``history`` (none for ``truncate``: it stores nothing)."""
+        if self.config.compaction_strategy == "truncate":
+            return CompactionState()
+        state = await walk(history, self.segments.store, history.last_cuttable)
+        if self.mask_settings is not None:
+            state = state.masked_to(await self._stored_mask_end(history, state.boundary))
+        return state
+
+    async def _stored_mask_end(self, history: History, boundary: int) -> int:
+        """The furthest mask end recorded for this history at ``boundary`` (0 when none)."""
+        best = 0
+        for entry in await self.segments.store.starting_at(MASK_MARK + history.chain_at(boundary)):
+            end = boundary + entry.groups
+            if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
+                best = end
+        return best
+
+    async def _record_mask_end(self, before: CompactionState) -> None:
+        """Store where masking reached, so a resumed session shows the same masked view."""
+        state, history = self.view.state, self.view.history
+        if self.view.masks is None or state.mask_end <= state.boundary:
+            return
+        if state.mask_end == before.mask_end and state.boundary == before.boundary:
+            return
+        start = MASK_MARK + history.chain_at(state.boundary)
+        await self.segments.store.put(
+            CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
+        )
+
+
+def masks_further(before: CompactionState, after: CompactionState) -> bool:
+    """Whether ``after`` differs from ``before`` only in masking more groups (same summary, same boundary)."""
+    return after.boundary == before.boundary and after.segments == before.segments and after.mask_end > before.mask_end

@@ -1,0 +1,80 @@
+"""What a compaction lost: the artifacts of a hidden span that the text standing for it no longer names.
+
+The artifacts are the ledger's (files, commands, URLs, identifiers, error lines of the span, found the
+same way with or without an LLM); one counts as kept when the text that replaced the span still names
+it: a file by its path relative to the workspace root or by its name on its folder's line (as the working
+set folds them), a one-file read by the rest of its command on its file's line of folded reads, anything else
+by its string or its clipped form. The cost is one extraction of the
+span and one search per artifact in that text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.messages import Message
+from ..working_set.facts import clip, extract
+from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ..working_set.reads import named_reads, read_form
+
+ITEM_MAX_CHARS = 200
+
+KINDS = ("files", "commands", "urls", "identifiers", "errors")
+
+
+@dataclass(frozen=True)
+class Account:
+    """Artifacts of a span, by kind, split into those the replacing text still names and those it does not."""
+
+    kept: dict[str, list[str]]
+    lost: dict[str, list[str]]
+
+    @property
+    def kept_count(self) -> int:
+        return sum(map(len, self.kept.values()))
+
+    @property
+    def lost_count(self) -> int:
+        return sum(map(len, self.lost.values()))
+
+
+def account(span: list[Message], shown_text: str) -> Account:
+    """Which artifacts of ``span`` ``shown_text`` still names."""
+    facts = extract(span)
+    working_set = WorkingSet()
+    working_set.add(facts)
+    root = working_set.root()
+    found = {
+        "files": [canonical(p, root) for f in facts.files for p in (f.path, f.target) if p],
+        "commands": [command_in_root(o.key, root) for o in facts.outcomes if o.command],
+        "urls": list(facts.urls),
+        "identifiers": list(facts.identifiers),
+        "errors": [o.error for o in facts.outcomes if o.error],
+    }
+    flat = " ".join(shown_text.split())
+    kept: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    lost: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    for kind in KINDS:
+        items = list(dict.fromkeys(i for i in found[kind] if i and i != "."))
+        named = set(named_files(shown_text, items)) if kind == "files" else set()
+        if kind == "commands":
+            reads = [(item, canonical(form[0], root), form[1]) for item in items if (form := read_form(item))]
+            named = named_reads(shown_text, reads, ITEM_MAX_CHARS)
+        for item in items:
+            if kind != "files":
+                short = clip(item, ITEM_MAX_CHARS).rstrip("…")
+                if item in shown_text or short in flat:
+                    named.add(item)
+            (kept if item in named else lost)[kind].append(item)
+    return Account(kept, lost)
+
+
+def newly_hidden(before_boundary: int, before_tail: int, boundary: int, tail: int) -> list[tuple[int, int]]:
+    """Group ranges a compaction took out of their previous form: newly summarized, then newly masked."""
+    spans = []
+    if boundary > before_boundary:
+        spans.append((before_boundary, boundary))
+    start = max(boundary, before_tail)
+    if tail > start:
+        spans.append((start, tail))
+    return spans

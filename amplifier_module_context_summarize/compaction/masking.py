@@ -1,0 +1,305 @@
+"""Observation masking: the cheapest rung, before any summary.
+
+Old tool outputs are most of an agent's tokens and the least of what it needs later: the calls, the
+assistant's words and its reasoning say what was done and found. A masked group keeps all of those and
+replaces each tool output longer than a threshold by a one-line placeholder (its size, its first or
+error line, and a handle to the original); huge call arguments (a whole file written through a tool)
+are clipped the same way. It needs no LLM and no cache, and the same group always masks the same way,
+so a resumed session shows the identical view.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core.handles import handle_for
+from ..core.messages import (
+    CALL_BLOCK_TYPES,
+    RESULT_BLOCK_TYPE,
+    Message,
+    block_kind,
+    block_text,
+    canonical_json,
+    parse_embedded_json,
+    result_ids,
+)
+from ..working_set.facts import error_line, looks_failed
+
+if TYPE_CHECKING:
+    from ..core.history import History
+
+FIRST_LINE_CHARS = 120
+ARGUMENT_KEEP_CHARS = 80
+"""Head of a clipped call argument that stays (enough to recognise the file or text)."""
+
+
+@dataclass(frozen=True)
+class MaskSettings:
+    min_chars: int = 600
+    """Tool outputs (and call arguments) longer than this are masked; shorter ones cost little more than a
+    placeholder (about 200 characters with its first line and handle)."""
+    keep_recent: int = 5
+    """The newest tool outputs, which stay verbatim (the agent is still working with them) unless a summary or
+    truncation would take their groups whole (``Compaction.masked``)."""
+    recall_tool: str | None = None
+    """Name of the mounted tool that fetches an original by its handle, which the placeholder then names."""
+
+    @property
+    def key(self) -> list[Any]:
+        """What changes the masked text (and so the summarizer's input): part of the summary fingerprint."""
+        return ["mask-v2", self.min_chars, self.recall_tool]
+
+
+class Masks:
+    """Masked forms of one history's closed groups and their token prefix sums, each group worked out once."""
+
+    def __init__(self, history: History, settings: MaskSettings) -> None:
+        self.history = history
+        self.settings = settings
+        self._origin: int | None = None
+        self._prefix: list[int] = [0]
+        """Masked tokens of groups ``[origin, origin + i)``."""
+        self._changed: dict[int, list[Message]] = {}
+        """Masked forms of the groups that masking makes smaller; every other group shows as the history does."""
+        self._plain: set[int] = set()
+        """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
+        self._outputs_scanned = 0
+        self._output_groups: list[int] = []
+        self._outputs_before: list[int] = []
+        """Cumulative count of tool outputs up to and including ``_output_groups[i]``."""
+
+    # ------------------------------------------------------------------ planning
+
+    def tokens(self, start: int, end: int) -> int:
+        """Tokens of groups ``[start, end)`` masked (closed groups only)."""
+        if end <= start:
+            return 0
+        self._cover(start, end)
+        origin = self._origin or 0
+        return self._prefix[end - origin] - self._prefix[start - origin]
+
+    def limit(self) -> int:
+        """The furthest mask end allowed: the groups holding the newest ``keep_recent`` outputs stay verbatim."""
+        history = self.history
+        closed = history.last_cuttable
+        self._scan_outputs(closed)
+        keep = self.settings.keep_recent
+        open_outputs = len(result_ids_in(history, closed)) if history.groups else 0
+        if keep <= open_outputs:
+            return closed
+        counts, total = self._outputs_before, self._outputs_before[-1] if self._outputs_before else 0
+        remaining = keep - open_outputs
+        if total <= remaining:
+            return 0
+        first_kept = bisect_right(counts, total - remaining)
+        return min(self._output_groups[first_kept], closed) if first_kept < len(counts) else closed
+
+    # ------------------------------------------------------------------ showing
+
+    def group(self, index: int) -> list[Message]:
+        """Group ``index`` masked."""
+        changed = self._changed.get(index)
+        if changed is not None:
+            return changed
+        return self.history.shown(index) if index in self._plain else self._decide(index)[0]
+
+    def span(self, start: int, end: int) -> list[Message]:
+        out: list[Message] = []
+        for g in range(start, end):
+            out.extend(self.group(g))
+        return out
+
+    def forget_before(self, index: int) -> None:
+        """Drop masked copies of groups no view shows any more (they are behind the summary)."""
+        for g in [g for g in self._changed if g < index]:
+            del self._changed[g]
+        self._plain = {g for g in self._plain if g >= index}
+
+    # ------------------------------------------------------------------ internals
+
+    def _cover(self, start: int, end: int) -> None:
+        if self._origin is None or start < self._origin:
+            self._origin, self._prefix = start, [0]
+        origin = self._origin
+        while origin + len(self._prefix) - 1 < end:
+            g = origin + len(self._prefix) - 1
+            self._prefix.append(self._prefix[-1] + self._decide(g)[1])
+
+    def _decide(self, index: int) -> tuple[list[Message], int]:
+        """Group ``index`` as a view shows it, masked only where that makes it smaller, and its tokens.
+
+        Planning counts what the view will show, so a group whose placeholders would cost more than its
+        outputs (short outputs under a low ``min_chars``) is shown as it is.
+        """
+        history = self.history
+        raw = history.prefix[index + 1] - history.prefix[index]
+        masked, changed = self._masked(index)
+        if changed:
+            tokens = history.counter.count_messages(masked)
+            if tokens < raw:
+                self._changed[index] = masked
+                return masked, tokens
+        self._plain.add(index)
+        return history.shown(index), raw
+
+    def _masked(self, index: int) -> tuple[list[Message], bool]:
+        history = self.history
+        group = history.groups[index]
+        shown = history.shown(index)
+        stored = range(group.start, group.end)
+        out: list[Message] = []
+        changed = False
+        for message in shown:
+            position = _stored_index(history, stored, message)
+            masked = self._mask_message(message, position)
+            changed = changed or masked is not message
+            out.append(masked)
+        return (out if changed else shown), changed
+
+    def _mask_message(self, message: Message, position: int) -> Message:
+        new: Message | None = None
+        content = message.get("content")
+        if message.get("role") == "tool" and not isinstance(content, list):
+            text = block_text(content) if content is not None else ""
+            placeholder = self._placeholder(text, position, None)
+            if placeholder is not None:
+                new = {**message, "content": placeholder}
+        elif isinstance(content, list):
+            stored = self.history.messages[position].get("content")
+            blocks = [
+                self._mask_block(block, position, _stored_block(stored, block, i)) for i, block in enumerate(content)
+            ]
+            if any(a is not b for a, b in zip(blocks, content, strict=True)):
+                new = {**message, "content": blocks}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            clipped = [self._clip_listed_call(call, position) for call in calls]
+            if any(a is not b for a, b in zip(clipped, calls, strict=True)):
+                new = {**(new or message), "tool_calls": clipped}
+        return new if new is not None else message
+
+    def _mask_block(self, block: Any, position: int, index: int) -> Any:
+        if not isinstance(block, dict):
+            return block
+        kind = block_kind(block)
+        if kind == RESULT_BLOCK_TYPE:
+            key = "content" if "content" in block else "output"
+            placeholder = self._placeholder(block_text(block), position, index)
+            if placeholder is not None:
+                return {**block, key: placeholder}
+        elif kind in CALL_BLOCK_TYPES and isinstance(block.get("input"), dict):
+            clipped = self._clip_arguments(block["input"], position, index)
+            if clipped is not block["input"]:
+                return {**block, "input": clipped}
+        return block
+
+    def _clip_listed_call(self, call: Any, position: int) -> Any:
+        if not isinstance(call, dict):
+            return call
+        fn = call.get("function")
+        if isinstance(fn, dict) and "arguments" in fn:
+            clipped = self._clip_arguments(fn["arguments"], position, None)
+            return call if clipped is fn["arguments"] else {**call, "function": {**fn, "arguments": clipped}}
+        if "arguments" in call:
+            clipped = self._clip_arguments(call["arguments"], position, None)
+            return call if clipped is call["arguments"] else {**call, "arguments": clipped}
+        return call
+
+    def _clip_arguments(self, args: Any, position: int, block: int | None) -> Any:
+        """Arguments with each long string value clipped; a JSON string stays a JSON string."""
+        limit = self.settings.min_chars
+        if isinstance(args, str):
+            if len(args) <= limit:
+                return args
+            try:
+                parsed = parse_embedded_json(args)
+            except ValueError:
+                return json.dumps({"clipped": self._clip_value(args, position, block)})
+            clipped = self._clip_arguments(parsed, position, block)
+            return args if clipped is parsed else json.dumps(clipped, ensure_ascii=False)
+        if not isinstance(args, dict) or len(canonical_json(args)) <= limit:
+            return args
+        out = {
+            key: self._clip_value(value, position, block)
+            if isinstance(value, str) and len(value) > ARGUMENT_KEEP_CHARS * 2
+            else value
+            for key, value in args.items()
+        }
+        return out if any(out[k] is not args[k] for k in args) else args
+
+    def _clip_value(self, value: str, position: int, block: int | None) -> str:
+        handle = handle_for(self.history.messages, position, block)
+        head = value[:ARGUMENT_KEEP_CHARS].rstrip()
+        return f"{head}… [clipped: {len(value):,} chars; {self._recall(handle)}]"
+
+    def _placeholder(self, text: str, position: int, block: int | None) -> str | None:
+        """The placeholder for a tool output over ``min_chars``, when it is shorter than the output."""
+        if len(text) <= self.settings.min_chars:
+            return None
+        handle = handle_for(self.history.messages, position, block)
+        lines = text.count("\n") + 1
+        if looks_failed(text):
+            label, line = "error line", error_line(text)
+        else:
+            label, line = "first line", next((s.strip() for s in text.splitlines() if s.strip()), "")
+        if len(line) > FIRST_LINE_CHARS:
+            line = line[: FIRST_LINE_CHARS - 1].rstrip() + "…"
+        quoted = json.dumps(line, ensure_ascii=False)
+        placeholder = (
+            f"[tool output masked: {len(text):,} chars, {lines:,} lines; {label}: {quoted}; {self._recall(handle)}]"
+        )
+        return placeholder if len(placeholder) < len(text) else None
+
+    def _recall(self, handle: str) -> str:
+        tool = self.settings.recall_tool
+        return f"recall with {tool}, handle {handle}" if tool else f"handle {handle}"
+
+    def _scan_outputs(self, closed: int) -> None:
+        history = self.history
+        while self._outputs_scanned < closed:
+            g = self._outputs_scanned
+            count = len(result_ids_in(history, g))
+            if count:
+                self._output_groups.append(g)
+                self._outputs_before.append((self._outputs_before[-1] if self._outputs_before else 0) + count)
+            self._outputs_scanned += 1
+
+
+def result_ids_in(history: History, group_index: int) -> list[str]:
+    group = history.groups[group_index]
+    return [r for m in history.messages[group.start : group.end] for r in result_ids(m)]
+
+
+def _stored_block(stored: Any, block: Any, index: int) -> int:
+    """Index of ``block`` in the stored content (sanitizing may have removed blocks before it)."""
+    if not isinstance(stored, list):
+        return index
+    if index < len(stored) and stored[index] is block:
+        return index
+    ref = (
+        (block.get("tool_use_id") or block.get("tool_call_id") or block.get("id")) if isinstance(block, dict) else None
+    )
+    for i, candidate in enumerate(stored):
+        if candidate is block or (
+            ref
+            and isinstance(candidate, dict)
+            and ref in (candidate.get("tool_use_id"), candidate.get("tool_call_id"), candidate.get("id"))
+        ):
+            return i
+    return index
+
+
+def _stored_index(history: History, stored: range, message: Message) -> int:
+    """Where ``message`` (as shown) is stored: itself, or the stored message it was sanitized from."""
+    for i in stored:
+        if history.messages[i] is message:
+            return i
+    ids = set(result_ids(message))
+    for i in stored:
+        candidate = history.messages[i]
+        if candidate.get("role") == message.get("role") and (not ids or ids & set(result_ids(candidate))):
+            return i
+    return stored.start

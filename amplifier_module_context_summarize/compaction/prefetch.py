@@ -1,0 +1,116 @@
+"""Prefetch: above a lower watermark, summarize in the background the segment the next compaction will want.
+
+Single flight: one background summary at a time, and over a shared store (Redis) none for a segment another
+worker has claimed. The threshold compaction then finds it stored and turns into a cache hit
+(``segments.SegmentSource.ready_end``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..core.history import History
+from ..core.messages import Message
+from ..core.plan import Limits, choose_boundary, near_target
+from ..core.state import CompactionState
+from .background import orphaned
+from .segments import SegmentSource
+
+logger = logging.getLogger(__name__)
+
+
+class Prefetcher:
+    def __init__(self, segments: SegmentSource, watermark: float, report: Callable[[Any], Awaitable[None]]) -> None:
+        self.segments = segments
+        self.watermark = watermark
+        self.report = report
+        """Awaited with each background outcome (the manager turns it into an event)."""
+        self._inflight: dict[tuple[str, str], asyncio.Task[None]] = {}
+
+    @property
+    def busy(self) -> bool:
+        self._drop_orphans()
+        return bool(self._inflight)
+
+    def _drop_orphans(self) -> None:
+        """Forget summaries bound to a closed or other event loop: they never finish here (``orphaned``)."""
+        for key in [k for k, task in self._inflight.items() if orphaned(task)]:
+            del self._inflight[key]
+
+    async def maybe_start(
+        self,
+        history: History,
+        state: CompactionState,
+        limits: Limits,
+        view_tokens: int,
+        fixed_tokens: int,
+        provider: Any | None,
+        span_of: Callable[[int, int], list[Message]] | None = None,
+        mask_savings: Callable[[int], int] | None = None,
+    ) -> None:
+        """``fixed_tokens``: system, summary and the allowance of the summary to come. ``mask_savings(end)``: tokens
+        masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows)."""
+        self._drop_orphans()
+        if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
+            return
+        growth = limits.compact_at - view_tokens + 1
+        end = choose_boundary(history.prefix, state.boundary, history.last_cuttable, fixed_tokens, limits, growth)
+        if end <= state.boundary:
+            return
+        if mask_savings is not None and limits.compact_at - mask_savings(end) <= near_target(limits):
+            return  # masking will answer the threshold compaction: a summary made now would go unused
+        key = self.segments.key(history, state.boundary, end)
+        if await self.segments.store.get(*key) is not None:
+            return
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key, span_of))
+        self._inflight[key] = task
+        task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
+
+    async def _run(
+        self,
+        history: History,
+        state: CompactionState,
+        end: int,
+        provider: Any | None,
+        key: tuple[str, str],
+        span_of: Callable[[int, int], list[Message]] | None,
+    ) -> None:
+        flight = self.segments.flight
+        try:
+            if not await flight.try_acquire(key):  # another worker of the fleet is summarizing it, or just did
+                return
+            try:
+                outcome = await self.segments.prefetched(
+                    history, state.boundary, end, state.summary_text, provider, span_of
+                )
+            finally:
+                await flight.release(key)
+            if outcome is not None:
+                await self.report(outcome)
+        except Exception as exc:  # nobody awaits a background task: say so rather than die silently
+            logger.warning("prefetch failed (%s); the next compaction summarizes the span itself", type(exc).__name__)
+
+    async def drain(self, deadline: float | None = None) -> None:
+        """Let a background summary land (the compaction about to run may want it), until ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value: a background summary has no deadline of its own, so
+        one still running then is cancelled rather than holding the request past the compaction's.
+        """
+        self._drop_orphans()
+        tasks = list(self._inflight.values())
+        if not tasks:
+            return
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        _, running = await asyncio.wait(tasks, timeout=timeout)
+        for task in running:
+            task.cancel()
+
+    def cancel(self) -> None:
+        self._drop_orphans()
+        for task in self._inflight.values():
+            task.cancel()
+        self._inflight.clear()

@@ -1,0 +1,147 @@
+"""What a request shows, derived from the history and the state: the system messages (or the rendered system
+prompt), the summary message and the pinned requests, the masked span, then the verbatim tail; its tokens; and
+its copy fitted to a budget that leaves no room (never the state or the history)."""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..core.budget import RequestBudget
+from ..core.clip import clip_tool_outputs
+from ..core.history import History, from_hook
+from ..core.invariants import last_allowed_cut
+from ..core.messages import Message
+from ..core.state import CompactionState, Shown, pins_for, truncation_marker
+from ..core.tokens import TokenCounter
+from ..working_set.index import index_of
+from .masking import Masks
+from .splice import shown, summary_message, working_set_room
+from .view import TailView
+
+
+class RequestView:
+    """The view of one history in one state, with what is kept between requests to show it cheaply."""
+
+    def __init__(self, config: Config, counter: TokenCounter, budget: RequestBudget) -> None:
+        self.config, self.counter, self.budget = config, counter, budget
+        self._tail = TailView()
+
+    def install(self, history: History, masks: Masks | None, state: CompactionState) -> None:
+        self.history, self.masks, self.state = history, masks, state
+        self._masked: tuple[int, int, list[Message]] | None = None
+        self.shown_memo: tuple[CompactionState, int, Shown] | None = None
+        """What ``state`` shows for the latest request (-1: the pin is re-derived), kept for the hot path."""
+
+    def shown(self) -> Shown:
+        """What the state shows; re-derived when the state or the latest request (the pin) changes."""
+        memo, latest, allowance = self.shown_memo, self.history.latest_request, self.config.summary_output_tokens
+        if memo is None or memo[0] is not self.state:
+            c = self.config  # rooms from the uncalibrated budget: a resume renders the same
+            ws, room = c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire)
+            memo = self.shown_memo = (
+                self.state,
+                latest,
+                shown(self.state, self.history, self.counter, allowance, ws, c.recall_tool_name, room),
+            )
+        elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
+            pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
+            memo = self.shown_memo = (self.state, latest, memo[2].pinning(pinned))
+        return memo[2]
+
+    def system_view(self) -> list[Message]:
+        history = self.history
+        if self.budget.system_prompt is None:
+            return [history.messages[i] for i in history.system]
+        return [
+            self.budget.system_prompt[1],
+            *(history.messages[i] for i in history.system if from_hook(history.messages[i])),
+        ]
+
+    def system_view_tokens(self) -> int:
+        if self.budget.system_prompt is None:
+            return self.history.system_tokens
+        return self.budget.system_prompt[2] + self.history.hook_system_tokens
+
+    def tokens(self) -> int:
+        prefix, state = self.history.prefix, self.state
+        tail = state.tail_start
+        masked = self.masks.tokens(state.boundary, tail) if self.masks is not None else 0
+        return self.system_view_tokens() + self.shown().tokens + masked + prefix[-1] - prefix[tail]
+
+    def mask_savings(self, end: int) -> int:
+        """Tokens masking saves from the mask end to ``end`` (or as far as it may reach, if further): what the
+        strategy tries before it pays for a summary ending at ``end``."""
+        masks, start, prefix = self.masks, self.state.tail_start, self.history.prefix
+        if masks is None:
+            return 0
+        end = min(max(end, masks.limit()), last_allowed_cut(self.history))
+        return prefix[end] - prefix[start] - masks.tokens(start, end) if end > start else 0
+
+    def sent_tokens(self, budget: int) -> int:
+        """Tokens of the view a request at ``budget`` sends: the view's own, or those of its fitted copy."""
+        tokens = self.tokens()
+        return tokens if tokens <= budget else self.fitted(budget)[1]
+
+    def fitted(self, budget: int) -> tuple[list[Message], int]:
+        """The view and its tokens, fitted to ``budget`` in the copy sent (never in the state or the history).
+
+        Only the newest groups and pinned requests can leave no room (they are never cut): first the working
+        set gives up its share, then the newest tool outputs are clipped, and only then does the truncation
+        marker stand in for the summary, for this request alone (the state keeps it for the next).
+        """
+        view, tokens = self.build(), self.tokens()
+        if tokens <= budget:
+            return view, tokens
+        count, at = self.counter.count_messages, len(self.system_view())
+        summary = self.shown().summary
+        if summary is not None and self.state.segments:
+            shorter = self._summary_within(tokens - budget)
+            view[at] = shorter
+            tokens = count(view)
+        if tokens > budget:
+            view, _ = clip_tool_outputs(view, budget, count)
+            tokens = count(view)
+        if tokens > budget and summary is not None and self.state.segments:
+            view[at] = truncation_marker(self.history, self.state.boundary)
+            tokens = count(view)
+            if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
+                view, _ = clip_tool_outputs(self._truncated(), budget, count)
+                tokens = count(view)
+        return view, tokens
+
+    def _truncated(self) -> list[Message]:
+        """The view cut as far as a cut may go, the marker standing for everything before."""
+        history, cut = self.history, last_allowed_cut(self.history)
+        pinned = pins_for(history, cut, self.counter, self.config.summary_output_tokens)
+        return [
+            *self.system_view(),
+            truncation_marker(history, cut),
+            *(message for message, _ in pinned),
+            *history.span(cut, len(history.groups)),
+        ]
+
+    def _summary_within(self, excess: int) -> Message:
+        """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""
+        c, state, history = self.config, self.state, self.history
+        count = self.counter.count_text
+        room = working_set_room(state, c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire))
+        rendered = index_of(history).render(state.summarized_end, room, count)
+        smaller = max(count(rendered) - excess, 0) if rendered else 0
+        message = summary_message(state, history, smaller, c.recall_tool_name)
+        assert message is not None  # the state has segments
+        return message
+
+    def build(self) -> list[Message]:
+        view = self.system_view()
+        view += self.shown().messages
+        state = self.state
+        if self.masks is not None and state.tail_start > state.boundary:
+            known = self._masked
+            if known is None or known[:2] != (state.boundary, state.tail_start):
+                known = self._masked = (
+                    state.boundary,
+                    state.tail_start,
+                    self.masks.span(state.boundary, state.tail_start),
+                )
+            view += known[2]
+        self._tail.extend(view, self.history, state.tail_start)
+        return view

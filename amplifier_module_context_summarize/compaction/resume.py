@@ -1,0 +1,67 @@
+"""Resume and fork for free: the compaction state of a history is a walk along stored segments.
+
+A segment is stored under the chain hashes at its two ends, so from ``C0`` (the fingerprint) every
+stored segment that starts where the walk stands and ends on this history's chain is a step. A shared
+store can hold several cuts of one prefix (a fork with another budget, a prefetch), so a greedy walk
+could stop early on another session's segment: the walk that reaches furthest wins, then the one with
+fewest segments (tier merges), then the one with longer segments first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from ..config import Config
+from ..core.history import History
+from ..core.messages import canonical_json, content_hash
+from ..core.state import CompactionState, Segment
+from ..stores import SummaryStore
+from .masking import MaskSettings
+
+if TYPE_CHECKING:
+    from ..summarizer.span import SpanSummarizer
+
+FINGERPRINT_VERSION = "3"
+"""2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries).
+3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
+
+
+def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None) -> str:
+    """``C0``: what shapes a summary (summarizer, model, prompts, summary size, system handling, masking, recall)."""
+    c = config
+    shape = {
+        "v": FINGERPRINT_VERSION,
+        "summarizer": summarizer.name,
+        "model": summarizer.model,
+        "prompts": summarizer.prompts.version,
+        "summary_max_tokens": c.summary_output_tokens,
+        "preserve_system": c.preserve_system,
+    }
+    if mask_settings is not None:  # the summarizer reads masked groups
+        shape["mask"] = mask_settings.key
+    if c.recall_tool_name:  # the summary's preamble names the tool
+        shape["recall"] = c.recall_tool_name
+    return content_hash(canonical_json(shape))
+
+
+async def walk(history: History, store: SummaryStore, limit: int) -> CompactionState:
+    """The state the stored segments give ``history``, cutting no further than group ``limit``."""
+    paths: dict[int, list[Segment]] = {0: []}
+    pending = [0]
+    while pending:
+        position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
+        path = paths[position]
+        for entry in await store.starting_at(history.chain_at(position)):
+            end = position + entry.groups
+            if not position < end <= limit or history.chain_at(end) != entry.end:
+                continue
+            candidate = [*path, Segment(position, end, entry.text, entry.tokens, entry.tier)]
+            known = paths.get(end)
+            if known is None:
+                heapq.heappush(pending, end)
+            elif (len(candidate), [-s.end for s in candidate]) >= (len(known), [-s.end for s in known]):
+                continue
+            paths[end] = candidate
+    furthest = max(paths)
+    return CompactionState(furthest, tuple(paths[furthest])) if furthest else CompactionState()

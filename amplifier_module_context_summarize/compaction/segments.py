@@ -1,0 +1,298 @@
+"""Where segment summaries come from: the store first, then the summarizer, guarded by cooldowns and a breaker.
+
+A span is only ever paid for once: a cached summary is served as is; a span whose summary failed is not
+sent again until its cooldown ends; while the circuit is open no span is sent at all. Whatever answers,
+the report of the compaction says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR, PROVIDER_FAULTS
+from ..core.history import History
+from ..core.messages import Message
+from ..core.state import Segment
+from ..stores import CachedSummary, SummaryStore
+from ..summarizer.offline_merge import merge_summaries
+from ..summarizer.span import Outcome, SpanSummarizer
+from ..working_set.facts import authored_text
+from .breaker import CircuitBreaker
+from .flight import SingleFlight
+from .job import Compaction, CompactionReport, SummarizerNeeded
+
+logger = logging.getLogger(__name__)
+
+MAX_REMEMBERED_FAILURES = 1024
+"""Failed spans remembered for their cooldown; the oldest are forgotten first (a long session stays bounded)."""
+
+
+def pinned_requests(history: History, start: int, end: int) -> tuple[str, ...]:
+    """The session's first request, when groups ``[start, end)`` hold it: every view that shows their summary
+    also shows it verbatim (``state.pins_for``), so a summary need not repeat it."""
+    first = history.first_request
+    if first < 0 or end <= start or not history.groups[start].start <= first < history.groups[end - 1].end:
+        return ()
+    return (authored_text(history.messages[first]),)
+
+
+class SegmentSource:
+    def __init__(
+        self,
+        summarizer: SpanSummarizer,
+        store: SummaryStore,
+        breaker: CircuitBreaker,
+        cooldown_s: float,
+        clock: Callable[[], float],
+        quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ) -> None:
+        self.summarizer = summarizer
+        self.store = store
+        self.breaker = breaker
+        self.cooldown_s = cooldown_s
+        self.clock = clock
+        self.quiet = quiet
+        """Entered around summarizer calls (the usage they report is not the agent's)."""
+        self._failed: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self.flight = SingleFlight(store)
+        """Claims a segment across a fleet before paying for it, when the store can hold claims (Redis)."""
+
+    @property
+    def cooling_spans(self) -> int:
+        """Spans whose summary failed and that are remembered for their cooldown."""
+        return len(self._failed)
+
+    @staticmethod
+    def key(history: History, start: int, end: int) -> tuple[str, str]:
+        return history.chain_at(start), history.chain_at(end)
+
+    async def summary(
+        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment:
+        """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
+        below the summarizer's output cap)."""
+        history, report = job.history, job.report
+        key = self.key(history, start, end)
+        cached = await self.store.get(*key)
+        if cached is not None:
+            report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        span, pinned = job.span(start, end), pinned_requests(history, start, end)
+        if self.cooling_down(key):
+            outcome = self.summarizer.extractive(
+                span, previous, fallback=COOLDOWN, pinned=pinned, max_tokens=max_tokens
+            )
+        elif self.summarizer.backend is not None and not self.breaker.allows_call():
+            outcome = self.summarizer.extractive(
+                span, previous, fallback=CIRCUIT_OPEN, pinned=pinned, max_tokens=max_tokens
+            )
+        else:
+            if job.offline and self.summarizer.backend is not None:
+                raise SummarizerNeeded
+            peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
+            if peer is not None:  # another worker paid for it while we waited
+                report.cache_hits += 1
+                return Segment(start, end, peer.text, peer.tokens, peer.tier)
+            try:
+                with self.quiet():
+                    outcome = await self.summarizer.summarize(
+                        span, previous, job.provider, deadline=job.deadline, pinned=pinned, max_tokens=max_tokens
+                    )
+                self.note_health(outcome)
+                return await self.record(key, start, end, outcome, tier=0, report=report)
+            finally:
+                await self.flight.release(key)
+        return await self.record(key, start, end, outcome, tier=0, report=report)
+
+    async def summary_offline(
+        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment:
+        """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again."""
+        key = self.key(job.history, start, end)
+        cached = await self.store.get(*key)
+        if cached is not None:
+            job.report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        pinned = pinned_requests(job.history, start, end)
+        outcome = self.summarizer.extractive(job.span(start, end), previous, None, pinned=pinned, max_tokens=max_tokens)
+        return await self.record(key, start, end, outcome, tier=0, report=job.report)
+
+    async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:
+        """One higher-tier summary for consecutive segments (cached only when smaller than its parts).
+
+        ``max_tokens``: the offline merge's size, when smaller than the summarizer's output cap.
+        """
+        history, report = job.history, job.report
+        start, end = parts[0].start, parts[-1].end
+        key = self.key(history, start, end)
+        tier = max(p.tier for p in parts) + 1
+        cached = await self.store.get(*key)
+        if job.offline and (cached is None or cached.tier == 0) and self._would_call(key):
+            raise SummarizerNeeded
+        if cached is None and self.summarizer.backend is not None:
+            cached = await self.flight.acquire(key, job.deadline)
+        if cached is not None and cached.tier > 0:
+            report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        try:
+            outcome = await self._merged(job, parts, key, max_tokens)
+            # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
+            # store would take it); the cooldown keeps an LLM merge from being asked again at once.
+            smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
+            return await self.record(key, start, end, outcome, tier, report, keep=smaller)
+        finally:
+            await self.flight.release(key)
+
+    async def _merged(
+        self, job: Compaction, parts: list[Segment], key: tuple[str, str], max_tokens: int | None = None
+    ) -> Outcome:
+        """Merge with the LLM; the offline merge of the parts' texts is the fallback (and the offline way).
+
+        The offline merge reads the summaries, not the span they stand for, so its cost stays bounded
+        however long the session behind them is.
+        """
+        texts = [p.text for p in parts]
+        if self.summarizer.backend is None:
+            return self._merged_offline(job, parts, None, max_tokens)
+        if self.cooling_down(key):
+            return self._merged_offline(job, parts, COOLDOWN, max_tokens)
+        if not self.breaker.allows_call():
+            return self._merged_offline(job, parts, CIRCUIT_OPEN, max_tokens)
+        try:
+            with self.quiet():
+                outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline, max_tokens=max_tokens)
+        except Exception as exc:
+            category = getattr(exc, "category", ERROR)
+            self._note_health(category)
+            job.report.failures.append((category, 0))  # a failed merge's calls are not known here
+            return self._merged_offline(job, parts, category, max_tokens)
+        self.breaker.record_success()
+        return outcome
+
+    def _merged_offline(
+        self, job: Compaction, parts: list[Segment], fallback: str | None, max_tokens: int | None = None
+    ) -> Outcome:
+        texts, cap, count = (
+            [p.text for p in parts],
+            self.summarizer.settings.max_output_tokens,
+            self.summarizer.count_text,
+        )
+        text = merge_summaries(texts, min(cap, max_tokens), count) if max_tokens is not None else ""
+        if not text:  # the smaller size asked for is too small for even one item each: the output cap, then
+            text = merge_summaries(texts, cap, count)
+        if not text:  # not one item fits: read the span after all (rare; its cost is then the span's)
+            start, end = parts[0].start, parts[-1].end
+            pinned = pinned_requests(job.history, start, end)
+            return self.summarizer.extractive(
+                job.span(start, end), None, fallback=fallback, pinned=pinned, max_tokens=max_tokens
+            )
+        return Outcome(text=text, fallback=fallback)
+
+    async def prefetched(
+        self,
+        history: History,
+        start: int,
+        end: int,
+        previous: str | None,
+        provider: Any | None,
+        span_of: Callable[[int, int], list[Message]] | None = None,
+    ) -> Outcome | None:
+        """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted.
+
+        ``span_of`` gives the groups as a compaction's summarizer would read them (masked, when masking is on).
+        """
+        key = self.key(history, start, end)
+        if self.cooling_down(key) or not self.breaker.allows_call():
+            return None
+        try:
+            span = (span_of or history.span)(start, end)
+            with self.quiet():
+                outcome = await self.summarizer.summarize(
+                    span, previous, provider, pinned=pinned_requests(history, start, end)
+                )
+        except Exception as exc:  # background work reports; it never raises into the loop
+            self.cool_down(key)
+            return Outcome(text="", fallback=type(exc).__name__)
+        self.note_health(outcome)
+        if outcome.cacheable:
+            tokens = self.summarizer.count_text(outcome.text)
+            await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
+        else:
+            self.cool_down(key)
+        return outcome
+
+    async def ready_end(self, job: Compaction, acceptable: int) -> int | None:
+        """End of an already stored segment from the boundary (a prefetch) that brings the view to ``acceptable``.
+
+        Taking it turns the threshold compaction into a cache hit; the recent share must stay verbatim.
+        """
+        history, state = job.history, job.state
+        here, best = history.chain_at(state.boundary), None
+        summary_tokens = job.shown(state).summary_tokens
+        for entry in await self.store.starting_at(here):
+            end = state.boundary + entry.groups
+            if end > history.last_cuttable or history.chain_at(end) != entry.end:
+                continue
+            tail = history.total - history.prefix[end]
+            view = job.system_tokens + summary_tokens + entry.tokens + tail
+            if tail >= job.limits.preserve_recent and view <= acceptable and (best is None or end > best):
+                best = end
+        return best
+
+    async def record(
+        self,
+        key: tuple[str, str],
+        start: int,
+        end: int,
+        outcome: Outcome,
+        tier: int,
+        report: CompactionReport,
+        keep: bool = True,
+    ) -> Segment:
+        report.summaries += 1
+        report.provider_calls += outcome.provider_calls
+        report.input_tokens += outcome.input_tokens
+        report.output_tokens += outcome.output_tokens
+        report.note_fallback(outcome.fallback)
+        if outcome.fallback is not None and outcome.provider_calls:
+            report.failures.append((outcome.fallback, outcome.provider_calls))
+        tokens = self.summarizer.count_text(outcome.text)
+        if outcome.cacheable and keep:
+            self._failed.pop(key, None)
+            await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
+        elif outcome.fallback not in (COOLDOWN, CIRCUIT_OPEN):
+            self.cool_down(key)
+        return Segment(start, end, outcome.text, tokens, tier)
+
+    def _would_call(self, key: tuple[str, str]) -> bool:
+        """Whether a summary of ``key`` not in the store would be asked of the LLM (not cooling, circuit closed)."""
+        backend = self.summarizer.backend is not None
+        return backend and self.breaker.allows_call() and not self.cooling_down(key)
+
+    def note_health(self, outcome: Outcome) -> None:
+        """Feed the breaker from a summary's outcome (``_note_health``)."""
+        if outcome.fallback is None or outcome.provider_calls or outcome.fallback in PROVIDER_FAULTS:
+            self._note_health(outcome.fallback)
+
+    def _note_health(self, category: str | None) -> None:
+        """Only a provider fault counts toward opening the circuit: an answer that was empty, a refusal or no
+        smaller than its span came from a provider that works (the summary falls back; the LLM stays on)."""
+        if category in PROVIDER_FAULTS:
+            self.breaker.record_failure()
+        else:
+            self.breaker.record_success()
+
+    def cooling_down(self, key: tuple[str, str]) -> bool:
+        failed_at = self._failed.get(key)
+        return failed_at is not None and self.clock() - failed_at < self.cooldown_s
+
+    def cool_down(self, key: tuple[str, str]) -> None:
+        """Start the cooldown of span ``key``."""
+        self._failed[key] = self.clock()
+        self._failed.move_to_end(key)
+        while len(self._failed) > MAX_REMEMBERED_FAILURES:
+            self._failed.popitem(last=False)

@@ -1,0 +1,179 @@
+"""The stored history and everything derived from it one message at a time: groups, prefix sums, chain hashes.
+
+Append-only: compaction never changes it. Every count a compaction plan needs is a prefix-sum lookup,
+and every group's view form (what a request shows for it) is settled once, when the group closes.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from .messages import (
+    Group,
+    Grouper,
+    Message,
+    canonical_json,
+    content_hash,
+    has_lone_surrogate,
+    is_user_turn,
+    sanitize,
+)
+from .tokens import TokenCounter
+from .wire import without_response_chain
+
+
+class History:
+    """Messages, their atomic groups, token prefix sums and chained content hashes.
+
+    ``prefix[i]`` is the tokens of groups ``[0, i)`` as a view shows them (system messages count 0: they
+    are kept apart), and ``chain_at(i)`` the hash of everything before group ``i`` under ``fingerprint``.
+    """
+
+    def __init__(self, counter: TokenCounter, fingerprint: str, preserve_system: bool = True) -> None:
+        self.counter = counter
+        self.preserve_system = preserve_system
+        self.messages: list[Message] = []
+        self._prefix: list[int] = [0]
+        self._open_counted = True
+        """Whether ``_prefix[-1]`` counts the newest group as shown; appends leave that to the next read, so
+        a group gaining thousands of parallel tool results is sanitized and counted once, not per result."""
+        self.system: list[int] = []
+        """Indices of the system messages, which a view shows first."""
+        self.system_tokens = 0
+        self.hook_system_tokens = 0
+        """Of ``system_tokens``, those of system messages hooks injected (kept beside a rendered prompt)."""
+        self.latest_request = -1
+        """Index of the newest user message that says something (not only tool results); -1 if none."""
+        self.first_request = -1
+        """Index of the first such message: usually the task statement."""
+        self.shown_as: dict[int, list[Message]] = {}
+        """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
+        self.irregular: list[int] = []
+        """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
+        self.unencodable = False
+        """Some message holds a lone surrogate, so views are scrubbed before they are sent (``scrub_value``)."""
+        self._grouper = Grouper()
+        self._open_stored = 0
+        """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
+        self._chain = [fingerprint]
+
+    @property
+    def groups(self) -> list[Group]:
+        return self._grouper.groups
+
+    @property
+    def prefix(self) -> list[int]:
+        """``prefix[i]``: tokens of groups ``[0, i)`` as a view shows them (the newest group counted on read)."""
+        if not self._open_counted:
+            self._count_open_as_shown()
+        return self._prefix
+
+    @property
+    def total(self) -> int:
+        return self.prefix[-1]
+
+    @property
+    def last_cuttable(self) -> int:
+        """Groups before this index may be compacted: the newest group may still wait for tool results."""
+        return max(len(self.groups) - 1, 0)
+
+    def append(self, message: Message) -> None:
+        tokens = self.counter.count_message(message)  # first: should it fail, nothing has changed
+        index = len(self.messages)
+        self.messages.append(message)
+        is_system = self.preserve_system and message.get("role") == "system"
+        groups = self.groups
+        if self._grouper.push(message, index):
+            self._open_stored += tokens
+        else:
+            if len(groups) >= 2:
+                if not self._open_counted:  # the closing group's count is final before the next one opens
+                    self._count_open_as_shown(len(groups) - 2)
+                self._settle(len(groups) - 2)
+            self._open_stored = 0 if is_system else tokens
+            self._prefix.append(self._prefix[-1])
+        self._open_counted = False
+        if is_system:
+            self.system.append(index)
+            self.system_tokens += tokens
+            if from_hook(message):
+                self.hook_system_tokens += tokens
+        if is_user_turn(message):
+            self.latest_request = index
+            if self.first_request < 0:
+                self.first_request = index
+        if not self.unencodable and has_lone_surrogate(message):
+            self.unencodable = True
+
+    def rekey(self, fingerprint: str) -> None:
+        """Chain hashes under another fingerprint (they are recomputed lazily)."""
+        self._chain = [fingerprint]
+
+    def chain_at(self, group_index: int) -> str:
+        """Chain hash after groups ``[0, group_index)``; only closed groups are ever hashed."""
+        groups = self.groups
+        while len(self._chain) <= group_index:
+            g = groups[len(self._chain) - 1]
+            group_hash = content_hash(canonical_json(self.messages[g.start : g.end]))
+            self._chain.append(content_hash(self._chain[-1], group_hash))
+        return self._chain[group_index]
+
+    def shown(self, group_index: int) -> list[Message]:
+        """Group ``group_index`` as a view shows it."""
+        replaced = self.shown_as.get(group_index)
+        if replaced is not None:
+            return replaced
+        group = self.groups[group_index]
+        messages = self.messages[group.start : group.end]
+        return self._as_shown(messages) if group_index == len(self.groups) - 1 else messages
+
+    def span(self, start: int, end: int) -> list[Message]:
+        """Groups ``[start, end)`` as a view would show them (the input of a summary)."""
+        span: list[Message] = []
+        for g in range(start, end):
+            span.extend(self.shown(g))
+        return span
+
+    def messages_before(self, group_index: int) -> int:
+        """Stored messages in groups ``[0, group_index)``, system messages not counted when kept apart."""
+        groups = self.groups
+        if group_index <= 0 or not groups:
+            return 0
+        end = groups[group_index - 1].end
+        return end - bisect_left(self.system, end) if self.preserve_system else end
+
+    def _count_open_as_shown(self, group_index: int | None = None) -> None:
+        """The newest group (or ``group_index``, the one just closing) counts as a view shows it (a call still
+        waiting for its result is left out)."""
+        if group_index is None:
+            group_index = len(self.groups) - 1
+        group = self.groups[group_index]
+        messages = self.messages[group.start : group.end]
+        shown = self._as_shown(messages)
+        tokens = self._open_stored if shown is messages else sum(self.counter.count_message(m) for m in shown)
+        self._prefix[group_index + 1] = self._prefix[group_index] + tokens
+        self._open_counted = True
+
+    def _settle(self, group_index: int) -> None:
+        group = self.groups[group_index]
+        messages = self.messages[group.start : group.end]
+        shown = self._as_shown(messages)
+        if shown is not messages:
+            self.shown_as[group_index] = shown
+            self.irregular.append(group_index)
+
+    def _as_shown(self, messages: list[Message]) -> list[Message]:
+        """``messages`` itself when a view shows them unchanged; else sanitized, system hidden, chain ids out."""
+        if len(messages) == 1 and self.preserve_system and messages[0].get("role") == "system":
+            return []
+        cleaned = sanitize(messages)
+        unchained = [without_response_chain(m) for m in cleaned]
+        if any(a is not b for a, b in zip(unchained, cleaned, strict=True)):
+            return unchained
+        return cleaned
+
+
+def from_hook(message: Message) -> bool:
+    """A system message a hook injected (amplifier-core marks them ``metadata.source: hook``)."""
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("source") == "hook"

@@ -1,0 +1,143 @@
+"""The compaction state — a small immutable value — and what it shows in a view, derived from it and the history.
+
+A state is where the verbatim tail begins (``boundary``) and the segment summaries that stand for the
+groups before it. The ``[CONTEXT SUMMARY]`` message (or the ``[CONTEXT TRUNCATED]`` marker) and the
+pinned latest request are functions of the state and the history, never kept in sync by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .clip import clip_text
+from .history import History
+from .messages import Message, message_text, strip_tool_blocks
+from .tokens import TokenCounter
+
+SUMMARY_MARKER = "[CONTEXT SUMMARY]"
+SUMMARY_PREAMBLE = (
+    "This is an automatic summary of the earlier part of this conversation, written when it outgrew the "
+    "context window. Treat it as established context; the messages after it continue from where it ends."
+)
+RECALL_LINE = "Originals of the summarized or masked messages can be recalled with the `{tool}` tool."
+TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out to fit the context window."
+TRUNCATION_MARKER_TOKENS = 32
+"""Room planned for the marker, which also makes sure the first message after the system ones is a user's
+(Anthropic rejects a conversation that opens with an assistant message)."""
+PIN_MAX_CHARS_PER_TOKEN = 3
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Groups ``[start, end)`` stood for by ``text`` in the summary message."""
+
+    start: int
+    end: int
+    text: str
+    tokens: int
+    tier: int = 0
+
+
+@dataclass(frozen=True)
+class CompactionState:
+    """Groups ``[0, boundary)`` are not shown as themselves; ``segments`` summarize a prefix of them.
+
+    Groups between the last segment's end and ``boundary`` were dropped by truncation (the bottom rung).
+    Groups ``[boundary, mask_end)`` are shown masked (old tool outputs as placeholders); the verbatim
+    tail starts at ``tail_start``.
+    """
+
+    boundary: int = 0
+    segments: tuple[Segment, ...] = ()
+    mask_end: int = 0
+
+    @property
+    def tail_start(self) -> int:
+        return max(self.boundary, self.mask_end)
+
+    @property
+    def summarized_end(self) -> int:
+        return self.segments[-1].end if self.segments else 0
+
+    def with_segments(self, segments: tuple[Segment, ...] | list[Segment], boundary: int) -> CompactionState:
+        return replace(self, boundary=boundary, segments=tuple(segments), mask_end=self._mask_end_after(boundary))
+
+    def cut(self, boundary: int) -> CompactionState:
+        """The same summary, with the shown groups starting at ``boundary`` (never moving backwards)."""
+        boundary = max(boundary, self.boundary)
+        return replace(self, boundary=boundary, mask_end=self._mask_end_after(boundary))
+
+    def _mask_end_after(self, boundary: int) -> int:
+        """A mask end the boundary has passed masks nothing: 0, so equal views are equal states."""
+        return self.mask_end if self.mask_end > boundary else 0
+
+    def masked_to(self, end: int) -> CompactionState:
+        """Groups up to ``end`` masked (the mask end never moves backwards)."""
+        return replace(self, mask_end=max(end, self.mask_end))
+
+    @property
+    def summary_text(self) -> str | None:
+        return "\n\n".join(s.text for s in self.segments) or None
+
+
+Pinned = tuple[tuple[Message, int], ...]
+"""Requests kept verbatim after the summary, each with its tokens."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a state adds to a view before the groups it shows."""
+
+    summary: Message | None = None
+    summary_tokens: int = 0
+    pins: Pinned = ()
+
+    @property
+    def pin_tokens(self) -> int:
+        return sum(tokens for _, tokens in self.pins)
+
+    @property
+    def tokens(self) -> int:
+        return self.summary_tokens + self.pin_tokens
+
+    @property
+    def messages(self) -> list[Message]:
+        return ([self.summary] if self.summary is not None else []) + [message for message, _ in self.pins]
+
+    def pinning(self, pins: Pinned) -> Shown:
+        """The same summary with other pinned requests."""
+        return replace(self, pins=pins)
+
+
+def truncation_marker(history: History, boundary: int) -> Message:
+    """What stands for the groups before ``boundary`` when no summary does."""
+    return {"role": "user", "content": TRUNCATION_MARKER.format(count=history.messages_before(boundary))}
+
+
+def pins_for(history: History, boundary: int, counter: TokenCounter, allowance: int) -> Pinned:
+    """The session's first request and its latest one, when groups before ``boundary`` hold them.
+
+    The first request is usually the task statement, the latest the work in hand: neither is ever only
+    paraphrased. Each is kept right after the summary, stripped of tool results (a huge one clipped head
+    and tail to about a summary's size). They depend on the history and the boundary alone, so a resumed
+    session pins the same messages.
+    """
+    if boundary <= 0:
+        return ()
+    end = history.groups[boundary - 1].end
+    wanted = dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end)
+    return tuple(pin for pin in (_pin(history.messages[i], counter, allowance) for i in wanted) if pin is not None)
+
+
+def _pin(request: Message, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
+    message = strip_tool_blocks(request, keep_calls=set(), keep_results=set())
+    if message is None:
+        return None
+    limit = PIN_MAX_CHARS_PER_TOKEN * allowance
+    clipped = clip_text(message, limit)
+    tokens = counter.count_message(clipped)
+    if clipped is not message and len(message_text(message)) <= 2 * limit:  # only just over: worth clipping?
+        whole = counter.count_message(message)
+        if tokens >= whole:
+            return message, whole  # the clip marker would cost more than the text it takes out
+    return clipped, tokens

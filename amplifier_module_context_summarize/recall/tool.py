@@ -1,0 +1,361 @@
+"""The ``context_recall`` tool: search and fetch the originals that the current view summarizes or masks.
+
+Compaction never changes the stored history, so whatever a summary paraphrases or a placeholder stands
+for can be given back on request. The tool reads only its own session's manager, and only the groups
+before the verbatim tail (``state.tail_start``) for a search; a fetch takes a handle (as placeholders
+print them) and pages the original text. It costs no LLM call, and what it returns is data — excerpts,
+text and where they come from — never instructions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import regex
+from amplifier_core.models import ToolResult
+
+from ..config import RECALL_TOOL_NAME
+from ..core.handles import HandleError, handle_for, resolve
+from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, message_text, scrub_value
+
+if TYPE_CHECKING:
+    from ..manager import SummarizingContextManager
+
+PAGE_CHARS = 8_000
+"""Most text one fetch returns; ``next_offset`` says where the next page starts."""
+SEARCH_OUTPUT_CHARS = 4_000
+"""Most excerpt text one search returns, all hits together."""
+EXCERPT_CONTEXT = 120
+"""Characters kept either side of a hit."""
+DEFAULT_RESULTS = 10
+MAX_RESULTS = 50
+MAX_QUERY_CHARS = 500
+SEARCH_SECONDS = 1.0
+"""Time budget of one search; a regex that runs past it stops the search with what was found so far."""
+MAX_REPEAT = 1_000
+"""Largest count a model's regex may give a repeat (``{n}``, ``{m,n}``)."""
+MAX_PATTERN_COST = 20_000
+"""Largest size of a model's regex once its counted repeats are unrolled (``(?:a{100}){200}`` is 20,000),
+which is what ``regex.compile`` spends memory and time on before any budget applies: ``(?:a{65535}){65535}``,
+19 characters, took over a gigabyte."""
+
+DESCRIPTION = (
+    "Recall the original text of earlier parts of this conversation that the context now shows only as a "
+    "[CONTEXT SUMMARY] or as masked placeholders ('[tool output masked: …; handle m12.0-abc123]', "
+    "'… [clipped: …; handle …]'). operation 'search': find a text (or a regex with regex: true, "
+    "case-insensitive) in the summarized or masked messages, tool calls and tool outputs; returns excerpts "
+    "with their handles. operation 'fetch': the original message or tool output behind a handle, in pages "
+    f"of up to {PAGE_CHARS:,} characters (pass next_offset as offset for the next page). Messages still shown "
+    "in full need no recall. Read-only; returns data from this session's history only."
+)
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "operation": {"type": "string", "enum": ["search", "fetch"], "description": "search or fetch"},
+        "query": {
+            "type": "string",
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "search: the text to find (case-insensitive)",
+        },
+        "regex": {"type": "boolean", "default": False, "description": "search: treat query as a regular expression"},
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_RESULTS,
+            "default": DEFAULT_RESULTS,
+            "description": "search: most excerpts returned",
+        },
+        "handle": {"type": "string", "description": "fetch: a handle such as m12-3f9a1c or m12.0-07be55"},
+        "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "fetch: first character to return"},
+    },
+    "required": ["operation"],
+}
+
+
+class RecallError(ValueError):
+    """Input the tool cannot act on; its message is returned to the model."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One searchable text of a hidden message: the message's own text, or one of its tool outputs."""
+
+    handle: str
+    index: int
+    block: int | None
+    text: str
+
+
+class RecallTool:
+    """An amplifier-core Tool over one manager's history (the mounted session's, and nothing else)."""
+
+    name = RECALL_TOOL_NAME
+    description = DESCRIPTION
+
+    def __init__(self, manager: SummarizingContextManager, *, search_seconds: float = SEARCH_SECONDS) -> None:
+        self.manager = manager
+        self.search_seconds = search_seconds
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return INPUT_SCHEMA
+
+    async def execute(self, input: dict[str, Any]) -> Any:
+        try:
+            if not isinstance(input, dict):
+                raise RecallError("input must be an object")
+            operation = input.get("operation")
+            if operation == "search":
+                output = self.search(input)
+            elif operation == "fetch":
+                output = self.fetch(input)
+            else:
+                raise RecallError(f"operation must be 'search' or 'fetch', got {operation!r}")
+        except (RecallError, HandleError) as exc:
+            return ToolResult(success=False, error={"message": scrub_value(str(exc))})
+        except (MemoryError, RecursionError) as exc:  # a last resort: the input is bounded so that neither happens
+            message = f"the search ran out of resources ({type(exc).__name__})"
+            return ToolResult(success=False, error={"message": message})
+        # Stored text may hold lone surrogates (a cut emoji): what goes back to the model must serialize.
+        return ToolResult(success=True, output=scrub_value(output))
+
+    # ------------------------------------------------------------------ operations
+
+    def search(self, input: dict[str, Any]) -> dict[str, Any]:
+        query = input.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise RecallError("search needs a non-empty 'query'")
+        if len(query) > MAX_QUERY_CHARS:
+            raise RecallError(f"query is {len(query):,} characters; at most {MAX_QUERY_CHARS} are allowed")
+        limit = _integer(input, "max_results", DEFAULT_RESULTS, 1, MAX_RESULTS)
+        use_regex = input.get("regex", False)
+        if not isinstance(use_regex, bool):
+            raise RecallError("'regex' must be true or false")
+        if use_regex:
+            problem = pattern_problem(query)
+            if problem:
+                raise RecallError(f"regular expression refused: {problem}")
+        try:
+            pattern = regex.compile(query if use_regex else regex.escape(query), regex.IGNORECASE | regex.V0)
+        except regex.error as exc:
+            raise RecallError(f"invalid regular expression: {exc}") from None
+        except (MemoryError, RecursionError, OverflowError):
+            raise RecallError("regular expression refused: too large to compile") from None
+
+        deadline = time.monotonic() + self.search_seconds
+        results: list[dict[str, Any]] = []
+        used, complete, timed_out, clipped = 0, True, False, False
+        for piece in self._hidden_pieces():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                for match in pattern.finditer(piece.text, timeout=remaining):
+                    if len(results) >= limit:
+                        complete = False
+                        break
+                    excerpt = _excerpt(piece.text, match.start(), match.end())
+                    if used + len(excerpt) > SEARCH_OUTPUT_CHARS:
+                        clipped, complete = True, False
+                        break
+                    used += len(excerpt)
+                    results.append({**self._where(piece.index, piece.block, piece.handle), "excerpt": excerpt})
+            except (TimeoutError, MemoryError, RecursionError):
+                timed_out = True
+                break
+            if not complete:
+                break
+        output: dict[str, Any] = {
+            "operation": "search",
+            "query": query,
+            "regex": use_regex,
+            "results": results,
+            "complete": complete and not timed_out,
+        }
+        if timed_out:
+            output["note"] = f"search stopped after its {self.search_seconds:g}s time budget; results are partial"
+        elif clipped:
+            output["note"] = f"excerpts stopped at the {SEARCH_OUTPUT_CHARS:,}-character output budget"
+        elif not complete:
+            output["note"] = f"stopped at max_results={limit}; narrow the query for others"
+        if not results and not timed_out:
+            output["note"] = "no match in the summarized or masked part of the conversation"
+        return output
+
+    def fetch(self, input: dict[str, Any]) -> dict[str, Any]:
+        text_handle = input.get("handle")
+        if not isinstance(text_handle, str):
+            raise RecallError("fetch needs a 'handle' (as printed in a placeholder, e.g. m12.0-3f9a1c)")
+        offset = _integer(input, "offset", 0, 0, None)
+        messages = self.manager.history.messages
+        handle, target = resolve(messages, text_handle)
+        text = block_text(target) if handle.block is not None else message_text(target)
+        if offset > len(text):
+            raise RecallError(f"offset {offset:,} is past the end ({len(text):,} characters)")
+        page = text[offset : offset + PAGE_CHARS]
+        end = offset + len(page)
+        return {
+            "operation": "fetch",
+            **self._where(handle.message, handle.block, text_handle.strip()),
+            "total_chars": len(text),
+            "offset": offset,
+            "text": page,
+            "next_offset": end if end < len(text) else None,
+        }
+
+    # ------------------------------------------------------------------ the hidden part
+
+    def hidden_end(self) -> int:
+        """Messages before this index belong to groups the view does not show verbatim."""
+        manager = self.manager
+        tail = manager.state.tail_start
+        groups = manager.history.groups
+        return groups[tail - 1].end if tail > 0 and tail <= len(groups) else 0
+
+    def _hidden_pieces(self) -> Iterator[Piece]:
+        history = self.manager.history
+        messages = history.messages
+        system = set(history.system)
+        for index in range(self.hidden_end()):
+            if index in system:
+                continue
+            yield from _pieces(messages, index)
+
+    def _where(self, index: int, block: int | None, handle: str) -> dict[str, Any]:
+        history, state = self.manager.history, self.manager.state
+        message = history.messages[index]
+        group = _group_of(history.groups, index)
+        if index in set(history.system):
+            shown = "system"
+        elif group is None or group >= state.tail_start:
+            shown = "verbatim"
+        elif group >= state.boundary:
+            shown = "masked"
+        elif group < state.summarized_end:
+            shown = "summarized"
+        else:
+            shown = "truncated"
+        where: dict[str, Any] = {"handle": handle, "message": index, "role": message.get("role"), "group": group}
+        if block is not None:
+            where["block"] = block
+        where["shown"] = shown
+        return where
+
+
+_COUNTED_REPEAT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+_FUZZY = regex.compile(r"\{[^}]*[deis]\s*[<=]")
+_SUBROUTINE = regex.compile(r"\(\?(?:R|&|P>|[+-]?\d)")
+_NO_RECURSION = "recursion and subroutine calls ((?R), (?1), (?&name), \\g<name>) are not allowed"
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a regex written by the model could cost more than a search may spend, or None.
+
+    The search's time budget bounds matching only; compiling unrolls counted repeats, and recursion or
+    subroutine calls (``(?R)``, ``(?1)``, ``(?&name)``) and fuzzy matching can exhaust memory while matching,
+    before any timeout is checked. So repeats are bounded in count and in their nested product (the size the
+    compiled pattern unrolls to), and the constructs whose memory grows with the text are refused.
+    """
+    sizes = [0]  # size of the sequence read so far in each open group
+    last = 0  # size of the item a following quantifier repeats
+    i, end = 0, len(pattern)
+    while i < end:
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1 : i + 2] == "g":
+                return _NO_RECURSION
+            step = 2
+            if pattern[i + 1 : i + 2] in ("p", "P", "N", "x") and pattern[i + 2 : i + 3] == "{":
+                close = pattern.find("}", i)
+                step = end - i if close < 0 else close + 1 - i
+            last = 1
+            sizes[-1] += 1
+            i += step
+            continue
+        if char == "[":
+            j = i + 1
+            j += pattern[j : j + 1] == "^"
+            j += pattern[j : j + 1] == "]"
+            while j < end and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            last = 1
+            sizes[-1] += 1
+            i = j + 1
+            continue
+        if char == "(":
+            if _SUBROUTINE.match(pattern, i):
+                return _NO_RECURSION
+            sizes.append(0)
+            i += 1
+            continue
+        if char == ")" and len(sizes) > 1:
+            last = max(sizes.pop(), 1)
+            sizes[-1] += last
+            i += 1
+            continue
+        if char == "{" and _FUZZY.match(pattern, i):
+            return "fuzzy matching ({e<=n}) is not allowed"
+        repeat = _COUNTED_REPEAT.match(pattern, i) if char == "{" else None
+        if repeat and (repeat.group(1) or repeat.group(2)):
+            count = max(int(n) for n in repeat.groups() if n)
+            if count > MAX_REPEAT:
+                return f"a repeat count of {count:,} is over the {MAX_REPEAT:,} allowed"
+            sizes[-1] += last * max(count - 1, 0)
+            last *= max(count, 1)
+            i = repeat.end()
+        else:
+            if char not in "*+?|^$":
+                last = 1
+                sizes[-1] += 1
+            i += 1
+        if sum(sizes) > MAX_PATTERN_COST:
+            return f"its repeats unroll to more than {MAX_PATTERN_COST:,} items"
+    return None
+
+
+def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:
+    message = messages[index]
+    content = message.get("content")
+    results: list[int] = []
+    if isinstance(content, list):
+        results = [i for i, b in enumerate(content) if isinstance(b, dict) and b.get("type") == RESULT_BLOCK_TYPE]
+    own = message if not results else {**message, "content": [b for i, b in enumerate(content) if i not in results]}
+    text = message_text(own)
+    if text:
+        yield Piece(handle_for(messages, index), index, None, text)
+    for i in results:
+        text = block_text(content[i])
+        if text:
+            yield Piece(handle_for(messages, index, i), index, i, text)
+
+
+def _group_of(groups: list[Any], index: int) -> int | None:
+    low, high = 0, len(groups)
+    while low < high:
+        mid = (low + high) // 2
+        if groups[mid].end <= index:
+            low = mid + 1
+        else:
+            high = mid
+    return low if low < len(groups) and groups[low].start <= index < groups[low].end else None
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    end = min(end, start + 2 * EXCERPT_CONTEXT)  # a long match is shown by its head
+    left, right = max(start - EXCERPT_CONTEXT, 0), min(end + EXCERPT_CONTEXT, len(text))
+    return ("…" if left else "") + text[left:right] + ("…" if right < len(text) else "")
+
+
+def _integer(input: dict[str, Any], key: str, default: int, low: int, high: int | None) -> int:
+    value = input.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bounds = f">= {low}" + (f" and <= {high}" if high is not None else "")
+        raise RecallError(f"'{key}' must be an integer {bounds}, got {value!r}")
+    return value

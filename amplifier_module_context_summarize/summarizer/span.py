@@ -1,0 +1,330 @@
+"""Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
+
+LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one more ask after a rejected
+summary (asked for half the size when it came back no smaller than its span) → extractive summary → a bare
+omission marker. Nothing here raises for provider faults; the outcome says which rung produced the text so
+events can report it.
+
+The size asked for follows the span (at most ``SUMMARY_RATIO`` of it) and is given to the model both in tokens
+and in words counted at the span's own tokens per word: path-heavy text runs 3-4 tokens a word, so a word limit
+made for prose lets a model answer with more tokens than the span it summarizes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
+from ..backends.retrying import RetryingBackend, retries_for
+from ..core.messages import Message, scrub_text
+from .extractive import extractive_summary
+from .prompts import PromptSet, fence_safe, render_transcript
+
+logger = logging.getLogger(__name__)
+
+_REFUSAL = re.compile(
+    r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply|do that)|i won'?t|as an ai\b|sorry, but)",
+    re.IGNORECASE,
+)
+MAX_SPLIT_DEPTH = 6
+SUMMARY_RATIO = 0.25
+"""A summary is asked for at most this share of the span it stands for."""
+MIN_ASK_TOKENS = 96
+"""The smallest summary asked for: a goal, a decision and the next step."""
+MIN_SPAN_TOKENS = int(MIN_ASK_TOKENS / SUMMARY_RATIO)
+"""A span smaller than this is not worth an LLM summary (it stays masked, or the span widens)."""
+PROSE_TOKENS_PER_WORD = 1.3
+MAX_TOKENS_PER_WORD = 4.0
+
+
+@dataclass
+class Outcome:
+    text: str
+    provider_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    fallback: str | None = None
+    """None when the configured summarizer produced the text; else the failure category that forced a lower rung."""
+    foreign_model: str | None = None
+    """Set when the response says another model answered than the one the cache key names."""
+
+    @property
+    def cacheable(self) -> bool:
+        return self.fallback is None and self.foreign_model is None
+
+
+@dataclass(frozen=True)
+class SummarizerSettings:
+    max_output_tokens: int
+    max_input_tokens: int
+    timeout_s: float
+    max_retries: int | None
+    """None: ``retries_for`` decides (0 for a backend that retries itself, else ``DEFAULT_RETRIES``)."""
+    wait_base: float = 1.0
+    wait_max: float = 30.0
+
+
+class SpanSummarizer:
+    """Summarizes spans and merges summaries with one backend (or none: extractive only)."""
+
+    def __init__(
+        self,
+        backend: Backend | None,
+        prompts: PromptSet,
+        count_text: Callable[[str], int],
+        settings: SummarizerSettings,
+    ) -> None:
+        self.backend = backend
+        self.prompts = prompts
+        self.count_text = count_text
+        self.settings = settings
+
+    @property
+    def name(self) -> str:
+        return self.backend.name if self.backend else "extractive"
+
+    @property
+    def model(self) -> str | None:
+        return self.backend.model if self.backend else None
+
+    def extractive(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        fallback: str | None,
+        pinned: Collection[str] = (),
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """``pinned``: requests the view shows verbatim beside the summary (the extractive summary only names them);
+        ``max_tokens``: the summary's size when below the output cap."""
+        try:
+            text = extractive_summary(
+                messages,
+                previous_summary=previous_summary,
+                max_tokens=self._cap(max_tokens),
+                count_tokens=self.count_text,
+                pinned=pinned,
+            )
+        except Exception as exc:  # the last rung before truncation must not take the agent down
+            logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
+            return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
+        return Outcome(text=scrub_text(text), fallback=fallback)
+
+    @property
+    def max_retries(self) -> int:
+        return retries_for(self.backend, self.settings.max_retries)
+
+    def _retrying(self, outcome: Outcome) -> RetryingBackend:
+        """The backend behind the retry policy, counting every attempt as a provider call of ``outcome``.
+
+        Built per ask (it is only settings): concurrent summaries then never share a counter.
+        """
+        assert self.backend is not None
+        s = self.settings
+        return RetryingBackend(
+            self.backend,
+            self.max_retries,
+            s.timeout_s,
+            s.wait_base,
+            s.wait_max,
+            on_attempt=lambda _n: _count_call(outcome),
+        )
+
+    async def summarize(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None = None,
+        deadline: float | None = None,
+        pinned: Collection[str] = (),
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary; ``pinned`` is
+        for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
+        (the model is asked for fewer words; its output cap stays)."""
+        if self.backend is None:
+            return self.extractive(messages, previous_summary, fallback=None, pinned=pinned, max_tokens=max_tokens)
+        outcome = Outcome(text="")
+        try:
+            parts = await self._summarize_fragments(
+                messages, previous_summary, provider, outcome, 0, deadline, max_tokens
+            )
+        except BackendError as exc:
+            logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
+            fallback = self.extractive(
+                messages, previous_summary, fallback=exc.category, pinned=pinned, max_tokens=max_tokens
+            )
+            fallback.provider_calls = outcome.provider_calls
+            fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
+            return fallback
+        outcome.text = scrub_text("\n\n".join(parts))
+        return outcome
+
+    async def merge(
+        self,
+        summaries: list[str],
+        provider: Any | None = None,
+        deadline: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """One higher-tier summary standing for several consecutive ones (asked to keep within ``max_tokens``
+        when that is below the output cap)."""
+        if self.backend is None:
+            raise BackendError(ERROR)
+        transcript = fence_safe("\n\n---\n\n".join(summaries))
+        source_tokens = self.count_text(transcript)
+        per_word = tokens_per_word(transcript, source_tokens)
+
+        def prompt(ask: int) -> str:
+            words = str(max_words(ask, per_word))
+            return self.prompts.user("merge", transcript=transcript, max_words=words, max_tokens=str(ask))
+
+        outcome = Outcome(text="")
+        ask = self._cap(max_tokens)
+        outcome.text = await self._ask("merge", prompt, ask, source_tokens, provider, outcome, deadline)
+        return outcome
+
+    async def _summarize_fragments(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None,
+        outcome: Outcome,
+        depth: int,
+        deadline: float | None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
+        """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
+        transcript = render_transcript(messages)
+        source_tokens = self.count_text(transcript)
+        if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
+        if source_tokens > self.settings.max_input_tokens:
+            transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
+        per_word = tokens_per_word(transcript, source_tokens)
+
+        def prompt(ask: int) -> str:
+            return self.prompts.user(
+                "summarize",
+                previous_section=_previous_section(previous_summary),
+                continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
+                max_words=str(max_words(ask, per_word)),
+                max_tokens=str(ask),
+                transcript=transcript,
+            )
+
+        ask = self.asked_tokens(source_tokens, max_tokens)
+        try:
+            return [await self._ask("summarize", prompt, ask, source_tokens, provider, outcome, deadline)]
+        except BackendError as exc:
+            if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
+                raise
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
+
+    async def _split(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        provider: Any | None,
+        outcome: Outcome,
+        depth: int,
+        deadline: float | None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
+        middle = len(messages) // 2
+        first = await self._summarize_fragments(
+            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens
+        )
+        context = "\n\n".join(p for p in [previous_summary, *first] if p)
+        second = await self._summarize_fragments(
+            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens
+        )
+        return first + second
+
+    async def _ask(
+        self,
+        kind: str,
+        prompt: Callable[[int], str],
+        ask: int,
+        source_tokens: int,
+        provider: Any | None,
+        outcome: Outcome,
+        deadline: float | None,
+    ) -> str:
+        """Ask the backend for about ``ask`` tokens (``prompt(ask)``); a rejected answer gets one more try.
+
+        An answer no smaller than its source is asked again for half the size: the same prompt would only get
+        the same answer back. An empty answer or a refusal is asked again as it was (models vary).
+        """
+        backend = self._retrying(outcome)
+        rejection = ERROR
+        system = scrub_text(self.prompts.system(kind))  # sendable as UTF-8
+        for _ in range(2):
+            if deadline is not None and deadline - time.monotonic() <= 0:
+                raise BackendError(DEADLINE)
+            completion = await backend.complete(
+                system, scrub_text(prompt(ask)), self.settings.max_output_tokens, provider, deadline=deadline
+            )
+            outcome.input_tokens += completion.input_tokens
+            outcome.output_tokens += completion.output_tokens
+            if completion.model and self.model and not same_model(completion.model, self.model):
+                outcome.foreign_model = completion.model
+            rejection = self._rejection(completion.text, source_tokens)
+            if rejection is None:
+                return scrub_text(completion.text.strip())
+            if rejection == NOT_SMALLER:
+                ask = max(ask // 2, 1)
+        raise BackendError(rejection)
+
+    def _rejection(self, text: str, source_tokens: int) -> str | None:
+        if not text or not text.strip():
+            return EMPTY
+        if _REFUSAL.match(text):
+            return REFUSAL
+        if self.count_text(text) >= source_tokens:
+            return NOT_SMALLER
+        return None
+
+    def _cap(self, max_tokens: int | None) -> int:
+        """The size asked for: the output cap, or ``max_tokens`` when smaller."""
+        cap = self.settings.max_output_tokens
+        return cap if max_tokens is None else max(min(max_tokens, cap), 1)
+
+    def asked_tokens(self, source_tokens: int, max_tokens: int | None = None) -> int:
+        """The summary's size: what the plan asks for (``max_tokens``, the output cap), at most ``SUMMARY_RATIO``
+        of the span, never below ``MIN_ASK_TOKENS``."""
+        return max(min(self._cap(max_tokens), int(source_tokens * SUMMARY_RATIO)), min(MIN_ASK_TOKENS, self._cap(None)))
+
+
+def tokens_per_word(text: str, tokens: int) -> float:
+    """The text's own tokens per word, between prose's and that of dense paths and code."""
+    words = len(text.split())
+    return min(max(tokens / words, PROSE_TOKENS_PER_WORD), MAX_TOKENS_PER_WORD) if words else PROSE_TOKENS_PER_WORD
+
+
+def max_words(tokens: int, per_word: float) -> int:
+    """A word limit a model can meet for ``tokens``: models count words, not tokens, and overshoot a little."""
+    return max(int(tokens / per_word * 0.85), 20)
+
+
+def same_model(answered: str, requested: str) -> bool:
+    """A dated snapshot answering for its alias (``claude-haiku-4-5-20251001`` for ``claude-haiku-4-5``) is the same."""
+    return answered.startswith(requested) or requested.startswith(answered)
+
+
+def _count_call(outcome: Outcome) -> None:
+    outcome.provider_calls += 1
+
+
+def _previous_section(previous_summary: str | None) -> str:
+    if not previous_summary:
+        return ""
+    return (
+        "Summary of the conversation before this part, for context only (do not repeat it):\n"
+        f"<<<TRANSCRIPT\n{fence_safe(previous_summary)}\nTRANSCRIPT>>>\n"
+    )

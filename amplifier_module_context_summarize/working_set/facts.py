@@ -1,0 +1,849 @@
+"""Artifact extraction: what a run of messages says about files, commands and their outcomes, URLs and ids.
+
+Summaries paraphrase; the exact strings an agent needs to carry on (a path, the failing command, the
+ticket id, the last error) must survive compaction unchanged. Everything here is plain pattern matching
+over the tool calls (in any of the shapes ``core/messages.py`` lists), their results and the authored text, so
+the same messages always give the same ``Facts``. ``fold.py`` folds them group by group into the
+working set the summary message ends with.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls, parse_embedded_json
+from .definitions import changed_names
+
+ERROR_MAX_CHARS = 200
+KEY_MAX_CHARS = 200
+"""Longest command or tool key kept (a one-line command is rarely longer; a script pasted inline is)."""
+HITS_PER_SEARCH = 50
+"""Files a single search result may add (a search listing thousands of files adds its first ones)."""
+
+WRITE, EDIT, READ, USE, DELETE, MOVE = "write", "edit", "read", "use", "delete", "move"
+"""File actions: ``write`` creates or overwrites, ``use`` names a file in a command (``git add``, ``pytest``)."""
+CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE})
+
+# Shell-like tools are recognised by name fragments, so MCP-prefixed names (``mcp__x__bash``) count too.
+_SHELL_NAME_PARTS = ("bash", "shell", "terminal", "exec", "run_command", "powershell")
+# Outputs of these tools are file or page contents: error words in them are data, not failures.
+_READ_NAME_PARTS = ("read", "view", "grep", "glob", "search", "fetch", "find", "list")
+_PATH_KEYS = frozenset(
+    {"path", "paths", "file", "files", "file_path", "filepath", "filename", "target_file", "notebook_path"}
+)
+_MOVE_KEYS = (
+    ("old_path", "new_path"),
+    ("source", "destination"),
+    ("src", "dst"),
+    ("source_path", "destination_path"),
+    ("from", "to"),
+)
+_WORKDIR_KEYS = ("cwd", "workdir", "working_dir", "working_directory", "directory")
+_COMMAND_KEYS = ("command", "cmd")
+_NEW_TEXT_KEYS = (
+    "content",
+    "contents",
+    "file_text",
+    "new_string",
+    "new_str",
+    "new_text",
+    "text",
+    "code",
+    "insert_text",
+)
+_OLD_TEXT_KEYS = ("old_string", "old_str", "old_text")
+_EDITOR_COMMANDS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
+"""``str_replace_based_edit_tool`` and its kin: one tool, the action named by its ``command`` argument."""
+_SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
+_NOT_FILES = frozenset({".", "..", "/", "~", "./", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin"})
+# Bare names (no slash) count as files only with one of these extensions, so ``foo.bar`` modules
+# and ``example.com`` hosts stay out.
+# fmt: off
+_FILE_EXTENSIONS = frozenset({
+    "py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "yaml", "yml",
+    "toml", "ini", "cfg", "conf", "env", "lock", "txt", "md", "rst", "csv", "tsv", "html", "htm", "css",
+    "scss", "xml", "sql", "sh", "bash", "zsh", "ps1", "go", "rs", "java", "kt", "scala", "c", "h", "cc",
+    "cpp", "hpp", "cs", "rb", "php", "swift", "lua", "r", "log", "patch", "diff", "proto", "graphql",
+    "tf", "dockerfile", "gradle", "mk", "pem", "ps", "svg", "png", "jpg", "jpeg", "gif", "pdf", "zip",
+    "gz", "tar", "ex", "exs", "heex", "eex", "erl", "hs", "ml", "vue", "svelte", "dart", "lockb",
+})
+# Commands whose output is what they read: error words in it are data (unless the command itself failed).
+_READERS = frozenset({
+    "cat", "head", "tail", "less", "more", "bat", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack",
+    "sed", "awk", "cut", "sort", "uniq", "diff", "cmp", "file", "stat", "ls", "tree", "find", "pwd", "cd",
+    "echo", "printf", "jq", "yq", "xxd", "od", "strings", "column", "tr", "true",
+    "Get-Content", "gc", "type", "Select-String", "Get-ChildItem", "dir",
+})
+# fmt: on
+_GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep"})
+_COMMAND_PREFIXES = frozenset({"sudo", "time", "nohup", "env", "command", "exec"})
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
+_PATH_TOKEN = re.compile(r"^(?:[A-Za-z]:)?[\w.~+@/\\-]+$")  # a Windows path keeps its backslashes
+_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
+_LINE_REF = re.compile(r"(?<=\.\w)(?::\d+){1,2}$|(?<=\w):\d+(?::\d+)?$")
+_ASSIGNMENT = re.compile(r"^\w+=")
+_OUTPUT_WINDOW = re.compile(r"(?:\s+2>&1)?\s*\|\s*(?:head|tail)(?:\s+(?:-n\s*\+?\d+|-\d+|-c\s*\d+|--lines=\d+))*\s*$")
+"""A trailing ``| head -N`` / ``| tail -N`` (after an optional ``2>&1``): which part of the output was shown."""
+_OUTPUT_WINDOWS = 4
+"""Most trailing windows taken off one command: each pass scans the whole command, so a command of thousands
+of ``| head`` would otherwise cost a pass per window (quadratic)."""
+_GIT_HISTORY = re.compile(r"\bgit (?:log|rev-parse|show|reflog)\b")
+_LEADING_SHA = re.compile(r"([0-9a-f]{7,40})(?:\s|$)")
+_FIND_PATTERNS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-newer"})
+"""``find`` options whose value is a pattern (or a reference file), not a file the command acts on."""
+_PATCH_HEADER = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S+)|^\*\*\* Move to: (\S+)|^(---|\+\+\+) (\S+)")
+_URL = re.compile(r"https?://[^\s<>\"'`\\)\]}]+")
+_URL_TRAILING = ".,;:!?*"
+_JSON_FIELD = re.compile(r'"(\w+)"\s*:\s*"((?:[^"\\]|\\.)*)(?:"|$)')
+
+_TICKET = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9]{1,9})-([1-9]\d{0,6})(?![\w-])")
+# fmt: off
+_TICKET_NOT = frozenset({
+    "UTF", "SHA", "ISO", "PEP", "GPT", "RFC", "AES", "RSA", "MD", "HTTP", "TLS", "SSL", "IPV", "CP",
+    "WIN", "ECMA", "ES", "HS", "RS", "PS", "LATIN", "KOI", "COVID", "DDR", "USB",
+})
+# fmt: on
+_TICKET_HINT = re.compile(r"[A-Z0-9]-[1-9]")
+_CVE = re.compile(r"(?<![\w-])CVE-\d{4}-\d{4,7}(?![\w-])")
+# Beads-style ids (``spotter-a0y``, ``bd-a3f8e9.1``): the suffix must mix letters and digits,
+# which keeps ordinary hyphenated words (``pre-commit``) out.
+_SHORT_ID = re.compile(
+    r"(?<![\w/.@:-])[a-z][a-z0-9]{1,15}-(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{3,8}(?:\.\d+)*(?![\w-]|\.\w)"
+)
+_PR = re.compile(r"(?i:\bPR\b|\bpull request\b)\s*#(\d+)\b")
+_COMMIT = re.compile(
+    r"\b(?i:commit(?:ted)?)\b(?:\s+(?i:as|to|id|hash|sha))?[\s:=#]+([0-9a-f]{7,40})\b"
+    r"|^\[[^\]\s]+(?: \([^)\n]*\))? ([0-9a-f]{7,40})\]",
+    re.MULTILINE,
+)
+
+# Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
+_FAILURE_HINTS = (
+    "Traceback",
+    "rror:",
+    "ERROR:",
+    "FAILED",
+    "fatal:",
+    "fail",
+    "No module named",
+    "not found",
+    "open file",
+)
+_FAILURE = re.compile(
+    r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
+    r"|\b[1-9]\d* (?:failed|failures?)\b"
+    r"|^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    re.MULTILINE,
+)
+"""Failure lines; the last three are what a shell or Python prints when a command cannot even start
+(``python: No module named pytest``, ``bash: line 1: tree: command not found``): the exit status often
+hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
+_PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
+_EXIT_CODE = re.compile(
+    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?(-?\d+)"
+)
+"""The runs of blanks are possessive: two optional runs around an optional ``:`` tried every split of a long
+run of spaces against each other (16,000 spaces after "exit code" took seconds)."""
+_EXCEPTION_LINE = re.compile(
+    r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
+)
+_FAILED_LINE = re.compile(r"\bFAILED\b")
+_ERROR_LINE = re.compile(r"(?:\b|(?<=[a-z]))(?:[Ee]rror|ERROR|fatal)\b[:!]")
+_TAG = re.compile(r"</?[\w-]+>")
+_OUTPUT_KEYS = ("error", "message", "stderr", "stdout", "output", "content", "result")
+_EXIT_KEYS = ("returncode", "return_code", "exit_code", "exitCode")
+
+
+@dataclass(frozen=True, slots=True)
+class FileAction:
+    """``action`` on ``path`` (as written, joined to the folder the call ran in); a move names its ``target``."""
+
+    action: str
+    path: str
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How one tool call ended. ``key`` is the one-line command for shell calls, else the tool and its path."""
+
+    key: str
+    command: bool
+    ok: bool
+    label: str
+    """``passed`` (a test run said so), ``ok``, ``failed`` or ``failed (exit N)``."""
+    error: str = ""
+    """The most telling line of a failure."""
+    reads: bool = False
+    """The call only read (a file viewer, ``cat``, ``grep``): what it read is in the files."""
+
+
+Definitions = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""(path, names written, names removed) of one change, names in the order the text defines them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Everything one run of messages (usually one group) contributes to the working set, in order."""
+
+    files: tuple[FileAction, ...] = ()
+    outcomes: tuple[CallOutcome, ...] = ()
+    urls: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    workdirs: tuple[str, ...] = ()
+    """Absolute folders commands ran in (``cd /x && ...``, a ``cwd`` argument): evidence of the workspace root."""
+    definitions: tuple[Definitions, ...] = ()
+    """Per successful write or edit of a code file: what it defined and what it removed (``definitions.py``)."""
+
+
+NO_FACTS = Facts()
+
+
+@dataclass(slots=True)
+class _Call:
+    key: str
+    command: bool
+    reader: bool
+    files: list[FileAction]
+    search: bool = False
+    definitions: tuple[Definitions, ...] = ()
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters, so one huge item cannot crowd out the rest."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def extract(messages: list[Message]) -> Facts:
+    """The facts of ``messages`` (calls paired with their results by id), in any of the tool-call shapes."""
+    files: list[FileAction] = []
+    outcomes: list[CallOutcome] = []
+    urls: list[str] = []
+    ids: list[str] = []
+    workdirs: list[str] = []
+    definitions: list[Definitions] = []
+    waiting: dict[str, _Call] = {}
+    for message in messages:
+        role = message.get("role")
+        if is_user_turn(message) or role == "assistant":
+            text = authored_text(message)
+            if text:
+                urls += _urls(text)
+                ids += _identifiers(text, commits=role == "assistant")
+        for call_id, name, args in _calls(message):
+            call = _read_call(name, args, workdirs)
+            for text in _strings(args):
+                urls += _urls(text)
+                ids += _identifiers(text, commits=False)
+            if call_id and call_id not in waiting:
+                waiting[call_id] = call
+            else:
+                files += call.files
+                definitions += call.definitions
+        for ref, body, flagged in _results(message):
+            body = _decode_json_object(body)
+            text = _body_text(body)
+            urls += _urls(text)
+            ids += _identifiers(text, commits=True)
+            call = waiting.pop(ref, None)
+            if call is None:
+                continue
+            outcome = _outcome(call, body, text, flagged)
+            outcomes.append(outcome)
+            if outcome.ok and call.command and _GIT_HISTORY.search(call.key):
+                ids += _first_commit(text)
+            if outcome.ok:
+                files += call.files
+                definitions += call.definitions
+                if call.search:
+                    files += _search_hits(text)
+            else:  # a call that failed read or changed nothing: its files were only named
+                files += [FileAction(USE, f.path) for f in call.files]
+    for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
+        files += call.files
+        definitions += call.definitions
+    if not (files or outcomes or urls or ids or workdirs or definitions):
+        return NO_FACTS
+    return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs), tuple(definitions))
+
+
+def authored_text(message: Message) -> str:
+    """What a user or assistant wrote, leaving out tool traffic and hidden reasoning."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    return "\n".join(
+        block_text(b) for b in content or [] if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    ).strip()
+
+
+def _calls(message: Message) -> Iterator[tuple[str, str, Any]]:
+    """(id, tool name, parsed arguments) of each call, whichever shape carries it."""
+    if message.get("role") != "assistant":
+        return
+    for call_id, name, raw in message_calls(message):
+        yield call_id, name, _parse_args(raw)
+
+
+def _parse_args(raw: Any) -> Any:
+    """Arguments as a dict when possible; broken JSON (e.g. a truncated stream) keeps its string fields."""
+    if not isinstance(raw, str):
+        return raw if raw is not None else {}
+    try:
+        return parse_embedded_json(raw)
+    except ValueError:
+        salvaged: dict[str, str] = {}
+        for key, value in _JSON_FIELD.findall(raw):
+            try:
+                salvaged.setdefault(key, json.loads(f'"{value}"'))
+            except ValueError:
+                salvaged.setdefault(key, value)
+        return salvaged or raw
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+# ---------------------------------------------------------------------------------------------- calls
+
+
+def _tool_kind(name: str) -> str:
+    """What a tool does, from its name (the part after an MCP ``server__`` prefix)."""
+    lowered = name.lower().rsplit("__", 1)[-1]
+    if any(part in lowered for part in _SHELL_NAME_PARTS):
+        return "shell"
+    if "move" in lowered or "rename" in lowered or lowered == "mv":
+        return MOVE
+    if "delete" in lowered or "remove" in lowered or lowered in ("rm", "unlink"):
+        return DELETE
+    if any(part in lowered for part in ("edit", "replace", "patch", "insert", "diff")):
+        return EDIT
+    if "write" in lowered or "create" in lowered or lowered == "touch":
+        return WRITE
+    if "grep" in lowered or "search" in lowered:
+        return "search"
+    if any(part in lowered for part in ("glob", "find", "list", "tree")) or lowered == "ls":
+        return "list"
+    if "read" in lowered or "view" in lowered or lowered == "cat":
+        return READ
+    return USE
+
+
+def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
+    kind = _tool_kind(name)
+    reader = any(part in name.lower() for part in _READ_NAME_PARTS)
+    if not isinstance(args, dict):
+        return _Call(clip(name, KEY_MAX_CHARS), False, reader, [])
+    base = next((v.strip() for k in _WORKDIR_KEYS if isinstance(v := args.get(k), str) and v.strip()), None)
+    if base and base.startswith("/"):
+        workdirs.append(posixpath.normpath(base))
+    command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
+    if kind == "shell" and command:
+        files, reader = _shell_files(command, base, workdirs)
+        return _Call(clip(_command_key(command), KEY_MAX_CHARS), True, reader, files)
+    if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
+        kind = _EDITOR_COMMANDS[args["command"]]
+    files: list[FileAction] = []
+    keys = _PATH_KEYS
+    if kind == MOVE:
+        for old_key, new_key in _MOVE_KEYS:
+            old, new = args.get(old_key), args.get(new_key)
+            if isinstance(old, str) and isinstance(new, str) and _is_path_value(old) and _is_path_value(new):
+                files.append(FileAction(MOVE, _join(base, old.strip()), _join(base, new.strip())))
+    else:
+        keys = keys | {"old_path", "new_path"}
+    paths = [p.strip() for key in sorted(keys.intersection(args)) for p in _strings(args[key])]
+    if kind in ("search", "list"):
+        paths = [p for p in paths if _looks_like_file(p)]
+    if kind != "list":
+        action = READ if kind == "search" else kind if kind in (READ, WRITE, EDIT, DELETE) else USE
+        files += [FileAction(action, _join(base, p)) for p in paths if _is_path_value(p)]
+    target = next((p for p in paths if _is_path_value(p)), "")
+    changes: list[Definitions] = []
+    if kind in (EDIT, WRITE):
+        for text in _strings(args):
+            if "\n" in text:
+                files += _patch_files(text, base)
+                changes += _patch_definitions(text, base)
+        if target:
+            changes.append(_edit_definitions(_join(base, target), args))
+    key = f"{name} {target}" if target else name
+    search = kind == "search" and ("grep" in name.lower() or any(k in args for k in ("pattern", "regex")))
+    found = tuple(c for c in changes if c[1] or c[2])
+    return _Call(clip(key, KEY_MAX_CHARS), False, reader, files, search, found)
+
+
+def _edit_definitions(path: str, args: dict[str, Any]) -> Definitions:
+    """What a write or edit call's new text defines for ``path``, and what the old text it replaces did."""
+    new: list[str] = []
+    old: list[str] = []
+    for part in [args, *(e for e in args.get("edits") or () if isinstance(e, dict))]:
+        new += [v for k in _NEW_TEXT_KEYS if isinstance(v := part.get(k), str)]
+        old += [v for k in _OLD_TEXT_KEYS if isinstance(v := part.get(k), str)]
+    changed = changed_names(path, new, old)
+    return path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)
+
+
+def _is_path_value(value: str) -> bool:
+    value = value.strip()
+    return bool(value) and value not in _NOT_FILES and "\n" not in value and len(value) <= 300
+
+
+def _join(base: str | None, path: str) -> str:
+    """``path`` as seen from the folder the call ran in (kept relative when that folder is unknown)."""
+    if path.startswith(("/", "~")) or not base:
+        return posixpath.normpath(path) if path.startswith("/") else path
+    return posixpath.normpath(posixpath.join(base, path))
+
+
+def _command_text(value: Any) -> str:
+    """A shell command as one string; argv lists like ``["bash", "-lc", "cmd"]`` give their script."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if len(value) >= 3 and value[0] in _SHELLS and value[1] in ("-c", "-lc", "-ic"):
+            return value[2].strip()
+        return shlex.join(value)
+    return ""
+
+
+def _script(command: str) -> tuple[str, bool]:
+    """The lines of a command up to its first heredoc (whose body is file content, not commands)."""
+    lines = command.splitlines()
+    for i, line in enumerate(lines):
+        if "<<" in line:
+            return "\n".join(lines[: i + 1]), i + 1 < len(lines)
+    return command, False
+
+
+def _command_summary(command: str) -> str:
+    """The command on one line; a heredoc's body is left out (its first line is kept, then ``…``)."""
+    script, cut = _script(command)
+    return " ".join(script.split()) + (" …" if cut else "")
+
+
+def _command_key(command: str) -> str:
+    """The command as the working set keys it: on one line, without the output window it was piped through.
+
+    ``pytest -x 2>&1 | tail -50`` and ``pytest -x | head -100`` run the same tests and only show another part
+    of the output: one command with a run count, a latest outcome and whether a later run passed.
+    """
+    key = _command_summary(command)
+    for _ in range(_OUTPUT_WINDOWS):
+        trimmed = _OUTPUT_WINDOW.sub("", key).rstrip()
+        if trimmed == key or not trimmed:
+            return key
+        key = trimmed
+    return key
+
+
+_PATH_BACKSLASH = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
+"""A backslash between path characters (``sessions\\bugfix-1.json``, ``C:\\src``) is a Windows separator,
+not a shell escape: the lexer would drop it."""
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([\w.-]+)\2")
+
+
+def _without_heredoc_bodies(command: str) -> str:
+    """The command with every heredoc's body left out, so the commands after each heredoc are still seen."""
+    lines = command.splitlines()
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        kept.append(line)
+        i += 1
+        for dash, _, delimiter in _HEREDOC.findall(line.replace("<<<", "")):
+            while i < len(lines) and (lines[i].lstrip("\t") if dash else lines[i]).strip() != delimiter:
+                i += 1
+            i += 1  # the delimiter line
+    return "\n".join(kept)
+
+
+def _shell_tokens(script: str) -> list[str]:
+    script = _PATH_BACKSLASH.sub(r"\\\\", script)
+    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: plain words are still worth reading
+        return script.replace("\n", " ; ").split()
+
+
+def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[list[FileAction], bool]:
+    """The files each simple command of a shell line acts on, and whether the line only reads."""
+    script = _without_heredoc_bodies(command)
+    files: list[FileAction] = []
+    reader = True
+    words: list[str] = []
+    tokens = _shell_tokens(script)
+    i = 0
+    while i <= len(tokens):
+        token = tokens[i] if i < len(tokens) else ";"
+        i += 1
+        if token in _SEPARATORS:
+            if words:
+                base, reads = _simple_command(words, base, files, workdirs)
+                reader = reader and reads
+            words = []
+        elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
+            target = tokens[i] if i < len(tokens) else ""
+            i += 1
+            if not token.endswith("&") and _looks_like_path(target):
+                files.append(FileAction(WRITE, _join(base, target)))
+                reader = False
+        elif token in ("<<", "<<<", "<<-"):
+            i += 1  # the heredoc delimiter or here-string
+        elif token == "<":
+            target = tokens[i] if i < len(tokens) else ""
+            i += 1
+            if _looks_like_path(target):
+                files.append(FileAction(READ, _join(base, target)))
+        else:
+            words.append(token)
+    return files, reader
+
+
+def _simple_command(
+    words: list[str], base: str | None, files: list[FileAction], workdirs: list[str]
+) -> tuple[str | None, bool]:
+    """Record what one simple command does to files; return the folder the next one runs in, and if it only reads."""
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _COMMAND_PREFIXES):
+        words = words[1:]
+    if not words:
+        return base, True
+    program, args = posixpath.basename(words[0]), words[1:]
+    if program == "cd":
+        target = next((a for a in args if not a.startswith("-")), "")
+        if not target or target.startswith("~"):
+            return None, True
+        base = _join(base, target)
+        if base.startswith("/"):
+            workdirs.append(base)
+        return base, True
+    if program == "git" and args:
+        program, args = f"git {args[0]}", args[1:]
+        if program == "git show":  # ``git show REV:path`` shows path
+            args = [a.split(":", 1)[1] if ":" in a and not a.startswith("-") else a for a in args]
+    if program in _SEARCHERS:
+        args = _without_pattern(args)
+    elif program == "find":
+        args = [a for i, a in enumerate(args) if not (i and args[i - 1] in _FIND_PATTERNS)]
+    operands = [a for a in (_path_operand(a) for a in args) if a]
+    if program in ("rm", "unlink", "git rm"):
+        files += [FileAction(DELETE, _join(base, p)) for p in operands]
+    elif program in ("mv", "git mv", "cp") and len(operands) >= 2:
+        *sources, destination = operands
+        for source in sources:
+            target = destination
+            if len(sources) > 1 or destination.endswith("/"):
+                target = posixpath.join(destination, posixpath.basename(source))
+            if program == "cp":
+                files += [FileAction(READ, _join(base, source)), FileAction(WRITE, _join(base, target))]
+            else:
+                files.append(FileAction(MOVE, _join(base, source), _join(base, target)))
+    elif program in ("touch", "tee"):
+        files += [FileAction(WRITE, _join(base, p)) for p in operands]
+    elif program in ("sed", "perl") and any(a.startswith("-i") or a.startswith("-pi") for a in args):
+        files += [FileAction(EDIT, _join(base, p)) for p in operands]
+    elif program in _READERS or (program.startswith("git ") and program[4:] in _GIT_READERS):
+        files += [FileAction(READ, _join(base, p)) for p in operands]
+        return base, True
+    elif program in ("git apply", "patch"):
+        files += [FileAction(USE, _join(base, p)) for p in operands]
+    else:
+        files += [FileAction(USE, _join(base, p)) for p in operands]
+    return base, False
+
+
+def _without_pattern(args: list[str]) -> list[str]:
+    """A search's arguments without its pattern (``-e PATTERN``, else the first operand): it names no file."""
+    if any(a in ("-e", "--regexp") for a in args):
+        return [
+            a
+            for i, a in enumerate(args)
+            if a not in ("-e", "--regexp") and args[i - 1 : i] not in (["-e"], ["--regexp"])
+        ]
+    if any(a in ("-f", "--file") or a.startswith("--regexp=") for a in args):
+        return args
+    pattern = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    return args if pattern is None else args[:pattern] + args[pattern + 1 :]
+
+
+def _path_operand(token: str) -> str:
+    """``token`` as a file path when it looks like one (``--out=x.py``, ``tests/a.py::test_b``, ``a.py:12``)."""
+    if token.startswith("-"):
+        token = token.partition("=")[2]
+    token = _LINE_REF.sub("", token.split("::", 1)[0].rstrip(":,;"))
+    return token if _looks_like_path(token) else ""
+
+
+def _looks_like_path(token: str) -> bool:
+    if token in _NOT_FILES or not _PATH_TOKEN.match(token):
+        return False
+    extension = _EXTENSION.search(re.split(r"[/\\]", token)[-1])
+    if "/" in token or "\\" in token:
+        return bool(extension) or token.startswith(("/", "./", "../", "~/", ".\\", "..\\"))
+    return bool(extension) and extension.group(1).lower() in _FILE_EXTENSIONS
+
+
+def _looks_like_file(token: str) -> bool:
+    """A path naming a file, not a folder: its last part has an extension."""
+    return _looks_like_path(token) and bool(_EXTENSION.search(token.rstrip("/").rsplit("/", 1)[-1]))
+
+
+def _patch_files(text: str, base: str | None) -> list[FileAction]:
+    """Files an ``apply_patch`` envelope or a unified diff adds, changes, deletes or moves."""
+    files: list[FileAction] = []
+    updating = ""
+    old = ""
+    for line in text.splitlines():
+        match = _PATCH_HEADER.match(line)
+        if not match:
+            continue
+        verb, path, moved, marker, diff_path = match.groups()
+        if verb:
+            updating = path if verb == "Update" else ""
+            files.append(FileAction({"Add": WRITE, "Update": EDIT, "Delete": DELETE}[verb], _join(base, path)))
+        elif moved and updating:
+            files.append(FileAction(MOVE, _join(base, updating), _join(base, moved)))
+        elif marker == "---":
+            old = "" if diff_path == "/dev/null" else _strip_diff_prefix(diff_path)
+        elif marker == "+++":
+            if diff_path == "/dev/null":
+                if old:
+                    files.append(FileAction(DELETE, _join(base, old)))
+            else:
+                files.append(FileAction(EDIT if old else WRITE, _join(base, _strip_diff_prefix(diff_path))))
+            old = ""
+    return files
+
+
+def _patch_definitions(text: str, base: str | None) -> list[Definitions]:
+    """What each file of an ``apply_patch`` envelope or a unified diff gains (``+`` lines) and loses (``-``)."""
+    sides: dict[str, tuple[list[str], list[str]]] = {}
+    current: tuple[list[str], list[str]] | None = None
+    for line in text.splitlines():
+        match = _PATCH_HEADER.match(line)
+        if match:
+            verb, path, _, marker, diff_path = match.groups()
+            if verb:
+                current = sides.setdefault(_join(base, path), ([], [])) if verb != "Delete" else None
+            elif marker == "+++" and diff_path != "/dev/null":
+                current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
+            continue
+        if current is not None and line[:1] in ("+", "-"):
+            current[line[0] == "-"].append(line[1:])
+    found = []
+    for path, (added, removed) in sides.items():
+        changed = changed_names(path, ["\n".join(added)], ["\n".join(removed)])
+        found.append((path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)))
+    return found
+
+
+def _strip_diff_prefix(path: str) -> str:
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def _search_hits(text: str) -> list[FileAction]:
+    """Files a search result names at the start of its lines (``path`` or ``path:line:match``)."""
+    hits: list[FileAction] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        candidate = line.strip().split(":", 1)[0].strip()
+        if candidate not in seen and _looks_like_file(candidate):
+            seen.add(candidate)
+            hits.append(FileAction(READ, candidate))
+            if len(hits) >= HITS_PER_SEARCH:
+                break
+    return hits
+
+
+# ---------------------------------------------------------------------------------------------- text
+
+
+def _first_commit(text: str) -> list[str]:
+    """The commit a ``git log --oneline`` / ``git rev-parse`` output starts with (``41dd7fe7 Subject``): the full
+    format's ``commit <sha>`` lines are read as identifiers anyway, the one-line format's are not."""
+    for line in text.splitlines():
+        line = _TAG.sub("", line).strip()
+        if line and not line.isdigit():  # (a wrapper's ``<returncode>0</returncode>`` line)
+            match = _LEADING_SHA.match(line)
+            return [f"commit {match.group(1)}"] if match and any(c.isdigit() for c in match.group(1)) else []
+    return []
+
+
+def _urls(text: str) -> list[str]:
+    return [url.rstrip(_URL_TRAILING) for url in _URL.findall(text)]
+
+
+def _identifiers(text: str, commits: bool) -> list[str]:
+    """Ticket, beads, PR and (when ``commits``) commit ids, in the order they appear in ``text``.
+
+    Each pattern runs only where a plain substring (or a simpler pattern) it needs is present: tool outputs
+    are long, and most hold none of them.
+    """
+    found: list[tuple[int, str]] = []
+    if _TICKET_HINT.search(text):
+        for match in _TICKET.finditer(text):
+            if match.group(1) not in _TICKET_NOT:
+                found.append((match.start(), match.group(0)))
+    if "CVE-" in text:
+        found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
+    found += [(m.start(), m.group(0)) for m in _SHORT_ID.finditer(text)]
+    if "#" in text:
+        found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
+    if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
+        for match in _COMMIT.finditer(text):
+            sha = match.group(1) or match.group(2)
+            if any(c.isdigit() for c in sha):
+                found.append((match.start(), f"commit {sha}"))
+    return [item for _, item in sorted(found, key=lambda pair: pair[0])]
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+def _results(message: Message) -> Iterator[tuple[str, Any, bool]]:
+    """(call id, raw result body, flagged as an error by the provider) for each result a message carries."""
+    if message.get("role") == "tool" and message.get("tool_call_id"):
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if len(blocks) == 1 and blocks[0].get("type") == RESULT_BLOCK_TYPE:  # Amplifier's block inside
+            block = blocks[0]
+            body = block["content"] if "content" in block else block.get("output")
+            yield str(message["tool_call_id"]), body, block.get("is_error") is True
+        else:
+            yield str(message["tool_call_id"]), content, False
+        return
+    content = message.get("content")
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == RESULT_BLOCK_TYPE:
+            ref = block.get("tool_use_id") or block.get("tool_call_id") or ""
+            body = block["content"] if "content" in block else block.get("output")
+            yield str(ref), body, block.get("is_error") is True
+
+
+def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
+    """Failed when flagged, a non-zero exit is reported, or (outside reads) the output shows a failure."""
+    flagged = flagged or _structured_failure(body)
+    scope = text.split("\n", 2)[:2] if call.reader else [text]  # a read's exit code leads its output
+    codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
+    code = next((c for c in reversed(codes) if c), 0)
+    recorded = _recorded_exit(body)
+    if recorded is not None:  # an exit status the recording holds is the outcome: "Error: (none)" is no error
+        code = recorded
+        if not recorded and not flagged and not _CANNOT_START.search(text):
+            passed = call.command and not call.reader and bool(_PASSED.search(text))
+            return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+    if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
+        code, flagged = 0, False
+    shown = text.replace("Error: (none)", "")  # Gemini CLI's "no error" line
+    textual = not call.reader and any(h in shown for h in _FAILURE_HINTS) and bool(_FAILURE.search(shown))
+    if flagged or code or textual:
+        label = f"failed (exit {code})" if code else "failed"
+        error = clip(_error_line(text), ERROR_MAX_CHARS)
+        return CallOutcome(call.key, call.command, False, label, error, call.reader)
+    passed = call.command and not call.reader and bool(_PASSED.search(text))
+    return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+
+
+def _decode_json_object(body: Any) -> Any:
+    """Some providers stringify structured tool output; read it back so its fields can be inspected."""
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        try:
+            decoded = parse_embedded_json(body)
+        except ValueError:
+            return body
+        return decoded if isinstance(decoded, dict) else body
+    return body
+
+
+def _body_text(body: Any) -> str:
+    """Readable text of a result; a dict contributes its message-like fields rather than its JSON."""
+    if isinstance(body, dict) and body.get("type") is None:
+        parts = [_body_text(body[key]) for key in _OUTPUT_KEYS if body.get(key)]
+        parts += [f"{key}: {body[key]}" for key in _EXIT_KEYS if isinstance(body.get(key), int) and body[key]]
+        if parts:
+            return "\n".join(p for p in parts if p)
+    if isinstance(body, list):
+        return "\n".join(block_text(b) for b in body)
+    return "" if body is None else block_text(body)
+
+
+_RECORDED_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+"""How Gemini CLI's shell tool records the exit status (after ``Error: (none)`` when there was none)."""
+
+
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_CANNOT_START = re.compile(
+    r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    re.MULTILINE,
+)
+"""A command that could not even start: failed though a pipe's last command exited 0 (``cmd 2>&1 | tail``)."""
+
+
+def _recorded_exit(body: Any) -> int | None:
+    """The exit status a result records as a field (``exit_code``) or as Gemini's ``Exit Code: N`` line."""
+    if isinstance(body, dict):
+        found = [body[key] for key in _EXIT_KEYS if isinstance(body.get(key), int) and not isinstance(body[key], bool)]
+        if found:
+            return found[0]
+        body = body.get("output")
+    if isinstance(body, str) and "Exit Code: " in body:
+        codes = _RECORDED_EXIT.findall(body)
+        return int(codes[-1]) if codes else None
+    if isinstance(body, str) and body.startswith("<returncode>"):  # mini-swe-agent's observation
+        code = _RETURNCODE.match(body)
+        return int(code.group(1)) if code else None
+    return None
+
+
+def _structured_failure(body: Any) -> bool:
+    if not isinstance(body, dict):
+        return False
+    if body.get("success") is False or body.get("is_error") is True:
+        return True
+    return any(isinstance(body.get(key), int) and body[key] != 0 for key in _EXIT_KEYS)
+
+
+def _error_line(text: str) -> str:
+    """The most telling line: a traceback's last exception, else a FAILED or error line, else the last one."""
+    lines = [_TAG.sub("", line).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    exceptions = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    if exceptions:
+        return exceptions[-1]
+    for pattern in (_FAILED_LINE, _ERROR_LINE):
+        for line in lines:
+            if pattern.search(line):
+                return line
+    meaningful = [line for line in lines if not _EXIT_CODE.fullmatch(line) and not line.isdigit()]
+    return (meaningful or [""])[-1]
+
+
+def looks_failed(text: str) -> bool:
+    """Text that reads as a failure (a traceback, an error line, a non-zero exit code)."""
+    if any(int(code) for code in _EXIT_CODE.findall(text)):
+        return True
+    return any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
+
+
+def error_line(text: str) -> str:
+    """The line of a failed output that says most about the failure."""
+    return _error_line(text)

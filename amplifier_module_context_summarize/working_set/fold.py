@@ -1,0 +1,369 @@
+"""The working set: one deterministic index of the files, commands, errors, ids and URLs a summary stands for.
+
+It ends the ``[CONTEXT SUMMARY]`` message as its own section, rendered from the history (never written
+or rewritten by an LLM) for the groups the summary covers:
+
+* files with their state (created, edited, moved, deleted; read or used), one spelling each, relative to
+  the workspace root the session shows, changed files first, grouped by folder when room is short;
+* the definitions (functions, classes, constants) the changes wrote into each file still there, newest
+  change first, and the ones they removed (``definitions.py``);
+* commands de-duplicated with their latest outcome, run count and last failure (said to be resolved when
+  a later run passed), a file's successful one-file reads sharing one line (``reads.py``); failures of
+  other tools; identifiers; URLs.
+
+``index.WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end
+asked for, so rendering after a compaction costs the new groups, not the history. The text is a function of
+the history and the arguments alone, so a resumed session renders it byte for byte the same. Within
+``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``layout.py``, ``section.py``), and
+whatever is dropped is counted in the text.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..core.messages import Message
+from .facts import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts, extract
+
+HEADING = "### Working set"
+FOLD_KEEP = 3
+"""Names a folded folder still lists (its most recently touched files)."""
+DEFINITIONS_KEEP = 8
+"""Names of definitions listed per changed file (its newest change's first)."""
+COMMAND_MAX_CHARS = 160
+EARLIER_FAILURES = 2
+"""Distinct failures of one command kept before its last one (the first lines to go when room is short)."""
+ERROR_KEY_MAX_CHARS = 80
+URL_MAX_CHARS = 200
+COMMIT_KEY = len("commit ") + 7
+"""A commit id's characters up to its shortest SHA (7 hex digits)."""
+
+# File states, in the order a folder line lists them.
+CREATED, EDITED, MOVED, DELETED, READ_STATE, USED = "created", "edited", "moved", "deleted", "read", "used"
+MOVED_AWAY = "moved away"
+CHANGED_ORDER = (CREATED, EDITED, MOVED, DELETED)
+SEEN_ORDER = (READ_STATE, USED)
+
+Record = tuple[int, int, str, int, str]
+"""Per spelling of a path: first seq, last seq, state, seq of its last change (-1: none), moved from."""
+
+
+@dataclass
+class Touched:
+    """Keys the folding changed since the render last looked, in the order they were first touched: what the
+    shelves (``shelves.py``) must redo."""
+
+    files: dict[str, None] = field(default_factory=dict)
+    definitions: dict[str, None] = field(default_factory=dict)
+    commands: dict[str, None] = field(default_factory=dict)
+    errors: dict[str, None] = field(default_factory=dict)
+    ids: dict[str, None] = field(default_factory=dict)
+    urls: dict[str, None] = field(default_factory=dict)
+
+
+class WorkingSet:
+    """The facts of groups ``[0, end)`` folded in order: everything ``render`` needs, nothing per message."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.files: dict[str, Record] = {}
+        self.votes: Counter[str] = Counter()
+        """Evidence of the workspace root: folders commands ran in, and ``/abs/x/y`` seen beside ``x/y``."""
+        self.folders: Counter[str] = Counter()
+        """Ancestor folders of the absolute paths (the fallback root is the deepest holding most of them)."""
+        self.absolute = 0
+        self.absolute_by_name: dict[str, str | tuple[str, ...]] = {}
+        self.relative_by_name: dict[str, str | tuple[str, ...]] = {}
+        """Spellings by file name (one string, or a tuple when there are several): the root votes look them up."""
+        self.commands: dict[str, tuple[int, int, bool, str, bool]] = {}
+        """Command -> (last seq, runs, latest ok, latest label, only reads), in first-run order."""
+        self.errors: dict[str, tuple[int, str, bool, tuple[str, ...]]] = {}
+        """Command or tool key -> (seq, last failure line, is a command, the distinct failures before it)."""
+        self.resolved: dict[str, int] = {}
+        """Keys whose last failure a later successful run followed."""
+        self.urls: dict[str, int] = {}
+        self.ids: dict[str, int] = {}
+        self.definitions: dict[str, dict[str, tuple[int, int, bool]]] = {}
+        """Path (as spelled) -> name -> (seq of the change that last touched it, place in it, removed)."""
+        self.leader: str | None = None
+        """The most voted folder (the first to reach the count on a tie), kept as votes come in."""
+        self.vote_order: dict[str, int] = {}
+        self.best_child: dict[str, str] = {}
+        """Folder (``""`` above the top ones) -> its subfolder holding the most absolute paths."""
+        self.relative_firsts: set[str] = set()
+        """First folder names of the relative spellings (``src`` of ``src/x.py``)."""
+        self.commits: dict[str, list[str]] = {}
+        """Commit ids by their first ``COMMIT_KEY`` characters (``""``: shorter ones)."""
+        self.commit_order: dict[str, int] = {}
+        self.touched = Touched()
+
+    def copy(self) -> WorkingSet:
+        other = WorkingSet()
+        other.seq, other.absolute = self.seq, self.absolute
+        other.files = dict(self.files)
+        other.votes, other.folders = self.votes.copy(), self.folders.copy()
+        other.absolute_by_name, other.relative_by_name = dict(self.absolute_by_name), dict(self.relative_by_name)
+        other.commands, other.errors, other.resolved = dict(self.commands), dict(self.errors), dict(self.resolved)
+        other.urls, other.ids = dict(self.urls), dict(self.ids)
+        other.definitions = {path: dict(names) for path, names in self.definitions.items()}
+        other.leader, other.vote_order = self.leader, dict(self.vote_order)
+        other.best_child, other.relative_firsts = dict(self.best_child), set(self.relative_firsts)
+        other.commits = {key: list(bucket) for key, bucket in self.commits.items()}
+        other.commit_order = dict(self.commit_order)
+        return other
+
+    # ------------------------------------------------------------------ folding
+
+    def add(self, facts: Facts) -> None:
+        for action in facts.files:
+            self.seq += 1
+            if action.action == MOVE:
+                self._touch(action.path, MOVE)
+                self._touch(action.target, "moved in", moved_from=action.path)
+            else:
+                self._touch(action.path, action.action)
+        touched = self.touched
+        for outcome in facts.outcomes:
+            self.seq += 1
+            key = outcome.key
+            touched.errors[key] = None
+            if outcome.command:
+                touched.commands[key] = None
+                runs = self.commands[key][1] + 1 if key in self.commands else 1
+                self.commands[key] = (self.seq, runs, outcome.ok, outcome.label, outcome.reads)
+            if not outcome.ok:
+                line = outcome.error or "(no output)"
+                known = self.errors.get(key)
+                earlier: tuple[str, ...] = ()
+                if known is not None:
+                    earlier = known[3] if known[1] == line else (known[1], *(e for e in known[3] if e != line))
+                self.errors[key] = (self.seq, line, outcome.command, earlier[:EARLIER_FAILURES])
+                self.resolved.pop(key, None)
+            elif key in self.errors and key not in self.resolved:
+                self.resolved[key] = self.seq
+        for url in facts.urls:
+            self.seq += 1
+            self.urls[url] = self.seq
+            touched.urls[url] = None
+        for identifier in facts.identifiers:
+            self.seq += 1
+            self._identifier(identifier)
+        for folder in facts.workdirs:
+            self._vote(folder)
+        for path, written, removed in facts.definitions:
+            self.seq += 1
+            touched.definitions[path] = None
+            names = self.definitions.setdefault(path, {})
+            for place, (name, gone) in enumerate([*((n, False) for n in written), *((n, True) for n in removed)]):
+                names.pop(name, None)
+                names[name] = (self.seq, place, gone)
+
+    def _touch(self, path: str, action: str, moved_from: str = "") -> None:
+        record = self.files.get(path)
+        if record is None:
+            self._register(path)
+            record = (self.seq, self.seq, "", -1, "")
+        first, _, state, changed, source = record
+        if action == READ:
+            state = READ_STATE if state in ("", USED) else state
+        elif action == USE:
+            state = state or USED
+        else:
+            changed = self.seq
+            if action == WRITE:
+                state = CREATED if state in ("", CREATED, DELETED, MOVED_AWAY) else EDITED
+            elif action == EDIT:
+                state = CREATED if state == CREATED else EDITED
+            elif action == DELETE:
+                state = DELETED
+            elif action == MOVE:
+                state = MOVED_AWAY
+            else:  # moved in
+                state, source = MOVED, moved_from
+        self.files[path] = (first, self.seq, state, changed, source)
+        self.touched.files[path] = None
+
+    def _register(self, path: str) -> None:
+        """Root evidence from a new spelling: an absolute path that ends with a relative one seen (or vice versa)."""
+        name = posixpath.basename(path)
+        if path.startswith("/"):
+            self.absolute += 1
+            parts = path.split("/")[1:-1]
+            parent = ""
+            for depth in range(1, len(parts) + 1):
+                folder = "/" + "/".join(parts[:depth])
+                self.folders[folder] += 1
+                best = self.best_child.get(parent)
+                if best is None or self.folders[folder] > self.folders[best]:
+                    self.best_child[parent] = folder
+                parent = folder
+            for relative in _spellings(self.relative_by_name, name):
+                if path.endswith("/" + relative):
+                    self._vote(path[: -len(relative) - 1])
+            _add_spelling(self.absolute_by_name, name, path)
+        elif not path.startswith(("~", "../")):
+            relative = path.removeprefix("./")
+            for absolute in _spellings(self.absolute_by_name, name):
+                if absolute.endswith("/" + relative):
+                    self._vote(absolute[: -len(relative) - 1])
+            _add_spelling(self.relative_by_name, name, relative)
+            if "/" in relative:
+                self.relative_firsts.add(relative.split("/", 1)[0])
+
+    def _vote(self, folder: str) -> None:
+        """One more vote for ``folder`` as the root; the leader is ``votes.most_common(1)``'s, kept as it goes."""
+        votes = self.votes
+        votes[folder] += 1
+        order = self.vote_order.setdefault(folder, len(self.vote_order))
+        leader = self.leader
+        if leader is None or (votes[folder], -order) > (votes[leader], -self.vote_order[leader]):
+            self.leader = folder
+
+    def _identifier(self, identifier: str) -> None:
+        """Like the URLs, except that a short commit SHA and a longer one already seen (or vice versa) are one.
+
+        Commits that are one share their first ``COMMIT_KEY`` characters unless one is shorter: only those
+        are compared (and every commit, for a short one), the first seen winning.
+        """
+        if identifier not in self.ids and identifier.startswith("commit "):
+            commits = self.commits
+            if len(identifier) >= COMMIT_KEY:
+                candidates = [*commits.get("", ()), *commits.get(identifier[:COMMIT_KEY], ())]
+            else:
+                candidates = [known for bucket in commits.values() for known in bucket]
+            matches = [k for k in candidates if k.startswith(identifier) or identifier.startswith(k)]
+            if matches:
+                known = min(matches, key=self.commit_order.__getitem__)
+                self.ids[known] = self.seq
+                self.touched.ids[known] = None
+                return
+            self.commit_order[identifier] = len(self.commit_order)
+            commits.setdefault(identifier[:COMMIT_KEY] if len(identifier) >= COMMIT_KEY else "", []).append(identifier)
+        self.ids[identifier] = self.seq
+        self.touched.ids[identifier] = None
+
+    # ------------------------------------------------------------------ reading
+
+    def root(self) -> str | None:
+        """The workspace root: the best-evidenced folder, else the deepest one holding most absolute paths.
+
+        Folders holding most absolute paths nest, so the deepest is found by walking down the subfolders
+        that hold the most: the cost is the root's depth, not the number of folders ever seen.
+        """
+        if self.votes:
+            return self.leader
+        root = ""
+        while (child := self.best_child.get(root)) is not None and self.folders[child] * 2 > self.absolute:
+            root = child
+        if not root:
+            return None
+        parent, name = posixpath.split(root)
+        if parent != "/" and name in self.relative_firsts:
+            return parent  # relative paths start inside it (``src/x.py`` beside ``/repo/src/y.py``): one level up
+        return root
+
+    def entries(self) -> list[FileEntry]:
+        """One entry per file (spellings merged), in first-seen order, paths relative to ``root()``."""
+        root = self.root()
+        merged: dict[str, list[Record]] = {}
+        for spelling, record in self.files.items():
+            merged.setdefault(canonical(spelling, root), []).append(record)
+        return [merge_entry(path, records, root) for path, records in merged.items() if path not in (".", "/")]
+
+
+def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:
+    known = index.get(name)
+    return () if known is None else (known,) if isinstance(known, str) else known
+
+
+def _add_spelling(index: dict[str, str | tuple[str, ...]], name: str, spelling: str) -> None:
+    index[name] = (*_spellings(index, name), spelling) if name in index else spelling
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str
+    state: str
+    last: int
+    moved_from: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return self.state in CHANGED_ORDER
+
+
+def command_in_root(command: str, root: str | None) -> str:
+    """``command`` without a leading ``cd <root> &&`` (it ran where the working set's paths are relative to)."""
+    prefix = f"cd {root} && " if root else ""
+    return command[len(prefix) :] if prefix and command.startswith(prefix) and len(command) > len(prefix) else command
+
+
+def canonical(path: str, root: str | None) -> str:
+    """The one spelling of ``path``: relative to ``root`` when under it, normalised, ``./`` dropped."""
+    if path.startswith("~"):
+        return path
+    normal = posixpath.normpath(path)
+    if root and normal.startswith(root + "/"):
+        return normal[len(root) + 1 :]
+    return "." if normal == root else normal
+
+
+def merge_entry(path: str, records: list[Record], root: str | None) -> FileEntry:
+    last = max(r[1] for r in records)
+    changes = [r for r in records if r[3] >= 0]
+    if changes:
+        latest = max(changes, key=lambda r: r[3])
+        state = latest[2]
+        if state == CREATED and any(r[0] < latest[0] for r in records):
+            state = EDITED  # another spelling of it was seen before it was written: it existed
+    else:
+        state = READ_STATE if any(r[2] == READ_STATE for r in records) else USED
+    source = next((r[4] for r in sorted(records, key=lambda r: -r[3]) if r[4]), "")
+    return FileEntry(path, state, last, canonical(source, root) if source else "")
+
+
+def working_set_of(messages: list[Message]) -> WorkingSet:
+    """The working set of a plain list of messages (no history): the evaluation's reference spans."""
+    folded = WorkingSet()
+    folded.add(extract(messages))
+    return folded
+
+
+# ---------------------------------------------------------------------------------------------- naming
+
+
+_PATH_CHAR = r"[\w.~+@/-]"
+
+
+def named_files(text: str, paths: list[str]) -> list[str]:
+    """Which of ``paths`` ``text`` names: the path itself, or its file name on a line that names its folder.
+
+    A folder is named when ``folder/`` stands on its own (not inside a longer path), and the file name must
+    follow it on the same line as a whole word: the grouped lines of the working set (``- lib/a/ — edited:
+    x.ex, y.ex``) name every file they list, and so does any summary that writes them that way.
+    """
+    lowered = text.lower()
+    lines = lowered.splitlines()
+    headed: dict[str, list[tuple[str, int]]] = {}
+    """Folder -> the lines naming it, each with where its first mention ends (found once per folder)."""
+    found = []
+    for path in paths:
+        spelled = path.lower()
+        if spelled in lowered:
+            found.append(path)
+            continue
+        folder, name = posixpath.split(spelled)
+        if not folder:
+            continue
+        rows = headed.get(folder)
+        if rows is None:
+            stem = folder.rstrip("/")
+            heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
+            rows = headed[folder] = [(line, m.end()) for line in lines if stem in line and (m := heading.search(line))]
+        word = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(name)}(?![\w/-]|\.\w)")
+        if any(word.search(line, end) for line, end in rows):
+            found.append(path)
+    return found

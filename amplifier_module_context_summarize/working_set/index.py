@@ -1,0 +1,140 @@
+"""The working set of a ``History``: each closed group's facts kept (compressed), folded once, rendered for any end.
+
+A compaction renders the working set for the groups its summary stands for; folding each group once and
+keeping the state at the furthest end asked for makes that cost the new groups, not the history.
+"""
+
+from __future__ import annotations
+
+import marshal
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from ..core.history import History
+from .facts import CallOutcome, Facts, FileAction, extract
+from .fold import WorkingSet
+from .section import render
+
+
+class FactsLog:
+    """The facts of closed groups in order, kept compressed in blocks of ``BLOCK`` groups.
+
+    They are read back only to fold a nearer end than the furthest one, which normal use never asks for;
+    kept as objects they would cost more than the rest of the manager's own memory per message.
+    """
+
+    BLOCK = 64
+
+    def __init__(self) -> None:
+        self._blocks: list[bytes] = []
+        self._open: list[Facts] = []
+
+    def __len__(self) -> int:
+        return len(self._blocks) * self.BLOCK + len(self._open)
+
+    def append(self, facts: Facts) -> None:
+        self._open.append(facts)
+        if len(self._open) == self.BLOCK:
+            self._blocks.append(zlib.compress(marshal.dumps([_plain(f) for f in self._open])))
+            self._open = []
+
+    def __getitem__(self, group: int) -> Facts:
+        block, offset = divmod(group, self.BLOCK)
+        if block == len(self._blocks):
+            return self._open[offset]
+        return _facts(marshal.loads(zlib.decompress(self._blocks[block]))[offset])
+
+    def first(self, count: int) -> Iterator[Facts]:
+        """The facts of groups ``[0, count)``, each block decompressed once."""
+        for block in self._blocks[: -(-count // self.BLOCK)]:
+            for plain in marshal.loads(zlib.decompress(block))[:count]:
+                yield _facts(plain)
+            count -= self.BLOCK
+        yield from self._open[: max(count, 0)]
+
+
+def _plain(facts: Facts) -> tuple[Any, ...]:
+    files = tuple((f.action, f.path, f.target) for f in facts.files)
+    outcomes = tuple((o.key, o.command, o.ok, o.label, o.error, o.reads) for o in facts.outcomes)
+    return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs, facts.definitions)
+
+
+def _facts(plain: Any) -> Facts:
+    files, outcomes, urls, identifiers, workdirs, definitions = plain
+    return Facts(
+        tuple(FileAction(*f) for f in files),
+        tuple(CallOutcome(*o) for o in outcomes),
+        urls,
+        identifiers,
+        workdirs,
+        definitions,
+    )
+
+
+class WorkingSetIndex:
+    """The working set of a ``History``, folded group by group and rendered for any end.
+
+    Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept
+    (``FactsLog``); the folded state at the furthest end asked for is kept too, so a further end folds only
+    the new groups. A nearer end is folded again from the kept facts. The newest group may still change, so
+    it is read afresh and never kept.
+    """
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self._facts = FactsLog()
+        self._state = WorkingSet()
+        self._end = 0
+        self._rendered: tuple[tuple[int, int, Callable[[str], int]], str] | None = None
+
+    def _closed(self) -> int:
+        return max(len(self.history.groups) - 1, 0)
+
+    def facts(self, group: int) -> Facts:
+        """The facts of one group (kept once the group is closed)."""
+        kept, closed = self._facts, self._closed()
+        while len(kept) <= group and len(kept) < closed:
+            kept.append(extract(self.history.shown(len(kept))))
+        return kept[group] if group < len(kept) else extract(self.history.shown(group))
+
+    def state(self, end_group: int) -> WorkingSet:
+        """The facts of groups ``[0, end_group)`` folded (the kept state itself when it is the furthest)."""
+        end = max(min(end_group, len(self.history.groups)), 0)
+        closed = min(end, self._closed())
+        if closed >= self._end:
+            for group in range(self._end, closed):
+                self._state.add(self.facts(group))
+            self._end = closed
+            folded = self._state
+        else:
+            folded = WorkingSet()
+            for facts in self._facts.first(closed):
+                folded.add(facts)
+        if end > closed:
+            folded = folded.copy() if folded is self._state else folded
+            for group in range(closed, end):
+                folded.add(self.facts(group))
+        return folded
+
+    def render(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+        """The ``### Working set`` section for groups ``[0, end_group)`` within ``max_tokens`` ("" if empty)."""
+        key = (end_group, max_tokens, count_tokens)
+        if self._rendered is not None and self._rendered[0] == key:
+            return self._rendered[1]
+        text = render(self.state(end_group), max_tokens, count_tokens)
+        if end_group <= self._closed():
+            self._rendered = (key, text)
+        return text
+
+
+_INDEXES: WeakKeyDictionary[History, WorkingSetIndex] = WeakKeyDictionary()
+
+
+def index_of(history: History) -> WorkingSetIndex:
+    """The working set of ``history``'s messages, folded group by group on first use and kept while it lives."""
+    index = _INDEXES.get(history)
+    if index is None:
+        index = _INDEXES[history] = WorkingSetIndex(history)
+    return index

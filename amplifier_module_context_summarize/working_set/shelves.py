@@ -1,0 +1,458 @@
+"""The working set's facts arranged the way its layout reads them, kept up to date group by group.
+
+``WorkingSet`` folds facts keyed by spelling (a path as written, a command with its ``cd``); the layout wants
+them by what they show as under the workspace root: one entry per file, files by folder, definitions and
+commands merged per shown path or command, and each kind newest first. Re-deriving that from everything
+folded at every render made a compaction late in a long session pay for the whole history. The shelves
+hold that arrangement for one root and redo only what the keys the newest groups touched (``Touched``)
+change; a new root rebuilds them. The layout then reads what it may show (the newest items of each kind, up
+to its allowance) and stops.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .fold import (
+    DEFINITIONS_KEEP,
+    DELETED,
+    FOLD_KEEP,
+    MOVED_AWAY,
+    FileEntry,
+    Touched,
+    canonical,
+    command_in_root,
+    merge_entry,
+)
+from .reads import READ_GROUP, read_form
+
+if TYPE_CHECKING:
+    from .fold import WorkingSet
+
+Row = tuple[Any, ...]
+READS_KEY = "\0reads "
+"""Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
+MEASURED_KEEP = 16_384
+"""Line token counts remembered per generation (two generations: the lines of recent renders stay)."""
+
+
+@dataclass
+class Folder:
+    heading: str
+    files: list[FileEntry]
+    last: int
+    changed: bool
+    ident: int = 0
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    """Its lines by ladder shape (the shelf's: kept while the folder does not change)."""
+
+
+@dataclass
+class Item:
+    text: str
+    last: int
+    short: str = ""
+    """The text trimmed (a command's earlier failures left out); "" when there is nothing to trim."""
+    rank: int = 0
+    """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
+    ident: int = 0
+    commands: int = 1
+    """Commands (or errors) the line stands for: a file's folded reads are several."""
+
+
+class Recency:
+    """Keys ordered by a sequence number (their last touch): the newest are read without sorting the rest."""
+
+    def __init__(self) -> None:
+        self._order: list[tuple[int, str]] = []
+        self._seq: dict[str, int] = {}
+        self.rows: dict[str, Row] = {}
+        self.made: dict[str, Any] = {}
+        """What the layout made of a key's row (its line and that line's tokens), until the row changes."""
+
+    def __len__(self) -> int:
+        return len(self._seq)
+
+    def put(self, key: str, seq: int, row: Row = ()) -> None:
+        known = self._seq.get(key)
+        if known != seq:
+            if known is not None:
+                del self._order[bisect.bisect_left(self._order, (known, key))]
+            bisect.insort(self._order, (seq, key))
+            self._seq[key] = seq
+        if self.rows.get(key) != row:
+            self.made.pop(key, None)
+        self.rows[key] = row
+
+    def remove(self, key: str) -> None:
+        known = self._seq.pop(key, None)
+        if known is not None:
+            del self._order[bisect.bisect_left(self._order, (known, key))]
+            del self.rows[key]
+            self.made.pop(key, None)
+
+    def newest(self) -> Iterator[str]:
+        return (key for _, key in reversed(self._order))
+
+    def newest_rows(self) -> Iterator[Row]:
+        return (self.rows[key] for _, key in reversed(self._order))
+
+
+class FolderShelf:
+    """The entries of one folder (changed or seen) in first-seen order, their newest touch, their lines."""
+
+    def __init__(self, heading: str) -> None:
+        self.heading = heading
+        self.files: dict[int, FileEntry] = {}
+        self.order: list[int] = []
+        self.last = 0
+        self.listing: list[FileEntry] | None = None
+        self.lines: dict[str, list[str]] = {}
+        """The folder's lines by ladder shape, made once per version of the folder."""
+
+    def put(self, ordinal: int, entry: FileEntry) -> None:
+        if ordinal not in self.files:
+            bisect.insort(self.order, ordinal)
+        self.files[ordinal] = entry
+        self.last = max(self.last, entry.last)
+        self.listing, self.lines = None, {}
+
+    def remove(self, ordinal: int) -> None:
+        del self.files[ordinal]
+        del self.order[bisect.bisect_left(self.order, ordinal)]
+        self.last = max((e.last for e in self.files.values()), default=0)
+        self.listing, self.lines = None, {}
+
+    def entries(self) -> list[FileEntry]:
+        if self.listing is None:
+            self.listing = [self.files[o] for o in self.order]
+        return self.listing
+
+
+@dataclass
+class _File:
+    """One canonical path: its spellings (in the order they were first seen), its entry, where it is shelved."""
+
+    ordinal: int
+    spellings: list[str] = field(default_factory=list)
+    entry: FileEntry | None = None
+    folder: tuple[bool, str] | None = None
+
+
+class Shelves:
+    """The layout's inputs for one workspace root (``root``), brought up to date by ``refresh``."""
+
+    def __init__(self, working_set: WorkingSet, root: str | None) -> None:
+        self.root = root
+        self.files: dict[str, _File] = {}
+        self.spelled: dict[str, str] = {}
+        """Spelling -> canonical path."""
+        self.folders: dict[bool, dict[str, FolderShelf]] = {True: {}, False: {}}
+        self.folder_names: dict[bool, list[str]] = {True: [], False: []}
+        self.counts: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
+        """Per kind of folder: files, folders, folders of more than one file and of more than ``FOLD_KEEP + 1``."""
+        self.folder_recency: dict[bool, Recency] = {True: Recency(), False: Recency()}
+        self.relative_entries = 0
+        """Entries shown in folders whose path is relative (the section then says what it is relative to)."""
+        self.definitions: dict[str, list[str]] = {}
+        """Canonical path -> its spellings with definitions, in the order they were first seen."""
+        self.definition_items: dict[str, tuple[str, str, int]] = {}
+        """Canonical path -> (text, trimmed text, newest change) of the files still there."""
+        self.definition_recency = Recency()
+        self.trimmable = 0
+        """Definition items with a trimmed form."""
+        self.groups: dict[str, list[str]] = {}
+        """Shown command -> the commands as run that show as it, in first-run order."""
+        self.command_rank: dict[str, int] = {}
+        """Shown command -> its rank, for commands shelved on their own (not a file's folded reads)."""
+        self.file_reads: dict[str, dict[str, tuple[Any, ...]]] = {}
+        """Canonical path -> shown command -> (seq, the command without the path, runs, its own row): the
+        successful one-file reads of each file (``reads.read_form``)."""
+        self.read_file: dict[str, str] = {}
+        """Shown command -> the file it reads, while it is one of ``file_reads``."""
+        self.commands: dict[int, Recency] = {}
+        self.in_root = 0
+        """Commands shown without their ``cd <root> &&``."""
+        self.error_rank: dict[str, int] = {}
+        self.errors: dict[int, Recency] = {}
+        self.ids, self.urls = Recency(), Recency()
+        self.id_order: dict[str, int] = {}
+        self.url_order: dict[str, int] = {}
+        self._measured: tuple[Callable[[str], int] | None, dict[str, int], dict[str, int]] = (None, {}, {})
+        ws = working_set
+        everything = Touched(
+            dict.fromkeys(ws.files),
+            dict.fromkeys(ws.definitions),
+            dict.fromkeys(ws.commands),
+            dict.fromkeys(ws.errors),
+            dict.fromkeys(ws.ids),
+            dict.fromkeys(ws.urls),
+        )
+        self.refresh(ws, everything)
+
+    # ------------------------------------------------------------------ keeping up
+
+    def refresh(self, ws: WorkingSet, touched: Touched) -> None:
+        """Redo what the touched keys change (their entries, folders, merged commands and definitions)."""
+        excluded = (DELETED, MOVED_AWAY)
+        redefine: dict[str, None] = {}
+        for spelling in touched.files:
+            path, was = self._file(ws, spelling)
+            now = self.files[path].entry if path in self.files else None
+            if path in self.definitions and (was in excluded) != (now is not None and now.state in excluded):
+                redefine[path] = None
+        for spelling in touched.definitions:
+            path = self._canonical(spelling)
+            spellings = self.definitions.setdefault(path, [])
+            if spelling not in spellings:
+                spellings.append(spelling)
+            redefine[path] = None
+        for path in redefine:
+            self._define(ws, path)
+        regroup = dict.fromkeys(self._group(key) for key in touched.commands)
+        regroup.update(dict.fromkeys(self._shown(key) for key in touched.errors if key in ws.commands))
+        for shown in regroup:
+            self._command(ws, shown)
+        for key in touched.errors:
+            self._error(ws, key)
+        for identifier in touched.ids:
+            self.id_order.setdefault(identifier, len(self.id_order))
+            self.ids.put(identifier, ws.ids[identifier])
+        for url in touched.urls:
+            self.url_order.setdefault(url, len(self.url_order))
+            self.urls.put(url, ws.urls[url])
+
+    def _canonical(self, spelling: str) -> str:
+        path = self.spelled.get(spelling)
+        if path is None:
+            path = self.spelled[spelling] = canonical(spelling, self.root)
+        return path
+
+    def _file(self, ws: WorkingSet, spelling: str) -> tuple[str, str | None]:
+        """Re-merge the entry ``spelling`` belongs to and move it to its folder; returns (path, previous state)."""
+        path = self._canonical(spelling)
+        if path in (".", "/"):
+            return path, None
+        known = self.files.get(path)
+        if known is None:
+            known = self.files[path] = _File(len(self.files))
+        if spelling not in known.spellings:
+            known.spellings.append(spelling)
+        before = known.entry
+        entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
+        folder = None if entry.state == MOVED_AWAY else (entry.changed, posixpath.dirname(path))
+        if known.folder is not None and known.folder != folder:
+            self._unshelve(known)
+            known.folder = None
+        if folder is not None:
+            changed, name = folder
+            shelf = self.folders[changed].get(name)
+            if shelf is None:
+                heading = f"{name}/" if name not in ("", "/") else name or "./"
+                shelf = self.folders[changed][name] = FolderShelf(heading)
+                bisect.insort(self.folder_names[changed], name)
+            if known.folder is None and not path.startswith(("/", "~")):
+                self.relative_entries += 1
+            size = len(shelf.files)
+            shelf.put(known.ordinal, entry)
+            self._resized(changed, name, shelf, size)
+        known.folder = folder
+        return path, before.state if before is not None else None
+
+    def _unshelve(self, known: _File) -> None:
+        assert known.folder is not None and known.entry is not None
+        changed, name = known.folder
+        shelf = self.folders[changed][name]
+        size = len(shelf.files)
+        shelf.remove(known.ordinal)
+        self._resized(changed, name, shelf, size)
+        if not shelf.files:
+            del self.folders[changed][name]
+            names = self.folder_names[changed]
+            del names[bisect.bisect_left(names, name)]
+        if not known.entry.path.startswith(("/", "~")):
+            self.relative_entries -= 1
+
+    def _resized(self, changed: bool, name: str, shelf: FolderShelf, before: int) -> None:
+        """Keep the counts the layout's ladder is sized by, and the folder's place among the newest."""
+        after = len(shelf.files)
+        count = self.counts[changed]
+        count["files"] += after - before
+        count["folders"] += (after > 0) - (before > 0)
+        count["several"] += (after > 1) - (before > 1)
+        count["many"] += (after > FOLD_KEEP + 1) - (before > FOLD_KEEP + 1)
+        if after:
+            self.folder_recency[changed].put(name, shelf.last)
+        else:
+            self.folder_recency[changed].remove(name)
+
+    def _define(self, ws: WorkingSet, path: str) -> None:
+        """A file's definitions merged over its spellings, newest change first; none once it is deleted or moved."""
+        known = self.files.get(path)
+        if known is not None and known.entry is not None and known.entry.state in (DELETED, MOVED_AWAY):
+            gone = self.definition_items.pop(path, None)
+            if gone is not None:
+                self.trimmable -= bool(gone[1])
+                self.definition_recency.remove(path)
+            return
+        names: dict[str, tuple[int, int, bool]] = {}
+        for spelling in self.definitions[path]:
+            for name, mark in ws.definitions[spelling].items():
+                if name not in names or mark[:2] > names[name][:2]:
+                    names[name] = mark
+        order = sorted(names, key=lambda n: (-names[n][0], names[n][1]))
+        written = [n for n in order if not names[n][2]]
+        removed = [n for n in order if names[n][2]]
+        item = definition_item(path, written, removed, max(mark[0] for mark in names.values()))
+        before = self.definition_items.get(path)
+        self.trimmable += bool(item.short) - bool(before is not None and before[1])
+        self.definition_items[path] = (item.text, item.short, item.last)
+        self.definition_recency.put(path, item.last)
+
+    def _shown(self, key: str) -> str:
+        return command_in_root(key, self.root)
+
+    def _group(self, key: str) -> str:
+        shown = self._shown(key)
+        keys = self.groups.setdefault(shown, [])
+        if key not in keys:
+            keys.append(key)
+            self.in_root += shown != key
+        return shown
+
+    def _command(self, ws: WorkingSet, shown: str) -> None:
+        """The merged row of the commands that show as ``shown`` (latest outcome, runs, last failure), by rank."""
+        merged: list[Any] = []
+        for key in self.groups[shown]:
+            seq, runs, ok, label, reads = ws.commands[key]
+            failure = ws.errors.get(key)
+            if not merged:
+                merged = [seq, runs, ok, label, reads, failure]
+                continue
+            if seq > merged[0]:
+                merged[0], merged[2], merged[3] = seq, ok, label
+            merged[1] += runs
+            merged[4] = merged[4] and reads
+            if failure is not None and (merged[5] is None or failure[0] > merged[5][0]):
+                merged[5] = failure
+        seq, runs, ok, label, reads, failure = merged
+        rank = (0 if reads else 1) if failure is None else (2 if ok else 3)
+        row = (rank, seq, shown, runs, label, failure)
+        form = read_form(shown) if rank == 0 else None
+        path = self._canonical(form[0]) if form else None
+        was = self.read_file.get(shown)
+        if was is not None and was != path:  # no longer a successful read of that file
+            del self.read_file[shown], self.file_reads[was][shown]
+            self.commands[0].remove(shown)  # shelved on its own while it was the file's only read
+            self._file_line(was)
+        if form is None:
+            self._rank(self.commands, self.command_rank, shown, rank, seq, row)
+            return
+        before = self.command_rank.pop(shown, None)
+        if before is not None:
+            self.commands[before].remove(shown)
+        self.read_file[shown] = path
+        self.file_reads.setdefault(path, {})[shown] = (seq, form[1], runs, row)
+        self._file_line(path)
+
+    def _file_line(self, path: str) -> None:
+        """Shelve a file's successful reads: one read as its own row, several as one row of them all (``reads.py``).
+
+        Costs the reads of that one file, never the other commands.
+        """
+        shelf = self.commands.setdefault(0, Recency())
+        reads = self.file_reads.get(path, {})
+        shelf.remove(READS_KEY + path)
+        for shown in reads:
+            shelf.remove(shown)
+        if len(reads) == 1:
+            ((shown, (seq, _, _, row)),) = reads.items()
+            shelf.put(shown, seq, row)
+        elif reads:
+            listed = tuple(sorted((seq, rest, runs) for seq, rest, runs, _ in reads.values()))
+            shelf.put(READS_KEY + path, listed[-1][0], (0, listed[-1][0], path, listed, READ_GROUP, None))
+        else:
+            self.file_reads.pop(path, None)
+
+    def _error(self, ws: WorkingSet, key: str) -> None:
+        """A failure of a call other than a command: its last line, and whether a later call worked."""
+        known = ws.errors.get(key)
+        if known is None or known[2]:
+            rank = self.error_rank.pop(key, None)
+            if rank is not None:
+                self.errors[rank].remove(key)
+            return
+        seq, line = known[0], known[1]
+        rank = 2 if key in ws.resolved else 3
+        self._rank(self.errors, self.error_rank, key, rank, seq, (rank, seq, key, line))
+
+    @staticmethod
+    def _rank(shelves: dict[int, Recency], ranks: dict[str, int], key: str, rank: int, seq: int, row: Row) -> None:
+        before = ranks.get(key)
+        if before is not None and before != rank:
+            shelves[before].remove(key)
+        ranks[key] = rank
+        shelves.setdefault(rank, Recency()).put(key, seq, row)
+
+    # ------------------------------------------------------------------ reading
+
+    def folder_list(self, changed: bool) -> list[tuple[FolderShelf, list[FileEntry]]]:
+        """Every folder of changed (or of read or used) files, by name."""
+        shelves = self.folders[changed]
+        return [(shelves[name], shelves[name].entries()) for name in self.folder_names[changed]]
+
+    def newest(self, recency: Recency, order: dict[str, int], keep: int) -> list[str]:
+        """The ``keep`` most recently touched keys, in the order they were first seen."""
+        if len(recency) <= keep:
+            return sorted(recency.rows, key=order.__getitem__)
+        kept = []
+        for key in recency.newest():
+            kept.append(key)
+            if len(kept) == keep:
+                break
+        return sorted(kept, key=order.__getitem__)
+
+    def measure(self, count_tokens: Callable[[str], int]) -> Callable[[str], int]:
+        """Tokens of a line with its newline, remembered across renders (old items' lines recur in every one)."""
+        counter, recent, older = self._measured
+        if counter is not count_tokens:  # counted by another counter: forget every count (and the lines made)
+            recent, older = {}, {}
+            for recency in (*self.commands.values(), *self.errors.values()):
+                recency.made.clear()
+        self._measured = (count_tokens, recent, older)
+
+        def measure(line: str) -> int:
+            nonlocal recent, older
+            tokens = recent.get(line)
+            if tokens is None:
+                tokens = older.get(line)
+                if tokens is None:
+                    tokens = count_tokens(line + "\n")
+                if len(recent) >= MEASURED_KEEP:
+                    recent, older = {}, recent
+                    self._measured = (count_tokens, recent, older)
+                recent[line] = tokens
+            return tokens
+
+        return measure
+
+
+def definition_item(path: str, written: list[str], removed: list[str], last: int) -> Item:
+    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; trimmed,
+    ``FOLD_KEEP`` written names and the count of the rest."""
+
+    def names(found: list[str], keep: int) -> str:
+        more = len(found) - keep
+        return ", ".join(found[:keep]) + (f", +{more} more" if more > 0 else "")
+
+    if not written:
+        return Item(f"{path}: removed: {names(removed, FOLD_KEEP)}", last)
+    gone = f" · removed: {names(removed, FOLD_KEEP)}" if removed else ""
+    text = f"{path}: {names(written, DEFINITIONS_KEEP)}{gone}"
+    short = f"{path}: {names(written, FOLD_KEEP)}" + (f" · {len(removed)} removed" if removed else "")
+    return Item(text, last, short=short if short != text else "")
