@@ -161,10 +161,6 @@ def test_grep_without_a_match_is_an_answer_not_a_failure() -> None:
             ["** (RuntimeError) LiveView requires lazy_html"],
         ),
         ("<returncode>2</returncode>\n<output>\nusage: tool [-h]\n</output>", ["usage: tool [-h]"]),
-        (  # `python -m pytest 2>&1 | tail -50` exits 0: only its output says it never ran
-            "<returncode>0</returncode>\n<output>\n/usr/bin/python: No module named pytest\n</output>",
-            ["/usr/bin/python: No module named pytest"],
-        ),
         ("bash: line 1: tree: command not found", ["bash: line 1: tree: command not found"]),
         (
             "python: can't open file 'x.py': [Errno 2] No such file",
@@ -177,6 +173,19 @@ def test_failures_recognised_from_result_text(output: str, expected: list[str]) 
     messages = [tool_call("openai", "c1", "bash", {"command": "make"}), tool_result("openai", "c1", output)]
 
     assert errors(extract(messages)) == expected
+
+
+def test_a_recorded_exit_0_is_never_failed_but_an_error_it_printed_stays_in_its_label() -> None:
+    """`python -m pytest 2>&1 | tail -50` exits 0 (the pipe's tail did): only its output says it never ran."""
+    output = "<returncode>0</returncode>\n<output>\n/usr/bin/python: No module named pytest\n</output>"
+    messages = [tool_call("openai", "c1", "bash", {"command": "python -m pytest 2>&1 | tail -50"})]
+    messages.append(tool_result("openai", "c1", output))
+
+    facts = extract(messages)
+    assert errors(facts) == []
+    assert [(o.ok, o.label) for o in facts.outcomes] == [
+        (True, "exit 0, printed: /usr/bin/python: No module named pytest")
+    ]
 
 
 def test_outcome_labels_say_passed_failed_and_the_exit_code() -> None:

@@ -748,9 +748,8 @@ def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
     recorded = _recorded_exit(body)
     if recorded is not None:  # an exit status the recording holds is the outcome: "Error: (none)" is no error
         code = recorded
-        if not recorded and not flagged and not _CANNOT_START.search(text):
-            passed = call.command and not call.reader and bool(_PASSED.search(text))
-            return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+        if not recorded and not flagged:
+            return _exited_ok(call, text)
     if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
         code, flagged = 0, False
     shown = text.replace("Error: (none)", "")  # Gemini CLI's "no error" line
@@ -759,6 +758,19 @@ def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
         label = f"failed (exit {code})" if code else "failed"
         error = clip(_error_line(text), ERROR_MAX_CHARS)
         return CallOutcome(call.key, call.command, False, label, error, call.reader)
+    passed = call.command and not call.reader and bool(_PASSED.search(text))
+    return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+
+
+def _exited_ok(call: _Call, text: str) -> CallOutcome:
+    """A call whose recording says it exited 0: never shown failed, but an error it printed (a script catching
+    its own exception, ``cmd 2>&1 | tail`` hiding a command that never started) is kept in its label."""
+    shown = text.replace("Error: (none)", "")
+    printed = _CANNOT_START.search(text) or (
+        not call.reader and any(h in shown for h in _FAILURE_HINTS) and _FAILURE.search(shown)
+    )
+    if printed:
+        return CallOutcome(call.key, call.command, True, f"exit 0, printed: {clip(_error_line(text), ERROR_MAX_CHARS)}")
     passed = call.command and not call.reader and bool(_PASSED.search(text))
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
@@ -795,7 +807,8 @@ _CANNOT_START = re.compile(
     r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
     re.MULTILINE,
 )
-"""A command that could not even start: failed though a pipe's last command exited 0 (``cmd 2>&1 | tail``)."""
+"""A command that could not even start, though a pipe's last command exited 0 (``cmd 2>&1 | tail``): its
+recorded exit 0 stands, and the line is kept in its label."""
 
 
 def _recorded_exit(body: Any) -> int | None:
