@@ -178,7 +178,7 @@ class SummarizingContextManager:
             if needs_compaction(tokens, limits):
                 await self.compactor.for_request(limits, provider, tokens)
                 tokens = self.view.tokens()
-            view, sent = self.view.fitted(limits.budget)
+            view, sent = self.view.fitted(limits.budget, tokens)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
             self.calibration.expect(sent + self.budget.tool_tokens)

@@ -79,16 +79,17 @@ class RequestView:
     def sent_tokens(self, budget: int) -> int:
         """Tokens of the view a request at ``budget`` sends: the view's own, or those of its fitted copy."""
         tokens = self.tokens()
-        return tokens if tokens <= budget else self.fitted(budget)[1]
+        return tokens if tokens <= budget else self.fitted(budget, tokens)[1]
 
-    def fitted(self, budget: int) -> tuple[list[Message], int]:
+    def fitted(self, budget: int, tokens: int | None = None) -> tuple[list[Message], int]:
         """The view and its tokens, fitted to ``budget`` in the copy sent (never in the state or the history).
 
         Only the newest groups and pinned requests can leave no room (they are never cut): first the working
         set gives up its share, then the newest tool outputs are clipped, and only then does the truncation
         marker stand in for the summary, for this request alone (the state keeps it for the next).
         """
-        view, tokens = self.build(), self.tokens()
+        view = self.build()
+        tokens = self.tokens() if tokens is None else tokens  # the caller's count, when it has one
         if tokens <= budget:
             return view, tokens
         count, at = self.counter.count_messages, len(self.system_view())

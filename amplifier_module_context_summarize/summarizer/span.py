@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
@@ -56,6 +56,18 @@ class Outcome:
     @property
     def cacheable(self) -> bool:
         return self.fallback is None and self.foreign_model is None
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request to the model: the template ``kind``, the fenced ``transcript`` (``source_tokens`` long), the
+    size asked for in tokens, and the template's other values."""
+
+    kind: str
+    transcript: str
+    source_tokens: int
+    tokens: int
+    values: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -177,16 +189,10 @@ class SpanSummarizer:
         if self.backend is None:
             raise BackendError(ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
-        source_tokens = self.count_text(transcript)
-        per_word = tokens_per_word(transcript, source_tokens)
-
-        def prompt(ask: int) -> str:
-            words = str(max_words(ask, per_word))
-            return self.prompts.user("merge", transcript=transcript, max_words=words, max_tokens=str(ask))
-
         outcome = Outcome(text="")
-        ask = self._cap(max_tokens)
-        outcome.text = await self._ask("merge", prompt, ask, source_tokens, provider, outcome, deadline)
+        source_tokens = self.count_text(transcript)
+        ask = Ask("merge", transcript, source_tokens, self._cap(max_tokens))
+        outcome.text = await self._ask(ask, provider, outcome, deadline)
         return outcome
 
     async def _summarize_fragments(
@@ -206,21 +212,13 @@ class SpanSummarizer:
             return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
         if source_tokens > self.settings.max_input_tokens:
             transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
-        per_word = tokens_per_word(transcript, source_tokens)
-
-        def prompt(ask: int) -> str:
-            return self.prompts.user(
-                "summarize",
-                previous_section=_previous_section(previous_summary),
-                continuation_note=" (it continues from the earlier summary)" if previous_summary else "",
-                max_words=str(max_words(ask, per_word)),
-                max_tokens=str(ask),
-                transcript=transcript,
-            )
-
-        ask = self.asked_tokens(source_tokens, max_tokens)
+        values = {
+            "previous_section": _previous_section(previous_summary),
+            "continuation_note": " (it continues from the earlier summary)" if previous_summary else "",
+        }
+        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values)
         try:
-            return [await self._ask("summarize", prompt, ask, source_tokens, provider, outcome, deadline)]
+            return [await self._ask(ask, provider, outcome, deadline)]
         except BackendError as exc:
             if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
@@ -246,39 +244,38 @@ class SpanSummarizer:
         )
         return first + second
 
-    async def _ask(
-        self,
-        kind: str,
-        prompt: Callable[[int], str],
-        ask: int,
-        source_tokens: int,
-        provider: Any | None,
-        outcome: Outcome,
-        deadline: float | None,
-    ) -> str:
-        """Ask the backend for about ``ask`` tokens (``prompt(ask)``); a rejected answer gets one more try.
+    async def _ask(self, ask: Ask, provider: Any | None, outcome: Outcome, deadline: float | None) -> str:
+        """Ask the backend for about ``ask.tokens`` tokens; a rejected answer gets one more try.
 
         An answer no smaller than its source is asked again for half the size: the same prompt would only get
         the same answer back. An empty answer or a refusal is asked again as it was (models vary).
         """
         backend = self._retrying(outcome)
         rejection = ERROR
-        system = scrub_text(self.prompts.system(kind))  # sendable as UTF-8
+        system = scrub_text(self.prompts.system(ask.kind))  # sendable as UTF-8
+        tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
+            prompt = self.prompts.user(
+                ask.kind,
+                transcript=ask.transcript,
+                max_words=str(max_words(tokens, per_word)),
+                max_tokens=str(tokens),
+                **ask.values,
+            )
             completion = await backend.complete(
-                system, scrub_text(prompt(ask)), self.settings.max_output_tokens, provider, deadline=deadline
+                system, scrub_text(prompt), self.settings.max_output_tokens, provider, deadline=deadline
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
             if completion.model and self.model and not same_model(completion.model, self.model):
                 outcome.foreign_model = completion.model
-            rejection = self._rejection(completion.text, source_tokens)
+            rejection = self._rejection(completion.text, ask.source_tokens)
             if rejection is None:
                 return scrub_text(completion.text.strip())
             if rejection == NOT_SMALLER:
-                ask = max(ask // 2, 1)
+                tokens = max(tokens // 2, 1)
         raise BackendError(rejection)
 
     def _rejection(self, text: str, source_tokens: int) -> str | None:
