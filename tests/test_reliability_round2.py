@@ -133,6 +133,12 @@ PATHOLOGICAL: list[tuple[str, Any, Any]] = [
     ("pipes into head", command_facts, lambda n: "x" + " | head" * (n // 7)),
     ("PR and spaces", outcome_of, lambda n: ("PR" + " " * 98 + "\n") * (n // 100)),
     ("short ids", outcome_of, lambda n: "ab-" + "1a" * (n // 2) + "-"),
+    ("exit code of n digits", outcome_of, lambda n: "exit code: " + "7" * n),
+    ("recorded returncode of n digits", outcome_of, lambda n: "<returncode>" + "1" * n + "</returncode>"),
+    ("Gemini exit code of n digits", outcome_of, lambda n: "Error: (none)\nExit Code: " + "0" * n),
+    ("one long shell word", command_facts, lambda n: "echo " + "a" * n),
+    ("an unclosed heredoc quote", command_facts, lambda n: "cat <<'" + "a" * n),
+    ("a Windows path of n segments", command_facts, lambda n: "type " + "a\\" * (n // 2)),
 ]
 
 

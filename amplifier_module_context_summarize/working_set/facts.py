@@ -147,7 +147,8 @@ _FAILURE = re.compile(
 hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
-    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?(-?\d+)"
+    r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?"
+    r"(-?\d{1,9})(?!\d)"
 )
 """The runs of blanks are possessive: two optional runs around an optional ``:`` tried every split of a long
 run of spaces against each other (16,000 spaces after "exit code" took seconds)."""
@@ -475,8 +476,13 @@ def _without_heredoc_bodies(command: str) -> str:
     return "\n".join(kept)
 
 
+SHELL_SCAN_CHARS = 20_000
+"""The head of a shell line (heredoc bodies already left out) that is tokenized: ``shlex`` grows each token a
+character at a time, which is super-linear in a token's length, and a model may write a command of any size."""
+
+
 def _shell_tokens(script: str) -> list[str]:
-    script = _PATH_BACKSLASH.sub(r"\\\\", script)
+    script = _PATH_BACKSLASH.sub(r"\\\\", script[:SHELL_SCAN_CHARS])
     lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -798,11 +804,12 @@ def _body_text(body: Any) -> str:
     return "" if body is None else block_text(body)
 
 
-_RECORDED_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_RECORDED_EXIT = re.compile(r"^Exit Code: (-?\d{1,9})\s*$", re.MULTILINE)
 """How Gemini CLI's shell tool records the exit status (after ``Error: (none)`` when there was none)."""
 
 
-_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_RETURNCODE = re.compile(r"<returncode>(-?\d{1,9})</returncode>")
+"""An exit status has at most 9 digits: a longer run is not one (and ``int`` refuses past 4,300 digits)."""
 _CANNOT_START = re.compile(
     r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
     re.MULTILINE,

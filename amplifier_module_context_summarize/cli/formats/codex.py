@@ -37,7 +37,7 @@ _ITEM_TYPES = {
     "local_shell_call",
     "local_shell_call_output",
 }
-_EXIT = re.compile(r"^Exit code: (-?\d+)", re.MULTILINE)
+_EXIT = re.compile(r"^Exit code: (-?\d{1,9})(?!\d)", re.MULTILINE)
 
 
 def detect(data: Any, kind: str) -> bool:

@@ -20,7 +20,7 @@ from ._common import Builder, Message, as_text
 
 NAME = "gemini-cli"
 LABEL = "Gemini CLI (Content[] trajectory, chat recording session-*.json, stream-json)"
-_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_EXIT = re.compile(r"^Exit Code: (-?\d{1,9})\s*$", re.MULTILINE)
 
 
 def detect(data: Any, kind: str) -> bool:
