@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -291,6 +293,36 @@ def test_the_import_walk_sees_relative_absolute_and_deferred_imports():
     assert "cli.compact" in IMPORTS["__main__"]  # inside main()
     assert "manager" in IMPORTS["recall.tool"]  # under TYPE_CHECKING
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _imported_names(module: str) -> list[tuple[int, str, str]]:
+    """(line, absolute module, name) for each ``from <package module> import name`` in ``module``."""
+    path = MODULES[module]
+    here = module.split(".") if module else []
+    if path.name != "__init__.py":
+        here = here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == NAME):
+            base = [NAME, *here[: len(here) - node.level + 1]] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found += [(node.lineno, target, alias.name) for alias in node.names]
+    return found
+
+
+def test_every_import_from_the_package_names_a_module_and_a_name_that_exist():
+    # Deferred imports run only on their path (``bench --cost`` once imported a module a move had renamed).
+    missing = []
+    for module in MODULES:
+        for line, target, name in _imported_names(module):
+            try:
+                imported = importlib.import_module(target)
+            except ImportError as error:
+                missing.append(f"{module}:{line} {target}: {error}")
+                continue
+            if not hasattr(imported, name) and importlib.util.find_spec(f"{target}.{name}") is None:
+                missing.append(f"{module}:{line} {target} has no {name}")
+    assert missing == []
 
 
 def test_no_import_cycles_between_the_package_modules():

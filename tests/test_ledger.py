@@ -586,3 +586,49 @@ def test_the_commit_a_git_history_command_starts_with_is_an_identifier() -> None
     ]
 
     assert extract(messages).identifiers == ("commit 41dd7fe7", "commit 0123abc9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9")
+
+
+def outcome_of(name: str, args: dict[str, Any], output: Any, is_error: bool | None = None) -> tuple[bool, str]:
+    messages = [tool_call("anthropic", "t1", name, args), tool_result("anthropic", "t1", output, is_error)]
+    (outcome,) = extract(messages).outcomes
+    return outcome.ok, outcome.label
+
+
+PIPED_TESTS = "  14 doctests, 297 tests, 11 failures\nRandomized with seed 0"
+
+
+def test_a_shell_result_flagged_no_error_exited_0_and_keeps_what_it_printed() -> None:
+    # Claude Code sets is_error from the exit status: `cmd | tail` exits 0 whatever cmd did.
+    assert outcome_of("Bash", {"command": "mix test | tail -3"}, PIPED_TESTS, False) == (
+        True,
+        "exit 0, printed: 14 doctests, 297 tests, 11 failures",
+    )
+    halted = "  done (warnings were emitted)\nHalting VM with exit status 2"
+    assert outcome_of("Bash", {"command": "mix dialyzer | tail -2"}, halted, False) == (
+        True,
+        "exit 0, printed: Halting VM with exit status 2",
+    )
+    # Without the field nothing is recorded, and the output decides.
+    assert outcome_of("Bash", {"command": "mix test | tail -3"}, PIPED_TESTS) == (False, "failed")
+
+
+def test_a_tool_s_failure_leads_its_output_and_what_follows_is_content() -> None:
+    snippet = ["defmodule Hook do", *(["  # ..."] * 46), '    |> json(%{error: "pane_id is required"})', "end"]
+    echoed = "The file lib/hook.ex has been updated. Result of `cat -n` on a snippet:\n" + "\n".join(
+        f"{n:>6}→{line}" for n, line in enumerate(snippet, 1)
+    )
+    assert outcome_of("Write", {"file_path": "lib/hook.ex", "content": "x"}, echoed) == (True, "ok")
+    report = "Here is what the hooks documentation says.\n\n" + "A hook that returns exit code 2 blocks the call.\n" * 5
+    assert outcome_of("Task", {"prompt": "Research the hook contract"}, report) == (True, "ok")
+    refused = "Error: String to replace not found in file.\nString: import foo"
+    assert outcome_of("Edit", {"file_path": "lib/hook.ex", "old_string": "import foo"}, refused)[0] is False
+
+
+def test_a_search_that_found_nothing_shows_its_exit_1_as_no_match() -> None:
+    assert outcome_of("Bash", {"command": "grep -rn NamedTemporaryFile src"}, "Exit code 1", True) == (True, "no match")
+    assert (
+        outcome_of("Bash", {"command": "grep -rn NamedTemporaryFile src"}, "Exit code 2\ngrep: src: No such file")[0]
+        is False
+    )
+    differ = "Exit code 1\n3c3\n< a = 1\n---\n> a = 2"
+    assert outcome_of("Bash", {"command": "diff old.py new.py"}, differ, True) == (True, "exit 1")

@@ -44,7 +44,9 @@ BIG = 100_000
 Messages = list[dict[str, Any]]
 
 
-def call(shape: str, call_id: str, name: str, args: dict[str, Any], output: Any, error: bool = False) -> Messages:
+def call(
+    shape: str, call_id: str, name: str, args: dict[str, Any], output: Any, error: bool | None = None
+) -> Messages:
     return [tool_call(shape, call_id, name, args), tool_result(shape, call_id, output, is_error=error)]
 
 

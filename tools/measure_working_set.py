@@ -29,22 +29,21 @@ RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, be
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 
 
-def recorded_ok(body, flagged: bool, fmt: str) -> bool | None:
-    """The outcome the recording itself holds, or None when it holds none."""
+def recorded_exit(body, flag: bool | None, fmt: str) -> int | None:
+    """The exit status the recording itself holds (Claude Code's ``is_error`` as 1 or 0), or None."""
     code = ledger._recorded_exit(ledger._decode_json_object(body))
     found = _RETURNCODE.match(body) if isinstance(body, str) else None
     if code is None and found:
         code = int(found.group(1))
-    if code is not None:
-        return code == 0
-    if fmt == "claude-code":
-        return not flagged
-    return None
+    if code is None and fmt == "claude-code":
+        code = int(flag is True)
+    return code
 
 
-def code_of(body) -> int | None:
-    found = _RETURNCODE.match(body) if isinstance(body, str) else None
-    return int(found.group(1)) if found else ledger._recorded_exit(ledger._decode_json_object(body))
+def matches(outcome, code: int) -> bool:
+    """The shown outcome matches the recorded one: failed for a non-zero exit, else ok; or what the status
+    means for the command (a search's exit 1 shown as ``no match``)."""
+    return outcome.ok == (code == 0) or (code == 1 and outcome.label in ("no match", "exit 1"))
 
 
 def measure(path: Path) -> tuple[str, int, int, int, int]:
@@ -54,25 +53,22 @@ def measure(path: Path) -> tuple[str, int, int, int, int]:
     files = {f.path for f in facts.files}
     waiting: dict[str, object] = {}
     workdirs: list[str] = []
-    matched = total = no_match = 0
+    matched = total = 0
     for message in messages:
         for call_id, name, args in ledger._calls(message):
             if call_id:
                 waiting[call_id] = ledger._read_call(name, args, workdirs)
-        for ref, body, flagged in ledger._results(message):
+        for ref, body, flag in ledger._results(message):
             call = waiting.pop(ref, None)
             if call is None:
                 continue
-            expected = recorded_ok(body, flagged, loaded.format)
-            if expected is None:
+            code = recorded_exit(body, flag, loaded.format)
+            if code is None:
                 continue
             decoded = ledger._decode_json_object(body)
-            outcome = ledger._outcome(call, decoded, ledger._body_text(decoded), flagged)
             total += 1
-            matched += outcome.ok == expected
-            # grep and kin exit 1 for "no match": the working set shows that as ok on purpose
-            no_match += outcome.ok != expected and call.reader and code_of(body) == 1
-    return loaded.format, len(messages), len(files), matched, total, no_match
+            matched += matches(ledger._outcome(call, decoded, ledger._body_text(decoded), flag), code)
+    return loaded.format, len(messages), len(files), matched, total
 
 
 def main(argv: list[str]) -> int:
@@ -80,19 +76,14 @@ def main(argv: list[str]) -> int:
         p for p in RAW.glob("*/*") if p.is_file()
     )
     print(f"{'session':<58} {'format':<12} {'msgs':>5} {'files':>5} {'outcomes matching':>18}")
-    all_matched = all_total = all_no_match = 0
+    all_matched = all_total = 0
     for path in paths:
-        fmt, n, files, matched, total, no_match = measure(path)
-        all_matched, all_total, all_no_match = all_matched + matched, all_total + total, all_no_match + no_match
+        fmt, n, files, matched, total = measure(path)
+        all_matched, all_total = all_matched + matched, all_total + total
         share = f"{matched}/{total}" if total else "-"
         print(f"{path.name[:58]:<58} {fmt:<12} {n:>5} {files:>5} {share:>18}")
     if all_total:
         print(f"outcome accuracy: {all_matched}/{all_total} = {100 * all_matched / all_total:.1f}%")
-        fair = all_matched + all_no_match
-        print(
-            f"counting a search's exit 1 shown as ok (no match) as matching: {fair}/{all_total} = "
-            f"{100 * fair / all_total:.1f}%"
-        )
     return 0
 
 

@@ -75,7 +75,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "cost", False):
-        from .benchmark.cost_compare import run_cost
+        from .cost_compare import run_cost
 
         return run_cost(args)
     if args.fleet:

@@ -279,7 +279,7 @@ def default_tables(summarizer_models: dict[str, str] | None = None) -> list[Pric
 
 def simulated_session(turns: int, seed: int = 2_000) -> Session:
     """The bench's synthetic coding session (``synth.SessionGenerator``) as a corpus session without probes."""
-    from .. import tokens
+    from ..core import tokens
     from .synth import REALISTIC, SessionGenerator, TextSource
 
     text = TextSource()

@@ -147,12 +147,14 @@ def tool_call(shape: str, call_id: str, name: str, args: dict[str, Any], text: s
 
 
 def tool_result(
-    shape: str, call_id: str, output: Any, is_error: bool = False, name: str | None = None
+    shape: str, call_id: str, output: Any, is_error: bool | None = None, name: str | None = None
 ) -> dict[str, Any]:
     """The message answering ``call_id`` in ``shape``; ``is_error`` is kept by the Anthropic shape only,
     ``name`` (the tool's, as the orchestrators write it) by the ``role: tool`` shapes."""
     if shape == "anthropic":
-        block = {"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": output}
+        if is_error is not None:  # as a runner records it; Claude Code sets it from a shell's exit status
+            block["is_error"] = is_error
         return {"role": "user", "content": [block]}
     if shape == "amplifier":
         message = {"role": "tool", "content": [{"type": "tool_result", "tool_call_id": call_id, "output": output}]}

@@ -156,6 +156,7 @@ _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
 _FAILED_LINE = re.compile(r"\bFAILED\b")
+_FAILURE_COUNT = re.compile(r"\b[1-9]\d* (?:failed|failures?)\b")
 _ERROR_LINE = re.compile(r"(?:\b|(?<=[a-z]))(?:[Ee]rror|ERROR|fatal)\b[:!]")
 _TAG = re.compile(r"</?[\w-]+>")
 _OUTPUT_KEYS = ("error", "message", "stderr", "stdout", "output", "content", "result")
@@ -179,7 +180,8 @@ class CallOutcome:
     command: bool
     ok: bool
     label: str
-    """``passed`` (a test run said so), ``ok``, ``failed`` or ``failed (exit N)``."""
+    """``passed`` (a test run said so), ``ok``, a read's exit 1 (``no match`` when it printed nothing, else
+    ``exit 1``), ``exit 0, printed: …`` (an error a successful call printed), ``failed`` or ``failed (exit N)``."""
     error: str = ""
     """The most telling line of a failure."""
     reads: bool = False
@@ -725,40 +727,53 @@ def _identifiers(text: str, commits: bool) -> list[str]:
 # ---------------------------------------------------------------------------------------------- results
 
 
-def _results(message: Message) -> Iterator[tuple[str, Any, bool]]:
-    """(call id, raw result body, flagged as an error by the provider) for each result a message carries."""
+def _results(message: Message) -> Iterator[tuple[str, Any, bool | None]]:
+    """(call id, raw result body, the error flag as recorded) for each result a message carries: ``None`` when
+    the result has no ``is_error`` field."""
     if message.get("role") == "tool" and message.get("tool_call_id"):
         content = message.get("content")
         blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
         if len(blocks) == 1 and blocks[0].get("type") == RESULT_BLOCK_TYPE:  # Amplifier's block inside
             block = blocks[0]
             body = block["content"] if "content" in block else block.get("output")
-            yield str(message["tool_call_id"]), body, block.get("is_error") is True
+            yield str(message["tool_call_id"]), body, _flag(block)
         else:
-            yield str(message["tool_call_id"]), content, False
+            yield str(message["tool_call_id"]), content, None
         return
     content = message.get("content")
     for block in content if isinstance(content, list) else []:
         if isinstance(block, dict) and block.get("type") == RESULT_BLOCK_TYPE:
             ref = block.get("tool_use_id") or block.get("tool_call_id") or ""
             body = block["content"] if "content" in block else block.get("output")
-            yield str(ref), body, block.get("is_error") is True
+            yield str(ref), body, _flag(block)
 
 
-def _outcome(call: _Call, body: Any, text: str, flagged: bool) -> CallOutcome:
-    """Failed when flagged, a non-zero exit is reported, or (outside reads) the output shows a failure."""
-    flagged = flagged or _structured_failure(body)
-    scope = text.split("\n", 2)[:2] if call.reader else [text]  # a read's exit code leads its output
+def _flag(block: dict[str, Any]) -> bool | None:
+    flag = block.get("is_error")
+    return flag if isinstance(flag, bool) else None
+
+
+def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
+    """Failed when flagged, a non-zero exit is recorded or reported, or (outside reads) the output shows a
+    failure. A shell result that says ``is_error: false`` recorded its exit as 0: Claude Code sets the flag
+    from the exit status."""
+    flagged = flag is True or _structured_failure(body)
+    # A read's exit code leads its output, and so does a non-shell tool's failure: further down is the
+    # content it read, wrote or was told (a file echoed after an edit, a sub-agent's report).
+    scope = text.split("\n", 2)[:2] if call.reader or not call.command else [text]
     codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
     code = next((c for c in reversed(codes) if c), 0)
     recorded = _recorded_exit(body)
+    if recorded is None and flag is False and call.command:
+        recorded = 0
     if recorded is not None:  # an exit status the recording holds is the outcome: "Error: (none)" is no error
         code = recorded
         if not recorded and not flagged:
             return _exited_ok(call, text)
     if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
-        code, flagged = 0, False
-    shown = text.replace("Error: (none)", "")  # Gemini CLI's "no error" line
+        label = "exit 1" if _printed(text) else "no match"
+        return CallOutcome(call.key, call.command, True, label, reads=True)
+    shown = "\n".join(scope).replace("Error: (none)", "")  # Gemini CLI's "no error" line
     textual = not call.reader and any(h in shown for h in _FAILURE_HINTS) and bool(_FAILURE.search(shown))
     if flagged or code or textual:
         label = f"failed (exit {code})" if code else "failed"
@@ -773,12 +788,23 @@ def _exited_ok(call: _Call, text: str) -> CallOutcome:
     its own exception, ``cmd 2>&1 | tail`` hiding a command that never started) is kept in its label."""
     shown = text.replace("Error: (none)", "")
     printed = _CANNOT_START.search(text) or (
-        not call.reader and any(h in shown for h in _FAILURE_HINTS) and _FAILURE.search(shown)
+        not call.reader and (any(h in shown for h in _FAILURE_HINTS) and _FAILURE.search(shown) or _nonzero_exit(shown))
     )
     if printed:
         return CallOutcome(call.key, call.command, True, f"exit 0, printed: {clip(_error_line(text), ERROR_MAX_CHARS)}")
     passed = call.command and not call.reader and bool(_PASSED.search(text))
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+
+
+def _printed(text: str) -> bool:
+    """The output holds more than its exit status (mini-swe-agent's and Claude Code's wrappers aside)."""
+    lines = (_TAG.sub("", line).strip() for line in text.splitlines())
+    return any(line and not _EXIT_CODE.fullmatch(line) and not line.isdigit() for line in lines)
+
+
+def _nonzero_exit(text: str) -> bool:
+    """The output reports a non-zero exit of its own (``cmd | tail`` after ``Halting VM with exit status 2``)."""
+    return any(int(code) for code in _EXIT_CODE.findall(text))
 
 
 def _decode_json_object(body: Any) -> Any:
@@ -843,13 +869,14 @@ def _structured_failure(body: Any) -> bool:
 
 
 def _error_line(text: str) -> str:
-    """The most telling line: a traceback's last exception, else a FAILED or error line, else the last one."""
+    """The most telling line: a traceback's last exception, else a FAILED, error or failure-count line, else
+    the last one."""
     lines = [_TAG.sub("", line).strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
     exceptions = [line for line in lines if _EXCEPTION_LINE.match(line)]
     if exceptions:
         return exceptions[-1]
-    for pattern in (_FAILED_LINE, _ERROR_LINE):
+    for pattern in (_FAILED_LINE, _ERROR_LINE, _FAILURE_COUNT):
         for line in lines:
             if pattern.search(line):
                 return line
