@@ -77,3 +77,22 @@ def test_price_tables_carry_their_date():
     assert TABLES["anthropic"].agent.cache_write == pytest.approx(1.25 * TABLES["anthropic"].agent.input)
     assert TABLES["anthropic"].agent.cache_read == pytest.approx(0.1 * TABLES["anthropic"].agent.input)
     assert TABLES["openai"].agent.cache_write == TABLES["openai"].agent.input
+
+
+def test_raw_sessions_are_read_in_every_recorded_format(tmp_path):
+    from pathlib import Path
+
+    from amplifier_module_context_summarize.benchmark.cost_compare import load_raw
+
+    fixtures = Path(__file__).parent / "fixtures" / "sessions"
+    (tmp_path / "agent").mkdir()
+    for name in ("claude_code.jsonl", "gemini_chat.json", "mini_swe_agent.traj.json"):
+        (tmp_path / "agent" / name).write_bytes((fixtures / name).read_bytes())
+    (tmp_path / "notes.json").write_text('{"not": "a session"}')
+
+    sessions = load_raw(tmp_path)
+
+    assert sorted(s.name.split(":")[0] for s in sessions) == ["claude-code", "gemini-cli", "swe-agent"]
+    assert all(s.messages for s in sessions)
+    with pytest.raises(ValueError, match="no recorded sessions"):
+        load_raw(tmp_path / "agent" / "nothing-here")

@@ -67,7 +67,7 @@ def add_parser(commands: Any) -> None:
         "mask, truncate, no compaction (200k) and a Claude-Code-style policy (bundled corpus and the simulation; "
         "--sim-turns sets its turns, default 2000; quick: 2 sessions and 300 turns)",
     )
-    parser.add_argument("--raw", help="--cost: also the raw recorded sessions of this folder (tools/convert_raw.py)")
+    parser.add_argument("--raw", help="--cost: also the recorded sessions under this folder, in any format read")
     parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
     parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
     parser.set_defaults(run=run)

@@ -403,29 +403,18 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-RAW_SHAPES = {
-    "SWE-agent__mini-swe-agent": "convert_mini_swe",
-    "marot__spotter": "convert_claude_code",
-    "google-gemini__gemini-cli": "convert_gemini",
-}
-
-
 def load_raw(folder: str | Path) -> list[Session]:
-    """Every raw recorded session of ``folder``, converted by the checkout's ``tools/convert_raw.py``."""
-    import importlib.util
+    """Every recorded session under ``folder``, in any format ``compact`` reads (files of no such format, a
+    README for one, are passed over)."""
+    from ..cli.session_io import SessionFileError, load_session
 
-    script = Path(__file__).resolve().parents[2] / "tools" / "convert_raw.py"
-    if not script.is_file():
-        raise ValueError(f"--raw needs {script} (a source checkout)")
-    spec = importlib.util.spec_from_file_location("convert_raw", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     sessions = []
-    for sub, converter in RAW_SHAPES.items():
-        for path in sorted((Path(folder) / sub).glob("*.json*")):
-            messages, _ = getattr(module, converter)(path)
-            sessions.append(Session(f"{sub.split('__')[-1]}:{path.name[:24]}", path, messages))
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")):
+        try:
+            loaded = load_session(path)
+        except SessionFileError:
+            continue
+        sessions.append(Session(f"{loaded.format}:{path.name[:24]}", path, loaded.messages))
     if not sessions:
         raise ValueError(f"--raw: no recorded sessions under {folder}")
     return sessions
