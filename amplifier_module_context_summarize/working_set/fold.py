@@ -14,7 +14,7 @@ or rewritten by an LLM) for the groups the summary covers:
 ``index.WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end
 asked for, so rendering after a compaction costs the new groups, not the history. The text is a function of
 the history and the arguments alone, so a resumed session renders it byte for byte the same. Within
-``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``layout.py``, ``section.py``), and
+``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``layout.py``), and
 whatever is dropped is counted in the text.
 """
 
