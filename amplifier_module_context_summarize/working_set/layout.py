@@ -253,19 +253,13 @@ class Layout:
         if count["folders"]:
             self.present.add(kind)
         names = list(islice(shelves.folder_recency[changed].newest(), limit))
-        if len(names) < count["folders"]:  # the candidates are the newest ``limit``: count their shapes
-            sizes = [len(shelf[name].files) for name in names]
-            count = Counter(several=sum(n > 1 for n in sizes), many=sum(n > FOLD_KEEP + 1 for n in sizes))
-        candidates = (Folder(name, shelf[name], changed) for name in names)
-        folders, tokens = self._fit(candidates, self._shortest, room)
-        folders.sort(key=lambda folder: folder.name)
-        unshown = self.unshown
-        unshown[kind] = len(names) - len(folders)
-        unshown[f"{kind} several"] = count["several"] - sum(len(f.files) > 1 for f in folders)
-        unshown[f"{kind} many"] = count["many"] - sum(len(f.files) > FOLD_KEEP + 1 for f in folders)
-        self.gone[kind] = shelves.counts[changed]["files"] - sum(len(f.files) for f in folders)
-        self.gone[f"{kind} folders"] = shelves.counts[changed]["folders"] - len(folders)
-        return folders, tokens
+        folders, tokens = self._fit((Folder(name, shelf[name], changed) for name in names), self._shortest, room)
+        cut = [len(shelf[name].files) for name in names[len(folders) :]]
+        self.unshown.update({kind: len(cut), f"{kind} several": sum(n > 1 for n in cut)})
+        self.unshown[f"{kind} many"] = sum(n > FOLD_KEEP + 1 for n in cut)
+        self.gone[kind] = count["files"] - sum(len(f.files) for f in folders)
+        self.gone[f"{kind} folders"] = count["folders"] - len(folders)
+        return sorted(folders, key=lambda folder: folder.name), tokens
 
     def _definitions(self, limit: int, room: int) -> tuple[list[Item], int]:
         """Per file still there, the names its changes defined (newest change first) and removed; by path. The
@@ -274,13 +268,11 @@ class Layout:
         if shelves.definition_items:
             self.present.add("definitions")
         paths = list(islice(shelves.definition_recency.newest(), limit))
-        trimmable = shelves.trimmable
-        if len(paths) < len(shelves.definition_items):
-            trimmable = sum(1 for path in paths if shelves.definition_items[path][1])
         made = (Item(text, last, short) for text, short, last in map(shelves.definition_items.get, paths))
         items, tokens = self._fit(made, self._shortest, room)
-        self.unshown["definitions"] = len(paths) - len(items)
-        self.unshown["trimmable definitions"] = trimmable - sum(1 for item in items if item.short)
+        cut = paths[len(items) :]
+        self.unshown["definitions"] = len(cut)
+        self.unshown["trimmable definitions"] = sum(1 for path in cut if shelves.definition_items[path][1])
         self.gone["definitions"] = len(shelves.definition_items) - len(items)
         return sorted(items, key=lambda item: item.text), tokens
 

@@ -15,7 +15,7 @@ import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -80,28 +80,25 @@ class FolderShelf:
 
     def __init__(self) -> None:
         self.files: dict[int, FileEntry] = {}
-        self.order: list[int] = []
+        """Its entries by the order their paths were first seen."""
         self.last = 0
         self.listing: list[FileEntry] | None = None
         self.lines: dict[str, list[str]] = {}
         """The folder's lines by ladder shape, made once per version of the folder."""
 
     def put(self, ordinal: int, entry: FileEntry) -> None:
-        if ordinal not in self.files:
-            bisect.insort(self.order, ordinal)
         self.files[ordinal] = entry
         self.last = max(self.last, entry.last)
         self.listing, self.lines = None, {}
 
     def remove(self, ordinal: int) -> None:
         del self.files[ordinal]
-        del self.order[bisect.bisect_left(self.order, ordinal)]
         self.last = max((e.last for e in self.files.values()), default=0)
         self.listing, self.lines = None, {}
 
     def entries(self) -> list[FileEntry]:
         if self.listing is None:
-            self.listing = [self.files[o] for o in self.order]
+            self.listing = [self.files[o] for o in sorted(self.files)]
         return self.listing
 
 
@@ -126,7 +123,7 @@ class Shelves:
         self.folders: dict[bool, dict[str, FolderShelf]] = {True: {}, False: {}}
         """Per kind (changed or not), the folders by name."""
         self.counts: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
-        """Per kind of folder: files, folders, folders of more than one file and of more than ``FOLD_KEEP + 1``."""
+        """Per kind of folder: its files and folders."""
         self.folder_recency: dict[bool, Recency] = {True: Recency(), False: Recency()}
         self.relative_entries = 0
         """Entries shown in folders whose path is relative (the section then says what it is relative to)."""
@@ -135,8 +132,6 @@ class Shelves:
         self.definition_items: dict[str, tuple[str, str, int]] = {}
         """Canonical path -> (text, trimmed text, newest change) of the files still there."""
         self.definition_recency = Recency()
-        self.trimmable = 0
-        """Definition items with a trimmed form."""
         self.groups: dict[str, list[str]] = {}
         """Shown command -> the commands as run that show as it, in first-run order."""
         self.command_rank: dict[str, int] = {}
@@ -155,16 +150,7 @@ class Shelves:
         self.id_order: dict[str, int] = {}
         self.url_order: dict[str, int] = {}
         self._measured: tuple[Callable[[str], int] | None, dict[str, int], dict[str, int]] = (None, {}, {})
-        ws = working_set
-        everything = Touched(
-            dict.fromkeys(ws.files),
-            dict.fromkeys(ws.definitions),
-            dict.fromkeys(ws.commands),
-            dict.fromkeys(ws.errors),
-            dict.fromkeys(ws.ids),
-            dict.fromkeys(ws.urls),
-        )
-        self.refresh(ws, everything)
+        self.refresh(working_set, Touched(*(dict.fromkeys(getattr(working_set, f.name)) for f in fields(Touched))))
 
     # ------------------------------------------------------------------ keeping up
 
@@ -251,8 +237,6 @@ class Shelves:
         count = self.counts[changed]
         count["files"] += after - before
         count["folders"] += (after > 0) - (before > 0)
-        count["several"] += (after > 1) - (before > 1)
-        count["many"] += (after > FOLD_KEEP + 1) - (before > FOLD_KEEP + 1)
         if after:
             self.folder_recency[changed].put(name, shelf.last)
         else:
@@ -262,10 +246,8 @@ class Shelves:
         """A file's definitions merged over its spellings, newest change first; none once it is deleted or moved."""
         known = self.files.get(path)
         if known is not None and known.entry is not None and known.entry.state in (DELETED, MOVED_AWAY):
-            gone = self.definition_items.pop(path, None)
-            if gone is not None:
-                self.trimmable -= bool(gone[1])
-                self.definition_recency.remove(path)
+            self.definition_items.pop(path, None)
+            self.definition_recency.remove(path)
             return
         names: dict[str, tuple[int, int, bool]] = {}
         for spelling in self.definitions[path]:
@@ -277,8 +259,6 @@ class Shelves:
         removed = [n for n in order if names[n][2]]
         text, short = definition_lines(path, written, removed)
         last = max(mark[0] for mark in names.values())
-        before = self.definition_items.get(path)
-        self.trimmable += bool(short) - bool(before is not None and before[1])
         self.definition_items[path] = (text, short, last)
         self.definition_recency.put(path, last)
 
