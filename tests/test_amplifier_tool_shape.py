@@ -32,7 +32,7 @@ from amplifier_module_context_summarize.summarizer.prompts import render_transcr
 from amplifier_module_context_summarize.testing import FakeProvider, builders, replay
 from amplifier_module_context_summarize.working_set.facts import extract
 from amplifier_module_context_summarize.working_set.fold import working_set_of
-from amplifier_module_context_summarize.working_set.section import render
+from amplifier_module_context_summarize.working_set.layout import render
 
 ARGS = {"path": "src/app.py", "offset": 120, "limit": 200, "pattern": "def handle_request(self, request: Request)"}
 THINKING = {

@@ -11,8 +11,8 @@ from amplifier_module_context_summarize.compaction.losses import account
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import tool_call, tool_result
 from amplifier_module_context_summarize.working_set.fold import working_set_of
+from amplifier_module_context_summarize.working_set.layout import render
 from amplifier_module_context_summarize.working_set.reads import READ_GROUP, named_reads, read_form
-from amplifier_module_context_summarize.working_set.section import render
 
 COUNT = TokenCounter().count_text
 

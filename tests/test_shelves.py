@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from amplifier_module_context_summarize.core.tokens import TokenCounter
-from amplifier_module_context_summarize.working_set import section
+from amplifier_module_context_summarize.working_set import layout
 from amplifier_module_context_summarize.working_set.facts import (
     DELETE,
     EDIT,
@@ -35,11 +35,9 @@ from amplifier_module_context_summarize.working_set.fold import (
     command_in_root,
     merge_entry,
 )
-from amplifier_module_context_summarize.working_set.ladder_tokens import LadderTokens
 from amplifier_module_context_summarize.working_set.layout import Layout
 from amplifier_module_context_summarize.working_set.reads import READ_GROUP, read_form
-from amplifier_module_context_summarize.working_set.section import search
-from amplifier_module_context_summarize.working_set.shelves import Shelves, definition_item
+from amplifier_module_context_summarize.working_set.shelves import Shelves, definition_lines, shelved
 
 COUNT = TokenCounter().count_text
 ROOTS = ("/repo", "/work/app", "/srv")
@@ -151,13 +149,8 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
     definitions = {}
     for path, known in names.items():
         order = sorted(known, key=lambda n: (-known[n][0], known[n][1]))
-        item = definition_item(
-            path,
-            [n for n in order if not known[n][2]],
-            [n for n in order if known[n][2]],
-            max(m[0] for m in known.values()),
-        )
-        definitions[path] = (item.text, item.short, item.last)
+        text, short = definition_lines(path, [n for n in order if not known[n][2]], [n for n in order if known[n][2]])
+        definitions[path] = (text, short, max(m[0] for m in known.values()))
     commands: dict[str, list[Any]] = {}
     in_root = 0
     for key, (seq, runs, ok, label, reads) in ws.commands.items():
@@ -213,24 +206,22 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
     }
 
 
-def shelved(shelves: Shelves, ws: WorkingSet) -> dict[str, Any]:
+def as_shelved(shelves: Shelves, ws: WorkingSet) -> dict[str, Any]:
     """The same inputs as the shelves hold them."""
     return {
         "root": shelves.root,
         "folders": {
             changed: [
-                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in files])
-                for name, (shelf, files) in zip(
-                    shelves.folder_names[changed], shelves.folder_list(changed), strict=True
-                )
+                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in shelf.entries()])
+                for name, shelf in sorted(shelves.folders[changed].items())
             ]
             for changed in (True, False)
         },
         "relative": shelves.relative_entries > 0,
         "definitions": dict(shelves.definition_items),
-        "commands": sorted(row for recency in shelves.commands.values() for row in recency.newest_rows()),
+        "commands": sorted(row for recency in shelves.commands.values() for row in recency.rows.values()),
         "in_root": shelves.in_root > 0,
-        "errors": sorted(row for recency in shelves.errors.values() for row in recency.newest_rows()),
+        "errors": sorted(row for recency in shelves.errors.values() for row in recency.rows.values()),
         "ids": [(i, ws.ids[i]) for i in reversed(list(shelves.ids.newest()))],
         "urls": [(u, ws.urls[u]) for u in reversed(list(shelves.urls.newest()))],
     }
@@ -244,7 +235,7 @@ def test_shelves_kept_up_to_date_equal_the_inputs_derived_afresh(seed: int) -> N
         ws.add(random_facts(rng))
         if rng.random() < 0.4:
             assert ws.root() == reference_root(ws), (seed, step)
-            assert shelved(section.shelved(ws), ws) == reference(ws), (seed, step)
+            assert as_shelved(shelved(ws), ws) == reference(ws), (seed, step)
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -259,8 +250,8 @@ def test_a_render_from_kept_shelves_equals_one_from_fresh_shelves(seed: int) -> 
             for each in facts:
                 fresh.add(each)
             for max_tokens in (rng.randint(0, 40), rng.randint(40, 400), rng.randint(400, 4_000)):
-                kept_text = section.render(kept, max_tokens, COUNT)
-                assert kept_text == section.render(fresh, max_tokens, COUNT), (seed, max_tokens)
+                kept_text = layout.render(kept, max_tokens, COUNT)
+                assert kept_text == layout.render(fresh, max_tokens, COUNT), (seed, max_tokens)
 
 
 def test_the_fallback_root_walks_down_the_folders_holding_most_absolute_paths() -> None:
@@ -285,13 +276,13 @@ def test_the_estimate_at_every_ladder_step_is_the_sum_of_the_lines_it_would_writ
     ws = WorkingSet()
     for _ in range(rng.randint(5, 150)):
         ws.add(random_facts(rng))
-    shelves = section.shelved(ws)
+    shelves = shelved(ws)
     measure = shelves.measure(COUNT)
-    layout = Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
-    estimate = LadderTokens(layout)
+    laid_out = Layout(shelves, ws, rng.choice((30, 300, 3_000)), measure)
+    estimate = laid_out.estimate()
 
-    for steps in range(len(layout.ladder) + 1):
-        assert estimate.at(steps) == sum(measure(line) for line in layout.lines(steps)), (seed, steps)
+    for steps in range(len(laid_out.ladder) + 1):
+        assert estimate(steps) == sum(measure(line) for line in laid_out.lines(steps)), (seed, steps)
 
 
 @pytest.mark.slow
@@ -303,12 +294,12 @@ def test_cutting_what_cannot_fit_by_its_shortest_lines_renders_what_the_count_cu
     for _ in range(rng.randint(5, 200)):
         ws.add(random_facts(rng))
         if rng.random() < 0.2:
-            shelves = section.shelved(ws)
+            shelves = shelved(ws)
             measure = shelves.measure(COUNT)
             for max_tokens in (rng.randint(1, 40), rng.randint(40, 300), rng.randint(300, 3_000)):
                 cut = Layout(shelves, ws, max_tokens, measure)
                 counted = Layout(shelves, ws, max_tokens, measure, fit=False)
-                assert search(cut, COUNT) == search(counted, COUNT), (seed, max_tokens)
+                assert cut.text(COUNT) == counted.text(COUNT), (seed, max_tokens)
 
 
 @pytest.mark.parametrize("seed", range(20))

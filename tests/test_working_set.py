@@ -28,7 +28,7 @@ from amplifier_module_context_summarize.testing import (
 )
 from amplifier_module_context_summarize.working_set import fold as working_set
 from amplifier_module_context_summarize.working_set import index as working_set_index
-from amplifier_module_context_summarize.working_set import section
+from amplifier_module_context_summarize.working_set import layout
 from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     canonical,
@@ -70,7 +70,7 @@ FAILING = "FAILED tests/test_models.py::test_import - ModuleNotFoundError: No mo
 
 
 def render(messages: Messages, max_tokens: int = BIG) -> str:
-    return section.render(working_set_of(messages), max_tokens, COUNT)
+    return layout.render(working_set_of(messages), max_tokens, COUNT)
 
 
 # ------------------------------------------------------------------ rendering
@@ -224,8 +224,8 @@ def counted(text: str, noun: str) -> int:
 def test_a_200_file_session_folds_folders_before_it_drops_a_file() -> None:
     state = working_set_of(big_session())
     paths = [e.path for e in state.entries()]
-    full = section.render(state, BIG, COUNT)
-    folded = section.render(state, COUNT(full) * 3 // 4, COUNT)
+    full = layout.render(state, BIG, COUNT)
+    folded = layout.render(state, COUNT(full) * 3 // 4, COUNT)
 
     assert len(paths) == 206
     assert "- lib/spotter/part_0/module_000.ex — read" in full
@@ -239,10 +239,10 @@ def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everythin
     state = working_set_of(big_session(read_files=200, edited=12))
     paths = [e.path for e in state.entries()]
     reads, changed = [p for p in paths if "/part_" in p], [p for p in paths if "/services/" in p]
-    full = COUNT(section.render(state, BIG, COUNT))
+    full = COUNT(layout.render(state, BIG, COUNT))
     seen, last = set(), ""
     for max_tokens in range(full, 0, -max(full // 80, 1)):
-        text = section.render(state, max_tokens, COUNT)
+        text = layout.render(state, max_tokens, COUNT)
         if not text:
             continue
         last = text
@@ -265,13 +265,13 @@ def test_the_ladder_folds_then_drops_the_least_useful_first_and_counts_everythin
         assert commands_left + (int(dropped.group(1)) if dropped else 0) == 30
     assert seen == {"read lost", "changed lost"}
     assert "- +12 more changed files in 1 folder" in last  # at the bottom only counts are left
-    assert section.render(state, 3, COUNT) == ""  # not even the counts fit
+    assert layout.render(state, 3, COUNT) == ""  # not even the counts fit
 
 
 def test_any_budget_is_respected() -> None:
     state = working_set_of(big_session(read_files=60, edited=8) + debugging_session())
     for max_tokens in range(0, 1200, 37):
-        assert COUNT(section.render(state, max_tokens, COUNT)) <= max_tokens
+        assert COUNT(layout.render(state, max_tokens, COUNT)) <= max_tokens
 
 
 # ------------------------------------------------------------------ incremental, resume, cost
@@ -495,10 +495,10 @@ def test_definitions_of_changed_files_newest_change_first_removed_ones_marked() 
 def test_definitions_are_trimmed_after_read_folders_and_dropped_before_changed_files_and_counted() -> None:
     messages = coding_session(files=12) + big_session(read_files=40, edited=0)
     state = working_set_of(messages)
-    full = COUNT(section.render(state, BIG, COUNT))
+    full = COUNT(layout.render(state, BIG, COUNT))
     trimmed_seen = dropped_seen = False
     for max_tokens in range(full, 0, -max(full // 60, 1)):
-        text = section.render(state, max_tokens, COUNT)
+        text = layout.render(state, max_tokens, COUNT)
         if not text:
             continue
         assert COUNT(text) <= max_tokens

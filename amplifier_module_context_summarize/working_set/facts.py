@@ -28,7 +28,6 @@ HITS_PER_SEARCH = 50
 
 WRITE, EDIT, READ, USE, DELETE, MOVE = "write", "edit", "read", "use", "delete", "move"
 """File actions: ``write`` creates or overwrites, ``use`` names a file in a command (``git add``, ``pytest``)."""
-CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE})
 
 # Shell-like tools are recognised by name fragments, so MCP-prefixed names (``mcp__x__bash``) count too.
 _SHELL_NAME_PARTS = ("bash", "shell", "terminal", "exec", "run_command", "powershell")
@@ -136,15 +135,19 @@ _FAILURE_HINTS = (
     "not found",
     "open file",
 )
+_CANNOT_START_LINE = (
+    r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$"
+)
+"""What a shell or Python prints when a command cannot even start (``python: No module named pytest``,
+``bash: line 1: tree: command not found``): the exit status often hides it (``cmd 2>&1 | tail -50`` exits
+with tail's), so a recorded exit 0 stands and the line is kept in the call's label."""
+_CANNOT_START = re.compile(_CANNOT_START_LINE, re.MULTILINE)
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
-    r"|\b[1-9]\d* (?:failed|failures?)\b"
-    r"|^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
+    r"|\b[1-9]\d* (?:failed|failures?)\b|" + _CANNOT_START_LINE,
     re.MULTILINE,
 )
-"""Failure lines; the last three are what a shell or Python prints when a command cannot even start
-(``python: No module named pytest``, ``bash: line 1: tree: command not found``): the exit status often
-hides them (``cmd 2>&1 | tail -50`` exits with tail's)."""
+"""Failure lines, the last ones those of a command that could not start."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
     r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?"
@@ -382,8 +385,9 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     if kind in (EDIT, WRITE):
         for text in _strings(args):
             if "\n" in text:
-                files += _patch_files(text, base)
-                changes += _patch_definitions(text, base)
+                patched, defined = _patch(text, base)
+                files += patched
+                changes += defined
         if target:
             changes.append(_edit_definitions(_join(base, target), args))
     key = f"{name} {target}" if target else name
@@ -426,19 +430,14 @@ def _command_text(value: Any) -> str:
     return ""
 
 
-def _script(command: str) -> tuple[str, bool]:
-    """The lines of a command up to its first heredoc (whose body is file content, not commands)."""
+def _command_summary(command: str) -> str:
+    """The command on one line up to its first heredoc, whose body (file content, not commands) is left out
+    (its first line is kept, then ``…``)."""
     lines = command.splitlines()
     for i, line in enumerate(lines):
         if "<<" in line:
-            return "\n".join(lines[: i + 1]), i + 1 < len(lines)
-    return command, False
-
-
-def _command_summary(command: str) -> str:
-    """The command on one line; a heredoc's body is left out (its first line is kept, then ``…``)."""
-    script, cut = _script(command)
-    return " ".join(script.split()) + (" …" if cut else "")
+            return " ".join("\n".join(lines[: i + 1]).split()) + (" …" if i + 1 < len(lines) else "")
+    return " ".join(command.split())
 
 
 def _command_key(command: str) -> str:
@@ -615,19 +614,24 @@ def _looks_like_file(token: str) -> bool:
     return _looks_like_path(token) and bool(_EXTENSION.search(token.rstrip("/").rsplit("/", 1)[-1]))
 
 
-def _patch_files(text: str, base: str | None) -> list[FileAction]:
-    """Files an ``apply_patch`` envelope or a unified diff adds, changes, deletes or moves."""
+def _patch(text: str, base: str | None) -> tuple[list[FileAction], list[Definitions]]:
+    """Files an ``apply_patch`` envelope or a unified diff adds, changes, deletes or moves, and what each file
+    gains (``+`` lines) and loses (``-``)."""
     files: list[FileAction] = []
-    updating = ""
-    old = ""
+    sides: dict[str, tuple[list[str], list[str]]] = {}
+    current: tuple[list[str], list[str]] | None = None
+    updating = old = ""
     for line in text.splitlines():
         match = _PATCH_HEADER.match(line)
         if not match:
+            if current is not None and line[:1] in ("+", "-"):
+                current[line[0] == "-"].append(line[1:])
             continue
         verb, path, moved, marker, diff_path = match.groups()
         if verb:
             updating = path if verb == "Update" else ""
             files.append(FileAction({"Add": WRITE, "Update": EDIT, "Delete": DELETE}[verb], _join(base, path)))
+            current = sides.setdefault(_join(base, path), ([], [])) if verb != "Delete" else None
         elif moved and updating:
             files.append(FileAction(MOVE, _join(base, updating), _join(base, moved)))
         elif marker == "---":
@@ -638,30 +642,13 @@ def _patch_files(text: str, base: str | None) -> list[FileAction]:
                     files.append(FileAction(DELETE, _join(base, old)))
             else:
                 files.append(FileAction(EDIT if old else WRITE, _join(base, _strip_diff_prefix(diff_path))))
-            old = ""
-    return files
-
-
-def _patch_definitions(text: str, base: str | None) -> list[Definitions]:
-    """What each file of an ``apply_patch`` envelope or a unified diff gains (``+`` lines) and loses (``-``)."""
-    sides: dict[str, tuple[list[str], list[str]]] = {}
-    current: tuple[list[str], list[str]] | None = None
-    for line in text.splitlines():
-        match = _PATCH_HEADER.match(line)
-        if match:
-            verb, path, _, marker, diff_path = match.groups()
-            if verb:
-                current = sides.setdefault(_join(base, path), ([], [])) if verb != "Delete" else None
-            elif marker == "+++" and diff_path != "/dev/null":
                 current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
-            continue
-        if current is not None and line[:1] in ("+", "-"):
-            current[line[0] == "-"].append(line[1:])
+            old = ""
     found = []
     for path, (added, removed) in sides.items():
         changed = changed_names(path, ["\n".join(added)], ["\n".join(removed)])
         found.append((path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)))
-    return found
+    return files, found
 
 
 def _strip_diff_prefix(path: str) -> str:
@@ -766,32 +753,21 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
     recorded = _recorded_exit(body)
     if recorded is None and flag is False and call.command:
         recorded = 0
-    if recorded is not None:  # an exit status the recording holds is the outcome: "Error: (none)" is no error
-        code = recorded
-        if not recorded and not flagged:
-            return _exited_ok(call, text)
-    if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
-        label = "exit 1" if _printed(text) else "no match"
-        return CallOutcome(call.key, call.command, True, label, reads=True)
     shown = "\n".join(scope).replace("Error: (none)", "")  # Gemini CLI's "no error" line
     textual = not call.reader and any(h in shown for h in _FAILURE_HINTS) and bool(_FAILURE.search(shown))
-    if flagged or code or textual:
-        label = f"failed (exit {code})" if code else "failed"
-        error = clip(_error_line(text), ERROR_MAX_CHARS)
-        return CallOutcome(call.key, call.command, False, label, error, call.reader)
-    passed = call.command and not call.reader and bool(_PASSED.search(text))
-    return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
-
-
-def _exited_ok(call: _Call, text: str) -> CallOutcome:
-    """A call whose recording says it exited 0: never shown failed, but an error it printed (a script catching
-    its own exception, ``cmd 2>&1 | tail`` hiding a command that never started) is kept in its label."""
-    shown = text.replace("Error: (none)", "")
-    printed = _CANNOT_START.search(text) or (
-        not call.reader and (any(h in shown for h in _FAILURE_HINTS) and _FAILURE.search(shown) or _nonzero_exit(shown))
-    )
-    if printed:
-        return CallOutcome(call.key, call.command, True, f"exit 0, printed: {clip(_error_line(text), ERROR_MAX_CHARS)}")
+    if recorded == 0 and not flagged:  # exited 0 as recorded: never failed, but an error it printed (a script
+        printed = textual or (not call.reader and _nonzero_exit(shown))  # catching its own exception, a pipe
+        if printed or _CANNOT_START.search(text):  # hiding a command that failed or never started) is kept
+            label = f"exit 0, printed: {clip(error_line(text), ERROR_MAX_CHARS)}"
+            return CallOutcome(call.key, call.command, True, label)
+    else:
+        code = code if recorded is None else recorded  # a recorded exit status is the outcome
+        if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
+            return CallOutcome(call.key, call.command, True, "exit 1" if _printed(text) else "no match", reads=True)
+        if flagged or code or textual:
+            label = f"failed (exit {code})" if code else "failed"
+            error = clip(error_line(text), ERROR_MAX_CHARS)
+            return CallOutcome(call.key, call.command, False, label, error, call.reader)
     passed = call.command and not call.reader and bool(_PASSED.search(text))
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
@@ -836,12 +812,6 @@ _RECORDED_EXIT = re.compile(r"^Exit Code: (-?\d{1,9})\s*$", re.MULTILINE)
 
 _RETURNCODE = re.compile(r"<returncode>(-?\d{1,9})</returncode>")
 """An exit status has at most 9 digits: a longer run is not one (and ``int`` refuses past 4,300 digits)."""
-_CANNOT_START = re.compile(
-    r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$",
-    re.MULTILINE,
-)
-"""A command that could not even start, though a pipe's last command exited 0 (``cmd 2>&1 | tail``): its
-recorded exit 0 stands, and the line is kept in its label."""
 
 
 def _recorded_exit(body: Any) -> int | None:
@@ -868,9 +838,9 @@ def _structured_failure(body: Any) -> bool:
     return any(isinstance(body.get(key), int) and body[key] != 0 for key in _EXIT_KEYS)
 
 
-def _error_line(text: str) -> str:
-    """The most telling line: a traceback's last exception, else a FAILED, error or failure-count line, else
-    the last one."""
+def error_line(text: str) -> str:
+    """The line of a failed output that says most about the failure: a traceback's last exception, else a
+    FAILED, error or failure-count line, else the last one."""
     lines = [_TAG.sub("", line).strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
     exceptions = [line for line in lines if _EXCEPTION_LINE.match(line)]
@@ -886,11 +856,4 @@ def _error_line(text: str) -> str:
 
 def looks_failed(text: str) -> bool:
     """Text that reads as a failure (a traceback, an error line, a non-zero exit code)."""
-    if any(int(code) for code in _EXIT_CODE.findall(text)):
-        return True
-    return any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
-
-
-def error_line(text: str) -> str:
-    """The line of a failed output that says most about the failure."""
-    return _error_line(text)
+    return _nonzero_exit(text) or any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))

@@ -1,21 +1,11 @@
-"""The working set: one deterministic index of the files, commands, errors, ids and URLs a summary stands for.
+"""How facts fold, group after group, into one ``WorkingSet``: records keyed by spelling, numbered in order.
 
-It ends the ``[CONTEXT SUMMARY]`` message as its own section, rendered from the history (never written
-or rewritten by an LLM) for the groups the summary covers:
-
-* files with their state (created, edited, moved, deleted; read or used), one spelling each, relative to
-  the workspace root the session shows, changed files first, grouped by folder when room is short;
-* the definitions (functions, classes, constants) the changes wrote into each file still there, newest
-  change first, and the ones they removed (``definitions.py``);
-* commands de-duplicated with their latest outcome, run count and last failure (said to be resolved when
-  a later run passed), a file's successful one-file reads sharing one line (``reads.py``); failures of
-  other tools; identifiers; URLs.
-
-``index.WorkingSetIndex`` folds groups one by one and keeps the folded state at the furthest end
-asked for, so rendering after a compaction costs the new groups, not the history. The text is a function of
-the history and the arguments alone, so a resumed session renders it byte for byte the same. Within
-``max_tokens`` the section shrinks along a fixed ladder of folds and drops (``layout.py``, ``section.py``), and
-whatever is dropped is counted in the text.
+Every fact gets the next sequence number, so "newest" is one integer comparison everywhere after. A file is
+one record per spelling (first and last touch, state, last change, where it moved from) until the layout
+knows the workspace root and merges spellings under it (``canonical``, ``merge_entry``); the evidence for the
+root (folders commands ran in, absolute paths ending in relative ones seen) is kept as it comes, so ``root``
+costs the root's depth. A command keeps its latest outcome, run count and last failures; a failure is
+resolved when a later run passed. ``touched`` notes the keys each fold changed, for the shelves.
 """
 
 from __future__ import annotations

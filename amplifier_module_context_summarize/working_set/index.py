@@ -15,7 +15,7 @@ from weakref import WeakKeyDictionary
 from ..core.history import History
 from .facts import CallOutcome, Facts, FileAction, extract
 from .fold import WorkingSet
-from .section import render
+from .layout import render
 
 
 class FactsLog:

@@ -1,23 +1,41 @@
-"""How the working set's section is laid out within its room: every line it can show, and the ladder that
-shrinks it.
+"""How the working set's section is laid out within its room: the pieces it can show, the ladder that shrinks
+it, the size at every rung, and the search for the fewest rungs that fit.
 
-Within ``max_tokens`` the section shrinks along a fixed ladder (``Layout._ladder``): folders fold to the
-names of their files (``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs,
-succeeded commands (reads first), a command's earlier failures, the older names of read folders
-(``lib/x/ — 7 read or used: a.ex, b.ex, c.ex, +4 more``), a file's definitions beyond its newest three,
-resolved failures, read folders, definitions, identifiers and failing commands go; only then do changed
-folders keep just their newest names, and go. Whatever is dropped is counted in the text (``- +12 more read
-or used files in 3 folders``). ``search`` finds the fewest rungs that fit, on ``ladder_tokens``' estimate.
+The shelves (``shelves.py``) hand each kind over newest first, already merged under the workspace root. A
+``Layout`` takes the pieces that could show within ``max_tokens`` (a folder of files, or one line: a
+definition, command, tool error, identifier or URL) and sizes each once, in every shape it can take. The
+ladder (``Layout.ladder``) changes one piece's shape per rung: folders fold to the names of their files
+(``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs, succeeded commands (reads
+first), a command's earlier failures, the older names of read folders (``lib/x/ — 7 read or used: a.ex, b.ex,
+c.ex, +4 more``), a file's definitions beyond its newest three, resolved failures, read folders, definitions,
+identifiers and failing commands go; only then do changed folders keep just their newest names, and go.
+Whatever is dropped is counted in the text (``- +12 more read or used files in 3 folders``).
+
+``Layout.text`` bisects the ladder on an estimate, the sum of the tokens of the lines at that rung:
+``Layout.estimate`` works it out per rung from the pieces' sizes and the few count lines, without writing the
+section out, and equals ``sum(measure(line) for line in layout.lines(steps))`` (``lines`` and the estimate
+share every line builder). The text chosen is then counted whole, and shrunk further in the rare case the
+estimate was short.
+
+The cut. Of each kind only the newest ``max_tokens // 3`` can ever show (a line costs at least 3 tokens, an
+identifier 2: ``max_tokens // 2`` of those), and of those only the newest whose shortest lines, together with
+the shortest lines of every kind the ladder drops after it, fit the room: the rest is counted up front, so a
+render costs what can be shown, not the history. The ladder the search counts on is the one without this
+second cut (``fit=False``; the tests render both ways and compare): the rungs the cut left out
+(``hidden_rungs``) are the first of their segments, all before ``first_fitting``, and no step before that can
+fit (a kind's newest lines alone pass the room), so the search probes the same steps and reads them off the
+shorter ladder.
 """
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from itertools import accumulate, islice
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .facts import clip
 from .fold import (
@@ -29,267 +47,282 @@ from .fold import (
     SEEN_ORDER,
     URL_MAX_CHARS,
     FileEntry,
+    WorkingSet,
     canonical,
 )
 from .reads import READ_GROUP
-from .shelves import Folder, Item, Shelves
+from .shelves import FolderShelf, Recency, Shelves, shelved
 
 if TYPE_CHECKING:
-    from .fold import WorkingSet
-    from .shelves import Recency
+    from .shelves import Row
 
 FOLD, TRIM, DROP = "fold", "trim", "drop"
-"""Ladder rungs: a folder's files as names under it (nothing lost), its newest names only, or nothing."""
-
-
-def _last(item: Folder | Item) -> int:
-    return item.last
+"""Ladder rungs: a folder's files as names under it (nothing lost), its newest names only (an item: its
+short form), or nothing."""
+TITLES = {
+    "changed": "Files changed:",
+    "seen": "Files read or used:",
+    "definitions": "Definitions written (newest first; · removed):",
+    "command": "Commands (latest outcome, last failure):",
+    "error": "Tool errors (last failure of each):",
+    "id": "",
+    "URL": "URLs:",
+}
+"""The kinds in the order the section shows them, with their titles (the identifiers are one line)."""
+T = TypeVar("T")
 
 
 @dataclass
-class Layout:
-    """Every line the section can show, and the ladder of folds and drops that shrinks it, lowest value first.
+class Folder:
+    """A folder of changed (or of read or used) files as one render shows it."""
 
-    What cannot fit whatever else goes is dropped up front and only counted: within each kind (and rank) the
-    ladder drops the oldest first, so of the commands and errors only the newest whose lines (at their
-    shortest) add up to ``max_tokens`` can ever be shown, and of the rest only the newest ``max_tokens // 3``
-    (a line costs at least 3 tokens, an id 2). Rendering thus costs what can be shown, not the history: the
-    shelves hand each kind over newest first, already merged under the root.
-
-    Folders, definitions and URLs are cut the same way as commands, by their shortest lines. The ladder they
-    were first cut by (a count) is kept in view: ``hidden_rungs`` of its rungs concern what the cut left out,
-    all before ``first_fitting``, and no step before that can fit (a kind's newest lines alone pass the room),
-    so ``section.render`` searches that ladder's steps as before and reads them off this shorter one.
-    """
-
-    shelves: Shelves
-    working_set: WorkingSet
-    max_tokens: int
-    measure: Callable[[str], int]
-    """Tokens of one line with its newline (a text costs about the sum of its lines)."""
-    root: str | None = None
-    changed: list[Folder] = field(default_factory=list)
-    seen: list[Folder] = field(default_factory=list)
-    definitions: list[Item] = field(default_factory=list)
-    commands: list[Item] = field(default_factory=list)
-    errors: list[Item] = field(default_factory=list)
-    ids: list[Item] = field(default_factory=list)
-    urls: list[Item] = field(default_factory=list)
-    ladder: list[tuple[str, int]] = field(default_factory=list)
-    relative: bool = False
-    in_root: bool = False
-    """Some command is shown without its ``cd <root> &&``."""
-    gone: Counter[str] = field(default_factory=Counter)
-    """Dropped up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
-    present: set[str] = field(default_factory=set)
-    """Kinds of folders, definitions, commands, identifiers and URLs with anything at all (shown or only counted):
-    their titles (or the identifiers line) show."""
-    unshown: Counter[str] = field(default_factory=Counter)
-    """Per ladder segment, the rungs of what the cut by shortest lines left out."""
-    fit: bool = True
-    """Cut folders, definitions and URLs by their shortest lines too (False: by count alone, as the layout did
-    before; the tests render both ways and compare)."""
-    segments: list[int] = field(default_factory=list)
-    """Lengths of the ladder's segments (a kind of rung on a kind of item each), in ladder order."""
-    hidden_rungs: int = 0
-    first_fitting: int = 0
-
-    def __post_init__(self) -> None:
-        ws, shelves = self.working_set, self.shelves
-        limit = max(self.max_tokens // 3, 1)
-        self.root = shelves.root
-        self.relative = self.root is not None and shelves.relative_entries > 0
-        commands = self._commands()
-        if any(commands.values()):
-            self.present.add("command")
-        self.errors = self._errors()
-        # Kinds from the last the ladder drops to the first: while anything of a kind shows, all that is dropped
-        # after it shows too, so its room is what their shortest lines leave (``_place_unshown`` relies on it).
-        later = 0
-        self.changed, tokens = self._fitting_folders(True, limit, self.max_tokens - later)
-        later += tokens + self._calls_tokens(commands, 3)
-        ids = shelves.newest(shelves.ids, shelves.id_order, max(self.max_tokens // 2, 1))
-        if ids:
-            self.present.add("id")
-        if self.fit and later > self.max_tokens:  # no room left for any identifier (their one line is not cut)
-            self.unshown["id"], ids = len(ids), []
-        self.gone["id"] = len(ws.ids) - len(ids)
-        self.definitions, tokens = self._definitions(limit, self.max_tokens - later)
-        later += tokens
-        self.seen, tokens = self._fitting_folders(False, limit, self.max_tokens - later)
-        later += tokens + self._calls_tokens(commands, 2)
-        for rank in (1, 0):  # succeeded commands: only dropped, never trimmed, so cut like the folders
-            kept = self._fitting_calls(commands.get(rank, []), self.max_tokens - later, f"rank {rank}")
-            later += self._calls_tokens(commands, rank)
-            commands[rank] = kept
-        self.commands = sorted((replace(item) for made in commands.values() for item, _ in made), key=_last)
-        self.gone["command"] = len(shelves.groups) - sum(item.commands for item in self.commands)
-        self.ids = [Item(identifier, ws.ids[identifier]) for identifier in ids]
-        urls = self._fitting_urls(limit, self.max_tokens - later)
-        self.gone["URL"] = len(ws.urls) - len(urls)
-        self.urls = [Item(clip(url, URL_MAX_CHARS), ws.urls[url]) for url in urls]
-        items: list[Folder | Item] = [
-            *self.changed,
-            *self.seen,
-            *self.definitions,
-            *self.commands,
-            *self.errors,
-            *self.ids,
-            *self.urls,
-        ]
-        for ident, item in enumerate(items):
-            item.ident = ident
-        self.ladder = self._ladder()
-        self._place_unshown()
+    name: str
+    shelf: FolderShelf
+    changed: bool
+    ident: int = 0
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Tokens of its lines per shape it can take on the ladder."""
 
     @property
-    def empty(self) -> bool:
-        return not (self.present or self.commands or self.errors)
+    def files(self) -> list[FileEntry]:
+        return self.shelf.entries()
 
-    def _fitting_folders(self, changed: bool, limit: int, room: int) -> tuple[list[Folder], int]:
-        """The newest folders whose shortest lines add up to ``room``, by name, the rest only counted; and the
-        tokens of the shortest lines taken (past ``room``: nothing before this kind can show)."""
+    @property
+    def last(self) -> int:
+        return self.shelf.last
+
+    @property
+    def weight(self) -> int:
+        return len(self.files)
+
+    def shaped(self, shape: str) -> list[str]:
+        """The folder's lines in ``shape``, made once per version of the folder (kept on its shelf)."""
+        shown = self.shelf.lines.get(shape)
+        if shown is None:
+            shown = self.shelf.lines[shape] = _folder_lines(self, shape)
+        return shown
+
+
+@dataclass
+class Item:
+    """One line: a definition, a command (or a file's folded reads), a tool error, an identifier or a URL."""
+
+    text: str
+    last: int
+    short: str = ""
+    """The text trimmed (a command's earlier failures left out); "" when there is nothing to trim."""
+    rank: int = 0
+    """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
+    weight: int = 1
+    """What the line stands for in its kind's count line: a file's folded reads are several commands."""
+    ident: int = 0
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Tokens of its line as written and trimmed (none for an identifier: they share one line)."""
+
+    def shaped(self, shape: str) -> list[str]:
+        return [] if shape == DROP else [f"- {self.short if shape == TRIM else self.text}"]
+
+
+Piece = Folder | Item
+
+
+def _last(piece: Piece) -> int:
+    return piece.last
+
+
+def _newest(recency: Recency, keep: int, order: dict[str, int]) -> list[str]:
+    """The ``keep`` most recently touched keys, in the order they were first seen."""
+    return sorted(islice(recency.newest(), keep), key=order.__getitem__)
+
+
+def _cut(newest: Iterable[T], size: Callable[[T], int], room: int) -> tuple[list[T], int]:
+    """The first of ``newest`` whose sizes add up to ``room``, and the tokens counted: past ``room`` when one
+    did not fit (then nothing the ladder drops before this kind can show either)."""
+    kept: list[T] = []
+    tokens = 0
+    for each in newest if room >= 0 else ():
+        tokens += size(each)
+        if tokens > room:
+            break
+        kept.append(each)
+    return kept, tokens
+
+
+class Layout:
+    """Every piece the section can show within ``max_tokens``, sized, and the ladder that shrinks it."""
+
+    def __init__(
+        self,
+        shelves: Shelves,
+        working_set: WorkingSet,
+        max_tokens: int,
+        measure: Callable[[str], int],
+        fit: bool = True,
+    ) -> None:
+        self.shelves, self.max_tokens, self.measure, self.fit = shelves, max_tokens, measure, fit
+        """``measure``: tokens of one line with its newline (a text costs about the sum of its lines)."""
+        self.root = shelves.root
+        self.relative = self.root is not None and shelves.relative_entries > 0
+        self.in_root = shelves.in_root > 0
+        """Some command is shown without its ``cd <root> &&``."""
+        self.present: set[str] = set()
+        """Kinds with anything at all (shown or only counted): their titles (or the identifiers line) show."""
+        self.gone: Counter[str] = Counter()
+        """Cut up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
+        self.unshown: Counter[str] = Counter()
+        """Per ladder segment, the rungs of what the second cut left out."""
+        ws, limit = working_set, max(max_tokens // 3, 1)
+        commands = self._calls(shelves.commands, self._command_item)
+        if any(commands.values()):
+            self.present.add("command")
+        errors = self._calls(shelves.errors, self._error_item)
+        self.errors = sorted((replace(item) for made in errors.values() for item in made), key=_last)
+        self.gone["error"] = len(shelves.error_rank) - len(self.errors)
+        if self.errors:
+            self.present.add("error")
+        # Kinds from the last the ladder drops to the first: while anything of a kind shows, all that is dropped
+        # after it shows too, so its room is what their shortest lines leave.
+        self.changed, later = self._folders(True, limit, max_tokens)
+        later += self._calls_tokens(commands, 3)
+        ids = _newest(shelves.ids, max(max_tokens // 2, 1), shelves.id_order)
+        if ids:
+            self.present.add("id")
+        if self.fit and later > max_tokens:  # no room left for any identifier (their one line is not cut)
+            self.unshown["id"], ids = len(ids), []
+        self.gone["id"] = len(ws.ids) - len(ids)
+        self.definitions, tokens = self._definitions(limit, max_tokens - later)
+        later += tokens
+        self.seen, tokens = self._folders(False, limit, max_tokens - later)
+        later += tokens + self._calls_tokens(commands, 2)
+        for rank in (1, 0):  # succeeded commands: only dropped, never trimmed, so cut like the folders
+            made = commands.get(rank, [])
+            kept, _ = self._fit(made, lambda item: item.sizes[""], max_tokens - later)
+            self.unshown[f"rank {rank}"] = len(made) - len(kept)
+            later += self._calls_tokens(commands, rank)
+            commands[rank] = kept
+        self.commands = sorted((replace(item) for made in commands.values() for item in made), key=_last)
+        self.gone["command"] = len(shelves.groups) - sum(item.weight for item in self.commands)
+        self.ids = [Item(identifier, ws.ids[identifier]) for identifier in ids]
+        self.urls = self._urls(ws, limit, max_tokens - later)
+        self.kinds: dict[str, list[Any]] = {
+            "changed": self.changed,
+            "seen": self.seen,
+            "definitions": self.definitions,
+            "command": self.commands,
+            "error": self.errors,
+            "id": self.ids,
+            "URL": self.urls,
+        }
+        self.pieces: list[Piece] = [piece for pieces in self.kinds.values() for piece in pieces]
+        for ident, piece in enumerate(self.pieces):
+            piece.ident = ident
+        self.ladder: list[tuple[str, int]] = []
+        self.hidden_rungs = self.first_fitting = 0
+        self._build_ladder()
+
+    # ------------------------------------------------------------------ what can show
+
+    def _fit(self, newest: Iterable[T], size: Callable[[T], int], room: int) -> tuple[list[T], int]:
+        """``_cut`` of the newest that fit ``room``; all of them, with their tokens, when not ``fit``."""
+        if self.fit:
+            return _cut(newest, size, room)
+        kept = list(newest)
+        return kept, sum(size(each) for each in kept)
+
+    def _sized(self, piece: T) -> T:
+        """``piece`` with the tokens of its lines in every shape it can take on the ladder."""
+        assert isinstance(piece, Folder | Item)
+        if not piece.sizes:
+            shapes = [""]
+            if isinstance(piece, Folder):
+                shapes += [FOLD] if len(piece.files) > 1 else []
+                shapes += [TRIM] if len(piece.files) > FOLD_KEEP + 1 else []
+            elif piece.short:
+                shapes.append(TRIM)
+            piece.sizes = {shape: sum(self.measure(line) for line in piece.shaped(shape)) for shape in shapes}
+        return piece
+
+    def _shortest(self, piece: Piece) -> int:
+        return min(self._sized(piece).sizes.values())
+
+    def _folders(self, changed: bool, limit: int, room: int) -> tuple[list[Folder], int]:
+        """The newest folders that fit ``room`` at their shortest, by name (the rest only counted); and the tokens
+        of the shortest lines taken (past ``room``: nothing the ladder drops before this kind can show)."""
         shelves, kind = self.shelves, "changed" if changed else "seen"
-        count = shelves.counts[changed]
+        count, shelf = shelves.counts[changed], shelves.folders[changed]
         if count["folders"]:
             self.present.add(kind)
-        if count["folders"] > limit or not self.fit:  # the count cut: every folder it keeps (rare; not bounded)
-            folders = self._newest_folders(_folders(shelves, changed), limit)
-            return folders, sum(self._shortest_folder(folder) for folder in folders)
-        kept, tokens = [], 0
-        for name in shelves.folder_recency[changed].newest() if room >= 0 else ():
-            shelf = shelves.folders[changed][name]
-            folder = Folder(shelf.heading, shelf.entries(), shelf.last, changed, lines=shelf.lines)
-            tokens += self._shortest_folder(folder)
-            if tokens > room:
-                break
-            kept.append((name, folder))
-        folders = [folder for _, folder in sorted(kept, key=itemgetter(0))]
-        unshown = self.unshown
-        unshown[kind] = count["folders"] - len(folders)
-        unshown[f"{kind} several"] = count["several"] - sum(len(f.files) > 1 for f in folders)
-        unshown[f"{kind} many"] = count["many"] - sum(len(f.files) > FOLD_KEEP + 1 for f in folders)
-        self.gone[kind] += count["files"] - sum(len(f.files) for f in folders)
-        self.gone[f"{kind} folders"] += unshown[kind]
-        return folders, tokens
-
-    def _shortest_folder(self, folder: Folder) -> int:
-        """Tokens of the folder's lines in its shortest shape on the ladder."""
-        shapes = [
-            "",
-            *([FOLD] if len(folder.files) > 1 else []),
-            *([TRIM] if len(folder.files) > FOLD_KEEP + 1 else []),
-        ]
-        return min(sum(self.measure(line) for line in shaped(folder, shape)) for shape in shapes)
-
-    def _shortest_item(self, item: Item) -> int:
-        full = self.measure(f"- {item.text}")
-        return min(full, self.measure(f"- {item.short}")) if item.short else full
-
-    def _calls_tokens(self, commands: dict[int, list[tuple[Item, int]]], rank: int) -> int:
-        """Tokens of the shortest lines of the commands and errors of ``rank`` the count cut keeps."""
-        calls = [item for item, _ in commands.get(rank, [])] + [c for c in self.errors if c.rank == rank]
-        return sum(self._shortest_item(c) for c in calls)
-
-    def _fitting_calls(self, made: list[tuple[Item, int]], room: int, segment: str) -> list[tuple[Item, int]]:
-        """The newest of ``made`` (newest first, with their lines' tokens) whose lines add up to ``room``.
-
-        Only for calls the ladder never trims: the rungs of those left out must be the first of their segments.
-        """
-        if not self.fit or any(item.short for item, _ in made):
-            return made
-        kept, tokens = [], 0
-        for each in made if room >= 0 else ():
-            tokens += each[1]
-            if tokens > room:
-                break
-            kept.append(each)
-        self.unshown[segment] = len(made) - len(kept)
-        return kept
-
-    def _fitting_urls(self, limit: int, room: int) -> list[str]:
-        """The newest URLs whose lines add up to ``room``, in first-seen order."""
-        shelves = self.shelves
-        if shelves.urls:
-            self.present.add("URL")
-        if len(shelves.urls) > limit or not self.fit:
-            return shelves.newest(shelves.urls, shelves.url_order, limit)
-        kept, tokens = [], 0
-        for url in shelves.urls.newest() if room >= 0 else ():
-            tokens += self.measure(f"- {clip(url, URL_MAX_CHARS)}")
-            if tokens > room:
-                break
-            kept.append(url)
-        self.unshown["URL"] = len(shelves.urls) - len(kept)
-        return sorted(kept, key=shelves.url_order.__getitem__)
-
-    def _place_unshown(self) -> None:
-        """Where the rungs of what the cuts by shortest lines left out stood on the ladder a count cut gives.
-
-        Each is among the first rungs of its segment (the oldest go first), so the segments' lengths place them.
-        """
-        u = self.unshown
-        unshown = [
-            *(u["seen several"], u["changed several"], u["URL"], u["rank 0"], u["rank 1"], 0, u["seen many"]),
-            *(u["trimmable definitions"], 0, u["seen"], u["definitions"], u["id"], 0, u["changed many"], u["changed"]),
-        ]
-        start = 0
-        for length, hidden in zip(self.segments, unshown, strict=True):
-            if hidden:
-                self.first_fitting = start + hidden
-            start += length + hidden
-        self.hidden_rungs = sum(unshown)
-
-    def _newest_folders(self, folders: list[Folder], limit: int) -> list[Folder]:
-        if len(folders) <= limit:
-            return folders
-        newest = {id(f) for f in sorted(folders, key=_last)[-limit:]}
-        noun = "changed" if folders[0].changed else "seen"
-        for folder in folders:
-            if id(folder) not in newest:
-                self.gone[noun] += len(folder.files)
-                self.gone[f"{noun} folders"] += 1
-        return [f for f in folders if id(f) in newest]
+        names = list(islice(shelves.folder_recency[changed].newest(), limit))
+        folders, tokens = self._fit((Folder(name, shelf[name], changed) for name in names), self._shortest, room)
+        cut = [len(shelf[name].files) for name in names[len(folders) :]]
+        self.unshown.update({kind: len(cut), f"{kind} several": sum(n > 1 for n in cut)})
+        self.unshown[f"{kind} many"] = sum(n > FOLD_KEEP + 1 for n in cut)
+        self.gone[kind] = count["files"] - sum(len(f.files) for f in folders)
+        self.gone[f"{kind} folders"] = count["folders"] - len(folders)
+        return sorted(folders, key=lambda folder: folder.name), tokens
 
     def _definitions(self, limit: int, room: int) -> tuple[list[Item], int]:
         """Per file still there, the names its changes defined (newest change first) and removed; by path. The
-        newest whose shortest lines add up to ``room`` (the rest only counted), and the tokens of those lines."""
+        newest that fit ``room`` at their shortest (the rest only counted), and the tokens of those lines."""
         shelves = self.shelves
         if shelves.definition_items:
             self.present.add("definitions")
-        if len(shelves.definition_items) <= limit and self.fit:
-            items, tokens = [], 0
-            for path in shelves.definition_recency.newest() if room >= 0 else ():
-                text, short, last = shelves.definition_items[path]
-                item = Item(text, last, short=short)
-                tokens += self._shortest_item(item)
-                if tokens > room:
-                    break
-                items.append(item)
-            self.unshown["definitions"] = len(shelves.definition_items) - len(items)
-            self.unshown["trimmable definitions"] = shelves.trimmable - sum(1 for item in items if item.short)
-            self.gone["definitions"] = self.unshown["definitions"]
-            return sorted(items, key=lambda item: item.text), tokens
-        items = [Item(text, last, short=short) for text, short, last in shelves.definition_items.values()]
-        if len(items) > limit:
-            self.gone["definitions"] = len(items) - limit
-            items = sorted(items, key=_last)[-limit:]
-        return sorted(items, key=lambda item: item.text), sum(self._shortest_item(item) for item in items)
+        paths = list(islice(shelves.definition_recency.newest(), limit))
+        made = (Item(text, last, short) for text, short, last in map(shelves.definition_items.get, paths))
+        items, tokens = self._fit(made, self._shortest, room)
+        cut = paths[len(items) :]
+        self.unshown["definitions"] = len(cut)
+        self.unshown["trimmable definitions"] = sum(1 for path in cut if shelves.definition_items[path][1])
+        self.gone["definitions"] = len(shelves.definition_items) - len(items)
+        return sorted(items, key=lambda item: item.text), tokens
 
-    def _commands(self) -> dict[int, list[tuple[Item, int]]]:
-        """Each command, its latest outcome and run count, and its last failure (said to be resolved if it is).
+    def _urls(self, ws: WorkingSet, limit: int, room: int) -> list[Item]:
+        """The newest URLs whose lines fit ``room``, in first-seen order."""
+        shelves = self.shelves
+        if shelves.urls:
+            self.present.add("URL")
+        newest = list(islice(shelves.urls.newest(), limit))
+        kept, _ = self._fit(newest, lambda url: self.measure(f"- {clip(url, URL_MAX_CHARS)}"), room)
+        self.unshown["URL"] = len(newest) - len(kept)
+        self.gone["URL"] = len(shelves.urls) - len(kept)
+        kept.sort(key=shelves.url_order.__getitem__)
+        return [self._sized(Item(clip(url, URL_MAX_CHARS), ws.urls[url])) for url in kept]
+
+    def _calls(self, ranked: dict[int, Recency], make: Callable[[Row], Item]) -> dict[int, list[Item]]:
+        """Per rank, the newest calls whose lines (trimmed where they can be) alone fit the room, made and sized
+        once per row (kept on the shelf until the row changes)."""
+        calls: dict[int, list[Item]] = {}
+        for rank in sorted(ranked):
+            recency = ranked[rank]
+            made = (self._made(recency, key, make) for key in recency.newest())
+            calls[rank], _ = _cut(made, lambda item: item.sizes[TRIM if item.short else ""], self.max_tokens)
+            reached = len(calls[rank]) + 1
+            if len(recency.made) > 2 * reached:  # what older renders made and no render reaches any more
+                recency.made = {key: recency.made[key] for key in islice(recency.newest(), reached)}
+        return calls
+
+    def _made(self, recency: Recency, key: str, make: Callable[[Row], Item]) -> Item:
+        item = recency.made.get(key)
+        if item is None:
+            item = recency.made[key] = self._sized(make(recency.rows[key]))
+        return item
+
+    def _calls_tokens(self, commands: dict[int, list[Item]], rank: int) -> int:
+        """Tokens of the shortest lines of the commands and errors of ``rank`` the first cut keeps."""
+        calls = [*commands.get(rank, []), *(error for error in self.errors if error.rank == rank)]
+        return sum(self._shortest(call) for call in calls)
+
+    @staticmethod
+    def _command_item(row: Row) -> Item:
+        """A command, its latest outcome and run count, and its last failure (said to be resolved if it is).
 
         A command that ran in the workspace root is shown without its ``cd <root> &&`` (``command_in_root``):
         the section says where paths are relative to, and ``X`` and ``cd <root> && X`` are one command.
         """
-        self.in_root = self.shelves.in_root > 0
-        return self._newest_fitting(self.shelves.commands, self._command_item)
-
-    @staticmethod
-    def _command_item(row: tuple[Any, ...]) -> Item:
         rank, seq, key, runs, label, failure = row
-        if label == READ_GROUP:
-            return _read_group_item(key, runs, seq)
+        if label == READ_GROUP:  # one file's successful reads (``reads.py``), oldest first, by the rest of each
+            listed = [f"`{clip(rest, COMMAND_MAX_CHARS)}`" + (f" ×{n}" if n > 1 else "") for _, rest, n in runs]
+            return Item(f"{key}{READ_GROUP}{' · '.join(listed)}", seq, weight=len(runs))
         text = f"`{clip(key, COMMAND_MAX_CHARS)}` — {label}" + (f", {runs} runs" if runs > 1 else "")
         if failure is None:
             return Item(text, seq, rank=rank)
@@ -298,151 +331,176 @@ class Layout:
         history = f" (failed before with: {'; '.join(earlier)})" if earlier else ""
         return Item(text + history, seq, short=text if earlier else "", rank=rank)
 
-    def _newest_fitting(
-        self, ranked: dict[int, Recency], make: Callable[[tuple[Any, ...]], Item]
-    ) -> dict[int, list[tuple[Item, int]]]:
-        """Per rank, items made newest first until their shortest lines alone pass the room, with their tokens."""
-        items: dict[int, list[tuple[Item, int]]] = {}
-        for rank in sorted(ranked):
-            room, recency, kept = self.max_tokens, ranked[rank], items.setdefault(rank, [])
-            reached = []
-            for key in recency.newest():
-                reached.append(key)
-                made = recency.made.get(key)
-                if made is None:
-                    item = make(recency.rows[key])
-                    made = recency.made[key] = (item, self.measure(f"- {item.short or item.text}"))
-                room -= made[1]
-                if room < 0:
-                    break
-                kept.append(made)
-            if len(recency.made) > 2 * len(reached):  # what older renders made and no render reaches any more
-                recency.made = {key: recency.made[key] for key in reached}
-        return items
-
-    def _errors(self) -> list[Item]:
-        """Failures of calls other than commands: the last of each tool and path, and whether a later call worked."""
-        shelves = self.shelves
-        ranked = self._newest_fitting(shelves.errors, self._error_item)
-        items = sorted((replace(item) for made in ranked.values() for item, _ in made), key=_last)
-        self.gone["error"] = len(shelves.error_rank) - len(items)
-        return items
-
-    def _error_item(self, row: tuple[Any, ...]) -> Item:
+    def _error_item(self, row: Row) -> Item:
+        """A failure of a call other than a command: the last of each tool and path, and whether one later worked."""
         rank, seq, key, line = row
-        note = " — resolved: a later call succeeded" if rank == 2 else ""
-        return Item(f"{self._relative_key(key)}: {line}{note}", seq, rank=rank)
-
-    def _relative_key(self, key: str) -> str:
         name, _, path = key.partition(" ")
-        return clip(f"{name} {canonical(path, self.root)}" if path else name, ERROR_KEY_MAX_CHARS)
+        shown = clip(f"{name} {canonical(path, self.root)}" if path else name, ERROR_KEY_MAX_CHARS)
+        note = " — resolved: a later call succeeded" if rank == 2 else ""
+        return Item(f"{shown}: {line}{note}", seq, rank=rank)
 
-    def _ladder(self) -> list[tuple[str, int]]:
-        def oldest(items: Iterable[Folder | Item]) -> list[Folder | Item]:
-            return sorted(items, key=_last)
+    # ------------------------------------------------------------------ the ladder
 
-        calls = [*self.commands, *self.errors]
-        segments: list[list[tuple[str, int]]] = [
-            [(FOLD, f.ident) for f in oldest(self.seen) if len(f.files) > 1],
-            [(FOLD, f.ident) for f in oldest(self.changed) if len(f.files) > 1],
-            [(DROP, u.ident) for u in oldest(self.urls)],
-            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 0)],
-            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 1)],
-            [(TRIM, c.ident) for c in oldest(c for c in calls if c.short)],
-            [(TRIM, f.ident) for f in oldest(self.seen) if len(f.files) > FOLD_KEEP + 1],
-            [(TRIM, d.ident) for d in oldest(self.definitions) if d.short],
-            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 2)],
-            [(DROP, f.ident) for f in oldest(self.seen)],
-            [(DROP, d.ident) for d in oldest(self.definitions)],
-            [(DROP, i.ident) for i in oldest(self.ids)],
-            [(DROP, c.ident) for c in oldest(c for c in calls if c.rank == 3)],
-            [(TRIM, f.ident) for f in oldest(self.changed) if len(f.files) > FOLD_KEEP + 1],
-            [(DROP, f.ident) for f in oldest(self.changed)],
+    def _build_ladder(self) -> None:
+        """The rungs, segment by segment (a kind of rung on a kind of piece, oldest first), and where the rungs
+        the second cut left out stood: each among the first of its segment (the oldest go first)."""
+
+        def oldest(pieces: Iterable[Piece]) -> list[Piece]:
+            return sorted(pieces, key=_last)
+
+        calls, seen, changed, u = [*self.commands, *self.errors], self.seen, self.changed, self.unshown
+        segments: list[tuple[int, str, list[Piece]]] = [
+            (u["seen several"], FOLD, [f for f in oldest(seen) if len(f.files) > 1]),
+            (u["changed several"], FOLD, [f for f in oldest(changed) if len(f.files) > 1]),
+            (u["URL"], DROP, oldest(self.urls)),
+            (u["rank 0"], DROP, oldest(c for c in calls if c.rank == 0)),
+            (u["rank 1"], DROP, oldest(c for c in calls if c.rank == 1)),
+            (0, TRIM, oldest(c for c in calls if c.short)),
+            (u["seen many"], TRIM, [f for f in oldest(seen) if len(f.files) > FOLD_KEEP + 1]),
+            (u["trimmable definitions"], TRIM, [d for d in oldest(self.definitions) if d.short]),
+            (0, DROP, oldest(c for c in calls if c.rank == 2)),
+            (u["seen"], DROP, oldest(seen)),
+            (u["definitions"], DROP, oldest(self.definitions)),
+            (u["id"], DROP, oldest(self.ids)),
+            (0, DROP, oldest(c for c in calls if c.rank == 3)),
+            (u["changed many"], TRIM, [f for f in oldest(changed) if len(f.files) > FOLD_KEEP + 1]),
+            (u["changed"], DROP, oldest(changed)),
         ]
-        self.segments = [len(segment) for segment in segments]
-        return [step for segment in segments for step in segment]
+        for hidden, rung, pieces in segments:
+            if hidden:
+                self.first_fitting = len(self.ladder) + self.hidden_rungs + hidden
+            self.hidden_rungs += hidden
+            self.ladder += [(rung, piece.ident) for piece in pieces]
 
-    def lines(self, steps: int) -> list[str]:
-        """The section's lines after the first ``steps`` rungs of the ladder."""
-        shape: dict[int, str] = {}
-        for kind, ident in self.ladder[:steps]:
-            shape[ident] = kind
+    # ------------------------------------------------------------------ the lines, and their size at every rung
+
+    def _heading(self) -> list[str]:
+        """The lines every step shows: the heading, where paths are relative to, the titles."""
         lines = [HEADING]
         if self.relative:
             cd = f" Commands run there are shown without `cd {self.root} &&`." if self.in_root else ""
             lines.append(f"Paths are relative to {self.root}.{cd}")
-        for title, folders, kind, noun in (
-            ("Files changed:", self.changed, "changed", "changed"),
-            ("Files read or used:", self.seen, "seen", "read or used"),
-        ):
+        return lines + [title for kind, title in TITLES.items() if kind in self.present and title]
+
+    def _more(self, kind: str, dropped: int, weight: int) -> str:
+        """The line counting what of ``kind`` is not shown, ``dropped`` pieces of ``weight`` by the ladder and
+        the rest cut up front ("" when nothing is)."""
+        gone = weight + self.gone[kind]
+        if not gone:
+            return ""
+        if kind in ("changed", "seen"):
+            where = dropped + self.gone[f"{kind} folders"]
+            noun = "changed" if kind == "changed" else "read or used"
+            return f"- +{gone} more {noun} {plural(gone, 'file')} in {where} {plural(where, 'folder')}"
+        if kind == "definitions":
+            return f"- +{gone} more changed {plural(gone, 'file')} with definitions"
+        if kind == "URL":
+            return f"- +{gone} more {plural(gone, 'URL')}"
+        return f"- +{gone} earlier {plural(gone, kind)}"
+
+    def _ids_line(self, kept: list[Item]) -> str:
+        gone = len(self.ids) - len(kept) + self.gone["id"]
+        prefix = f"(+{gone} more) " if gone else ""
+        return f"Identifiers: {prefix}{', '.join(item.text for item in kept)}".rstrip()
+
+    def lines(self, steps: int) -> list[str]:
+        """The section's lines after the first ``steps`` rungs of the ladder."""
+        shape = {ident: rung for rung, ident in self.ladder[:steps]}
+        heading = self._heading()
+        lines = heading[: 1 + self.relative]
+        for kind, title in TITLES.items():
             if kind not in self.present:
                 continue
-            lines.append(title)
-            for folder in folders:
-                lines += shaped(folder, shape.get(folder.ident, ""))
-            gone = [f for f in folders if shape.get(f.ident) == DROP]
-            files = sum(len(f.files) for f in gone) + self.gone[kind]
-            if files:
-                where = len(gone) + self.gone[f"{kind} folders"]
-                lines.append(f"- +{files} more {noun} {plural(files, 'file')} in {where} {plural(where, 'folder')}")
-        if "definitions" in self.present:
-            lines.append("Definitions written (newest first; · removed):")
-            for item in self.definitions:
-                if item.ident not in shape:
-                    lines.append(f"- {item.text}")
-                elif shape[item.ident] == TRIM:
-                    lines.append(f"- {item.short}")
-            gone_count = sum(1 for d in self.definitions if shape.get(d.ident) == DROP) + self.gone["definitions"]
-            if gone_count:
-                lines.append(f"- +{gone_count} more changed {plural(gone_count, 'file')} with definitions")
-        for title, items, noun in (
-            ("Commands (latest outcome, last failure):", self.commands, "command"),
-            ("Tool errors (last failure of each):", self.errors, "error"),
-        ):
-            if not items and noun not in self.present:
+            pieces = self.kinds[kind]
+            if kind == "id":
+                lines.append(self._ids_line([item for item in pieces if item.ident not in shape]))
                 continue
-            lines.append(title)
-            gone_count = sum(item.commands for item in items if shape.get(item.ident) == DROP) + self.gone[noun]
-            if gone_count:
-                lines.append(f"- +{gone_count} earlier {plural(gone_count, noun)}")
-            for item in items:
-                if item.ident not in shape:
-                    lines.append(f"- {item.text}")
-                elif shape[item.ident] == TRIM:
-                    lines.append(f"- {item.short}")
-        if "id" in self.present:
-            kept_ids = [item.text for item in self.ids if item.ident not in shape]
-            gone_count = len(self.ids) - len(kept_ids) + self.gone["id"]
-            prefix = f"(+{gone_count} more) " if gone_count else ""
-            lines.append(f"Identifiers: {prefix}{', '.join(kept_ids)}".rstrip())
-        if "URL" in self.present:
-            lines.append("URLs:")
-            lines += [f"- {item.text}" for item in self.urls if item.ident not in shape]
-            gone_count = sum(1 for item in self.urls if item.ident in shape) + self.gone["URL"]
-            if gone_count:
-                lines.append(f"- +{gone_count} more {plural(gone_count, 'URL')}")
-        return lines
+            dropped = [piece for piece in pieces if shape.get(piece.ident) == DROP]
+            more = [self._more(kind, len(dropped), sum(piece.weight for piece in dropped))]
+            shown = [line for piece in pieces for line in piece.shaped(shape.get(piece.ident, ""))]
+            before, after = (more, []) if kind in ("command", "error") else ([], more)
+            lines += [title, *before, *shown, *after]
+        return [line for line in lines if line]
+
+    def estimate(self) -> Callable[[int], int]:
+        """The size after the first ``steps`` rungs, without writing the lines: the pieces' part is a running sum
+        of per-rung changes, the count lines depend only on how many of a kind were dropped by then."""
+        measure, pieces = self.measure, self.pieces
+        shapes: dict[int, str] = {}
+        changes = []
+        for rung, ident in self.ladder:
+            sizes = pieces[ident].sizes
+            changes.append(sizes.get(rung, 0) - sizes.get(shapes.get(ident, ""), 0))
+            shapes[ident] = rung
+        base = sum(measure(line) for line in self._heading()) + sum(piece.sizes.get("", 0) for piece in pieces)
+        running = list(accumulate(changes, initial=base))
+        at = {ident: step for step, (rung, ident) in enumerate(self.ladder) if rung == DROP}
+        drops: dict[str, tuple[list[int], list[int]]] = {}
+        for kind in self.present:
+            dropped = sorted((at[piece.ident], piece.weight) for piece in self.kinds[kind] if piece.ident in at)
+            drops[kind] = ([step for step, _ in dropped], list(accumulate((w for _, w in dropped), initial=0)))
+        ids_lines: dict[int, int] = {}
+
+        def ids_line(dropped: int) -> int:
+            tokens = ids_lines.get(dropped)
+            if tokens is None:
+                gone = {self.ladder[step][1] for step in drops["id"][0][:dropped]}
+                kept = [item for item in self.ids if item.ident not in gone]
+                tokens = ids_lines[dropped] = measure(self._ids_line(kept))
+            return tokens
+
+        def size(steps: int) -> int:
+            total = running[steps]
+            for kind, (positions, weights) in drops.items():
+                dropped = bisect.bisect_left(positions, steps)
+                if kind == "id":
+                    total += ids_line(dropped)
+                elif more := self._more(kind, dropped, weights[dropped]):
+                    total += measure(more)
+            return total
+
+        return size
+
+    def text(self, count_tokens: Callable[[str], int]) -> str:
+        """The text of the fewest ladder steps that fits ``max_tokens`` ("" if none does).
+
+        Bisected on the estimate over the ladder the first cut gives (the steps before ``first_fitting`` cannot
+        fit); the text chosen is then counted whole, and shrunk further in the rare case the estimate was short.
+        """
+        if not self.present:
+            return ""
+        estimate = self.estimate()
+        hidden, first = self.hidden_rungs, self.first_fitting
+        low, high = -1, len(self.ladder) + hidden
+        while high - low > 1:
+            middle = (low + high) // 2
+            if middle >= first and estimate(middle - hidden) <= self.max_tokens:
+                high = middle
+            else:
+                low = middle
+        for steps in range(high - hidden, len(self.ladder) + 1):
+            text = "\n".join(self.lines(steps))
+            if count_tokens(text) <= self.max_tokens:
+                return text
+        return ""
 
 
-def _folders(shelves: Shelves, changed: bool) -> list[Folder]:
-    """The folders of changed (or of read or used) files, by name, as the shelves keep them."""
-    return [
-        Folder(shelf.heading, files, shelf.last, changed, lines=shelf.lines)
-        for shelf, files in shelves.folder_list(changed)
-    ]
+def render(ws: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """The section within ``max_tokens`` ("" when empty or when not even its counts fit).
 
-
-def shaped(folder: Folder, shape: str) -> list[str]:
-    """The folder's lines in ``shape``, made once per version of the folder."""
-    shown = folder.lines.get(shape)
-    if shown is None:
-        shown = folder.lines[shape] = _folder_lines(folder, shape)
-    return shown
+    The shelves redo only what the groups folded since the last render touched; the ladder is searched on the
+    estimate, each distinct line counted once with its newline (within a token or two of the whole text's count).
+    """
+    if max_tokens <= 0:
+        return ""
+    shelves = shelved(ws)
+    return Layout(shelves, ws, max_tokens, shelves.measure(count_tokens)).text(count_tokens)
 
 
 def _folder_lines(folder: Folder, shape: str) -> list[str]:
     """A folder's files: a line each with its whole path; folded, one line of names; trimmed, the newest names."""
     order = CHANGED_ORDER if folder.changed else SEEN_ORDER
+    heading = f"{folder.name}/" if folder.name not in ("", "/") else folder.name or "./"
     if shape == DROP:
         return []
     if not shape:
@@ -454,20 +512,14 @@ def _folder_lines(folder: Folder, shape: str) -> list[str]:
             names = sorted(_with_source(posixpath.basename(e.path), e) for e in folder.files if e.state == state)
             if names:
                 parts.append(f"{state}: {', '.join(names)}")
-        return [f"- {folder.heading} — {' · '.join(parts)}"]
+        return [f"- {heading} — {' · '.join(parts)}"]
     recent = sorted(folder.files, key=lambda e: -e.last)[:FOLD_KEEP]
     names = [*sorted(posixpath.basename(e.path) for e in recent), f"+{len(folder.files) - len(recent)} more"]
     counts = Counter(e.state for e in folder.files)
     if folder.changed:
         detail = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
-        return [f"- {folder.heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
-    return [f"- {folder.heading} — {len(folder.files)} read or used: {', '.join(names)}"]
-
-
-def _read_group_item(path: str, reads: tuple[tuple[Any, ...], ...], last: int) -> Item:
-    """One file's successful reads on one line (``reads.py``), oldest first, each by the rest of its command."""
-    listed = [f"`{clip(rest, COMMAND_MAX_CHARS)}`" + (f" ×{runs}" if runs > 1 else "") for _, rest, runs in reads]
-    return Item(f"{path}{READ_GROUP}{' · '.join(listed)}", last, rank=0, commands=len(reads))
+        return [f"- {heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
+    return [f"- {heading} — {len(folder.files)} read or used: {', '.join(names)}"]
 
 
 def _with_source(name: str, entry: FileEntry) -> str:

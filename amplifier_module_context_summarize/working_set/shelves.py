@@ -15,8 +15,9 @@ import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from .fold import (
     DEFINITIONS_KEEP,
@@ -25,44 +26,18 @@ from .fold import (
     MOVED_AWAY,
     FileEntry,
     Touched,
+    WorkingSet,
     canonical,
     command_in_root,
     merge_entry,
 )
 from .reads import READ_GROUP, read_form
 
-if TYPE_CHECKING:
-    from .fold import WorkingSet
-
 Row = tuple[Any, ...]
 READS_KEY = "\0reads "
 """Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
 MEASURED_KEEP = 16_384
 """Line token counts remembered per generation (two generations: the lines of recent renders stay)."""
-
-
-@dataclass
-class Folder:
-    heading: str
-    files: list[FileEntry]
-    last: int
-    changed: bool
-    ident: int = 0
-    lines: dict[str, list[str]] = field(default_factory=dict)
-    """Its lines by ladder shape (the shelf's: kept while the folder does not change)."""
-
-
-@dataclass
-class Item:
-    text: str
-    last: int
-    short: str = ""
-    """The text trimmed (a command's earlier failures left out); "" when there is nothing to trim."""
-    rank: int = 0
-    """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
-    ident: int = 0
-    commands: int = 1
-    """Commands (or errors) the line stands for: a file's folded reads are several."""
 
 
 class Recency:
@@ -99,38 +74,31 @@ class Recency:
     def newest(self) -> Iterator[str]:
         return (key for _, key in reversed(self._order))
 
-    def newest_rows(self) -> Iterator[Row]:
-        return (self.rows[key] for _, key in reversed(self._order))
-
 
 class FolderShelf:
     """The entries of one folder (changed or seen) in first-seen order, their newest touch, their lines."""
 
-    def __init__(self, heading: str) -> None:
-        self.heading = heading
+    def __init__(self) -> None:
         self.files: dict[int, FileEntry] = {}
-        self.order: list[int] = []
+        """Its entries by the order their paths were first seen."""
         self.last = 0
         self.listing: list[FileEntry] | None = None
         self.lines: dict[str, list[str]] = {}
         """The folder's lines by ladder shape, made once per version of the folder."""
 
     def put(self, ordinal: int, entry: FileEntry) -> None:
-        if ordinal not in self.files:
-            bisect.insort(self.order, ordinal)
         self.files[ordinal] = entry
         self.last = max(self.last, entry.last)
         self.listing, self.lines = None, {}
 
     def remove(self, ordinal: int) -> None:
         del self.files[ordinal]
-        del self.order[bisect.bisect_left(self.order, ordinal)]
         self.last = max((e.last for e in self.files.values()), default=0)
         self.listing, self.lines = None, {}
 
     def entries(self) -> list[FileEntry]:
         if self.listing is None:
-            self.listing = [self.files[o] for o in self.order]
+            self.listing = [self.files[o] for o in sorted(self.files)]
         return self.listing
 
 
@@ -153,9 +121,9 @@ class Shelves:
         self.spelled: dict[str, str] = {}
         """Spelling -> canonical path."""
         self.folders: dict[bool, dict[str, FolderShelf]] = {True: {}, False: {}}
-        self.folder_names: dict[bool, list[str]] = {True: [], False: []}
+        """Per kind (changed or not), the folders by name."""
         self.counts: dict[bool, Counter[str]] = {True: Counter(), False: Counter()}
-        """Per kind of folder: files, folders, folders of more than one file and of more than ``FOLD_KEEP + 1``."""
+        """Per kind of folder: its files and folders."""
         self.folder_recency: dict[bool, Recency] = {True: Recency(), False: Recency()}
         self.relative_entries = 0
         """Entries shown in folders whose path is relative (the section then says what it is relative to)."""
@@ -164,8 +132,6 @@ class Shelves:
         self.definition_items: dict[str, tuple[str, str, int]] = {}
         """Canonical path -> (text, trimmed text, newest change) of the files still there."""
         self.definition_recency = Recency()
-        self.trimmable = 0
-        """Definition items with a trimmed form."""
         self.groups: dict[str, list[str]] = {}
         """Shown command -> the commands as run that show as it, in first-run order."""
         self.command_rank: dict[str, int] = {}
@@ -184,16 +150,7 @@ class Shelves:
         self.id_order: dict[str, int] = {}
         self.url_order: dict[str, int] = {}
         self._measured: tuple[Callable[[str], int] | None, dict[str, int], dict[str, int]] = (None, {}, {})
-        ws = working_set
-        everything = Touched(
-            dict.fromkeys(ws.files),
-            dict.fromkeys(ws.definitions),
-            dict.fromkeys(ws.commands),
-            dict.fromkeys(ws.errors),
-            dict.fromkeys(ws.ids),
-            dict.fromkeys(ws.urls),
-        )
-        self.refresh(ws, everything)
+        self.refresh(working_set, Touched(*(dict.fromkeys(getattr(working_set, f.name)) for f in fields(Touched))))
 
     # ------------------------------------------------------------------ keeping up
 
@@ -253,9 +210,7 @@ class Shelves:
             changed, name = folder
             shelf = self.folders[changed].get(name)
             if shelf is None:
-                heading = f"{name}/" if name not in ("", "/") else name or "./"
-                shelf = self.folders[changed][name] = FolderShelf(heading)
-                bisect.insort(self.folder_names[changed], name)
+                shelf = self.folders[changed][name] = FolderShelf()
             if known.folder is None and not path.startswith(("/", "~")):
                 self.relative_entries += 1
             size = len(shelf.files)
@@ -273,8 +228,6 @@ class Shelves:
         self._resized(changed, name, shelf, size)
         if not shelf.files:
             del self.folders[changed][name]
-            names = self.folder_names[changed]
-            del names[bisect.bisect_left(names, name)]
         if not known.entry.path.startswith(("/", "~")):
             self.relative_entries -= 1
 
@@ -284,8 +237,6 @@ class Shelves:
         count = self.counts[changed]
         count["files"] += after - before
         count["folders"] += (after > 0) - (before > 0)
-        count["several"] += (after > 1) - (before > 1)
-        count["many"] += (after > FOLD_KEEP + 1) - (before > FOLD_KEEP + 1)
         if after:
             self.folder_recency[changed].put(name, shelf.last)
         else:
@@ -295,10 +246,8 @@ class Shelves:
         """A file's definitions merged over its spellings, newest change first; none once it is deleted or moved."""
         known = self.files.get(path)
         if known is not None and known.entry is not None and known.entry.state in (DELETED, MOVED_AWAY):
-            gone = self.definition_items.pop(path, None)
-            if gone is not None:
-                self.trimmable -= bool(gone[1])
-                self.definition_recency.remove(path)
+            self.definition_items.pop(path, None)
+            self.definition_recency.remove(path)
             return
         names: dict[str, tuple[int, int, bool]] = {}
         for spelling in self.definitions[path]:
@@ -308,11 +257,10 @@ class Shelves:
         order = sorted(names, key=lambda n: (-names[n][0], names[n][1]))
         written = [n for n in order if not names[n][2]]
         removed = [n for n in order if names[n][2]]
-        item = definition_item(path, written, removed, max(mark[0] for mark in names.values()))
-        before = self.definition_items.get(path)
-        self.trimmable += bool(item.short) - bool(before is not None and before[1])
-        self.definition_items[path] = (item.text, item.short, item.last)
-        self.definition_recency.put(path, item.last)
+        text, short = definition_lines(path, written, removed)
+        last = max(mark[0] for mark in names.values())
+        self.definition_items[path] = (text, short, last)
+        self.definition_recency.put(path, last)
 
     def _shown(self, key: str) -> str:
         return command_in_root(key, self.root)
@@ -401,22 +349,6 @@ class Shelves:
 
     # ------------------------------------------------------------------ reading
 
-    def folder_list(self, changed: bool) -> list[tuple[FolderShelf, list[FileEntry]]]:
-        """Every folder of changed (or of read or used) files, by name."""
-        shelves = self.folders[changed]
-        return [(shelves[name], shelves[name].entries()) for name in self.folder_names[changed]]
-
-    def newest(self, recency: Recency, order: dict[str, int], keep: int) -> list[str]:
-        """The ``keep`` most recently touched keys, in the order they were first seen."""
-        if len(recency) <= keep:
-            return sorted(recency.rows, key=order.__getitem__)
-        kept = []
-        for key in recency.newest():
-            kept.append(key)
-            if len(kept) == keep:
-                break
-        return sorted(kept, key=order.__getitem__)
-
     def measure(self, count_tokens: Callable[[str], int]) -> Callable[[str], int]:
         """Tokens of a line with its newline, remembered across renders (old items' lines recur in every one)."""
         counter, recent, older = self._measured
@@ -442,17 +374,33 @@ class Shelves:
         return measure
 
 
-def definition_item(path: str, written: list[str], removed: list[str], last: int) -> Item:
-    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; trimmed,
-    ``FOLD_KEEP`` written names and the count of the rest."""
+def definition_lines(path: str, written: list[str], removed: list[str]) -> tuple[str, str]:
+    """A file's definitions: up to ``DEFINITIONS_KEEP`` written names and ``FOLD_KEEP`` removed ones; and trimmed,
+    ``FOLD_KEEP`` written names and the count of the rest ("" when that is the same)."""
 
     def names(found: list[str], keep: int) -> str:
         more = len(found) - keep
         return ", ".join(found[:keep]) + (f", +{more} more" if more > 0 else "")
 
     if not written:
-        return Item(f"{path}: removed: {names(removed, FOLD_KEEP)}", last)
+        return f"{path}: removed: {names(removed, FOLD_KEEP)}", ""
     gone = f" · removed: {names(removed, FOLD_KEEP)}" if removed else ""
     text = f"{path}: {names(written, DEFINITIONS_KEEP)}{gone}"
     short = f"{path}: {names(written, FOLD_KEEP)}" + (f" · {len(removed)} removed" if removed else "")
-    return Item(text, last, short=short if short != text else "")
+    return text, short if short != text else ""
+
+
+_SHELVES: WeakKeyDictionary[WorkingSet, Shelves] = WeakKeyDictionary()
+"""Each working set's shelves (for its current root), kept while it lives so a render redoes only what changed."""
+
+
+def shelved(ws: WorkingSet) -> Shelves:
+    """The shelves for the current root, brought up to date with what was folded since the last look."""
+    root = ws.root()
+    shelves = _SHELVES.get(ws)
+    if shelves is None or shelves.root != root:
+        shelves = _SHELVES[ws] = Shelves(ws, root)
+    else:
+        shelves.refresh(ws, ws.touched)
+    ws.touched = Touched()
+    return shelves
