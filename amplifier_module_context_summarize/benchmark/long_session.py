@@ -61,10 +61,15 @@ class LongCosts:
     provider_calls: int = 0
     seconds: float = 0.0
     loop_lag_s: float = 0.0
-    """Longest the event loop stayed blocked in the session (``heartbeat.Heartbeat``; the replay itself yields
-    between requests, as an agent awaiting its model does)."""
+    """Longest the event loop stayed blocked in the session by the module's work (``heartbeat.Heartbeat``: net of
+    the garbage collector's pauses; the replay itself yields between requests, as an agent awaiting its model
+    does)."""
     loop_lag_last_s: float = 0.0
     """The same over the requests after the second-to-last checkpoint (the longest history)."""
+    loop_lag_raw_last_s: float = 0.0
+    """``loop_lag_last_s`` as seen, the garbage collector's pauses included (``heartbeat.Heartbeat``)."""
+    gc_pause_last_s: float = 0.0
+    """The garbage collector's longest pause over the same requests (it follows the process's heap)."""
 
     @property
     def flatness(self) -> float:
@@ -104,7 +109,8 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     overall = 0.0
     async for step in replay_steps(manager, messages, budget=plan.budget):
         if step.index == late:
-            overall, heartbeat.max_lag_s = heartbeat.max_lag_s, 0.0
+            overall = heartbeat.max_lag_s
+            heartbeat.reset()
         await asyncio.sleep(0)  # the agent's own awaits (its model call) between steps
         if not step.due:
             continue
@@ -119,6 +125,7 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     await heartbeat.stop()
     result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
     result.loop_lag_last_s = heartbeat.max_lag_s
+    result.loop_lag_raw_last_s, result.gc_pause_last_s = heartbeat.max_raw_lag_s, heartbeat.max_gc_s
     result.loop_lag_s = max(overall, heartbeat.max_lag_s)
     result.fallbacks = sum(1 for payload in events.payloads("context:post_compact") if payload["fallback"])
     for checkpoint in plan.checkpoints:

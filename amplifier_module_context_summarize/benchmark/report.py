@@ -43,7 +43,15 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
         f"{run.kind} {run.loop_lag_s * MS:.0f} ms (from {late:,} msgs: {run.loop_lag_last_s * MS:.0f} ms)"
         for run in runs
     )
-    lines.append(f"  event loop blocked at most (heartbeat lag): {lags}; target <= 50 ms at the last checkpoint")
+    lines.append(
+        f"  event loop blocked at most by the module (heartbeat lag less garbage-collector pauses): {lags}; "
+        "target <= 50 ms at the last checkpoint"
+    )
+    collector = ", ".join(
+        f"{run.kind} {run.loop_lag_raw_last_s * MS:.0f} ms (longest collector pause {run.gc_pause_last_s * MS:.0f} ms)"
+        for run in runs
+    )
+    lines.append(f"  the same from {late:,} msgs with the collector's pauses: {collector}")
     return lines
 
 
