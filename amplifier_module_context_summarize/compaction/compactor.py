@@ -24,11 +24,13 @@ from ..core.messages import Message, message_text
 from ..core.plan import Limits, needs_compaction
 from ..core.state import CompactionState, Shown
 from ..stores import CachedSummary
+from ..working_set.facts import Facts
+from ..working_set.index import index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
 from .flight import BACKGROUND_CLAIM_S
 from .job import Compaction, CompactionReport, Strategy, SummarizerNeeded
-from .losses import Account, account, newly_hidden
+from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
@@ -331,21 +333,31 @@ class Compactor:
     ) -> Account:
         """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
 
-        O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form. The
-        ledger runs in a worker thread, so a long span does not hold the event loop: it reads only what is
-        gathered here (a list of its own of stored messages, which nobody changes, and one string).
+        O(span): the span's artifacts, tested against the summary (and pins) and the span's masked form. The
+        facts of each group shown as stored are those the working set already extracted (``index_of``: the
+        compaction has just read them, ``warm.py``), so the account does not extract the span again; a group
+        shown otherwise (sanitized) is extracted as stored. The rest runs in a worker thread, so a long span does
+        not hold the event loop: it reads only what is gathered here (lists of its own, of frozen facts and of
+        stored messages, which nobody changes, and one string).
         """
         history, masks = job.history, job.masks
+        index, irregular = index_of(history), history.shown_as
         spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
-        stored: list[Message] = []
+        parts: list[Facts | list[Message]] = []
         await let_loop_run()
         texts = [message_text(m) for m in shows.messages]
         for start, end in spans:
-            stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
+            for group in range(start, end):
+                if group in irregular:
+                    g = history.groups[group]
+                    parts.append(history.messages[g.start : g.end])
+                else:
+                    parts.append(index.facts(group))
+            await let_loop_run()
             if start >= state.boundary and masks is not None:
-                await let_loop_run()
                 texts += [message_text(m) for m in masks.span(start, end)]
-        return await asyncio.to_thread(account, stored, "\n".join(texts))
+                await let_loop_run()
+        return await asyncio.to_thread(_account, parts, "\n".join(texts))
 
     async def _report_compaction(
         self,
@@ -433,6 +445,10 @@ class Compactor:
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+def _account(parts: list[Facts | list[Message]], shown_text: str) -> Account:
+    return account_of(joined(parts), shown_text)
 
 
 def masks_further(before: CompactionState, after: CompactionState) -> bool:
