@@ -54,7 +54,7 @@ def test_json_has_every_figure(result):
         assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
     assert set(data["simulation"]) >= SIM_KEYS
     names = [t["name"] for t in data["targets"]]
-    assert len(names) == 11 and all(isinstance(t["passed"], bool) for t in data["targets"])
+    assert len(names) == 13 and all(isinstance(t["passed"], bool) for t in data["targets"])  # 2 for the resume
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
 
 
@@ -198,8 +198,11 @@ def test_cli_compaction_only_prints_just_the_long_session(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["sizes"] == {} and data["simulation"] is None
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
-    assert [t["name"].startswith("compaction CPU time") for t in data["targets"]] == [True, False, True, False]
-    assert all(t["name"].startswith("event loop blocked") for t in data["targets"][1::2])
+    names = [t["name"].split(" ")[0] + " " + t["name"].split(" ")[1] for t in data["targets"]]
+    assert names == ["compaction CPU", "event loop", "resume 2,000", "resume 2,000", "compaction CPU", "event loop"]
     assert all(run["loop_lag_s"] > 0 for run in data["long_session"])
+    resume = data["long_session"][0]["resume"]  # extractive: resumed with its store, and with none
+    assert resume["same_view"] and resume["stored"]["compactions"] == 0 and resume["nothing_stored"]["compactions"]
+    assert data["long_session"][1]["resume"] is None
     assert main(["bench", "--quick", "--compaction-only"]) == 0
     assert "Long session: CPU time per compaction" in capsys.readouterr().out

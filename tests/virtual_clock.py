@@ -27,15 +27,27 @@ class VirtualClock:
         loop = asyncio.get_running_loop()
         selector = loop._selector  # type: ignore[attr-defined]
         real_select = selector.select
+        real_run_in_executor = loop.run_in_executor
+        working = [0]
+        """Worker-thread calls under way (``asyncio.to_thread``): CPU work, which takes no virtual time."""
 
         def select(timeout: float | None = None) -> Any:
             ready = real_select(0)
+            if not ready and working[0]:
+                return real_select(timeout)  # a thread is still working: wait for it, the clock stays
             if not ready and timeout is not None and timeout > 0:
                 self.now += timeout  # nothing to do until the next timer: jump to it
             return ready
 
+        def run_in_executor(executor: Any, func: Any, *args: Any) -> Any:
+            future = real_run_in_executor(executor, func, *args)
+            working[0] += 1
+            future.add_done_callback(lambda _: working.__setitem__(0, working[0] - 1))
+            return future
+
         monkeypatch.setattr(loop, "time", self.monotonic)
         monkeypatch.setattr(selector, "select", select)
+        monkeypatch.setattr(loop, "run_in_executor", run_in_executor)
         fake_time = SimpleNamespace(monotonic=self.monotonic, perf_counter=time.perf_counter, time=time.time)
         for module in modules:
             monkeypatch.setattr(module, "time", fake_time)

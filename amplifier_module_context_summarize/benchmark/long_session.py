@@ -22,6 +22,7 @@ from ..backends.base import SERVER_ERROR, BackendError
 from ..testing import EventRecorder, replay_steps
 from .coding import CodingSession
 from .heartbeat import Heartbeat
+from .resume import ResumeCosts, measure_resume
 from .synth import SMALL, TextSource
 from .timing import gc_paused
 
@@ -35,6 +36,8 @@ class LongPlan:
     samples: int = 8
     """Compactions timed per checkpoint: the last ones before it."""
     seed: int = 50_000
+    resume: bool = True
+    """Then resume the session on a new manager, with its store and with none (``resume.py``; extractive only)."""
 
 
 QUICK_LONG = LongPlan(checkpoints=(1_000, 2_000), budget=20_000, samples=3)
@@ -61,10 +64,17 @@ class LongCosts:
     provider_calls: int = 0
     seconds: float = 0.0
     loop_lag_s: float = 0.0
-    """Longest the event loop stayed blocked in the session (``heartbeat.Heartbeat``; the replay itself yields
-    between requests, as an agent awaiting its model does)."""
+    """Longest the event loop stayed blocked in the session by the module's work (``heartbeat.Heartbeat``: net of
+    the garbage collector's pauses; the replay itself yields between requests, as an agent awaiting its model
+    does)."""
     loop_lag_last_s: float = 0.0
     """The same over the requests after the second-to-last checkpoint (the longest history)."""
+    loop_lag_raw_last_s: float = 0.0
+    """``loop_lag_last_s`` as seen, the garbage collector's pauses included (``heartbeat.Heartbeat``)."""
+    gc_pause_last_s: float = 0.0
+    """The garbage collector's longest pause over the same requests (it follows the process's heap)."""
+    resume: ResumeCosts | None = None
+    """The whole session resumed on a new manager (``set_messages``, then the first request)."""
 
     @property
     def flatness(self) -> float:
@@ -83,11 +93,11 @@ class FailingBackend:
         raise BackendError(SERVER_ERROR)
 
 
-def _manager(kind: str, budget: int, events: EventRecorder) -> Any:
+def _manager(kind: str, budget: int, events: EventRecorder | None, store: Any | None = None) -> Any:
     if kind == "extractive":
-        return create_manager({"max_tokens": budget, "compaction_strategy": "extractive"}, hooks=events)
+        return create_manager({"max_tokens": budget, "compaction_strategy": "extractive"}, hooks=events, store=store)
     config = {"max_tokens": budget, "summarizer": {"max_retries": 0}}
-    return create_manager(config, backend=FailingBackend(), hooks=events)
+    return create_manager(config, backend=FailingBackend(), hooks=events, store=store)
 
 
 async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> LongCosts:
@@ -104,7 +114,8 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     overall = 0.0
     async for step in replay_steps(manager, messages, budget=plan.budget):
         if step.index == late:
-            overall, heartbeat.max_lag_s = heartbeat.max_lag_s, 0.0
+            overall = heartbeat.max_lag_s
+            heartbeat.reset()
         await asyncio.sleep(0)  # the agent's own awaits (its model call) between steps
         if not step.due:
             continue
@@ -117,8 +128,16 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
             timed.append((step.index + 1, elapsed))
     await asyncio.sleep(2 * heartbeat.interval_s)
     await heartbeat.stop()
+    resume = None
+    if plan.resume and kind == "extractive":
+        live = await manager.get_messages_for_request(token_budget=plan.budget)
+        resume = await measure_resume(
+            lambda store: _manager(kind, plan.budget, None, store), manager.store, messages, plan.budget, live
+        )
     result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
+    result.resume = resume
     result.loop_lag_last_s = heartbeat.max_lag_s
+    result.loop_lag_raw_last_s, result.gc_pause_last_s = heartbeat.max_raw_lag_s, heartbeat.max_gc_s
     result.loop_lag_s = max(overall, heartbeat.max_lag_s)
     result.fallbacks = sum(1 for payload in events.payloads("context:post_compact") if payload["fallback"])
     for checkpoint in plan.checkpoints:

@@ -43,7 +43,26 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
         f"{run.kind} {run.loop_lag_s * MS:.0f} ms (from {late:,} msgs: {run.loop_lag_last_s * MS:.0f} ms)"
         for run in runs
     )
-    lines.append(f"  event loop blocked at most (heartbeat lag): {lags}; target <= 50 ms at the last checkpoint")
+    lines.append(
+        f"  event loop blocked at most by the module (heartbeat lag less garbage-collector pauses): {lags}; "
+        "target <= 50 ms at the last checkpoint"
+    )
+    collector = ", ".join(
+        f"{run.kind} {run.loop_lag_raw_last_s * MS:.0f} ms (longest collector pause {run.gc_pause_last_s * MS:.0f} ms)"
+        for run in runs
+    )
+    lines.append(f"  the same from {late:,} msgs with the collector's pauses: {collector}")
+    for run in runs:
+        r = run.resume
+        if r is None:
+            continue
+        lines.append(
+            f"  resume {r.messages:,} msgs ({run.kind}): set_messages + first request, wall (CPU) s: summaries stored "
+            f"{r.stored.set_s:.2f} + {r.stored.request_s:.2f} ({r.stored.cpu_s:.2f}); nothing stored "
+            f"{r.nothing_stored.set_s:.2f} + {r.nothing_stored.request_s:.2f} ({r.nothing_stored.cpu_s:.2f}, "
+            f"{r.nothing_stored.compactions} compaction); same view as before: {'yes' if r.same_view else 'NO'}"
+        )
+    lines.append("  targets: resume with summaries stored <= 2 s, with nothing stored <= 5 s (CPU, at 50,000 msgs)")
     return lines
 
 

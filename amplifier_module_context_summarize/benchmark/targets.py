@@ -10,10 +10,14 @@ from .long_session import LongCosts
 from .simulation import SimResult
 
 FLAT_COMPACTIONS = 1.5
+"""A compaction late in a long session may cost at most this many times one early in it."""
 LOOP_LAG_MS = 50.0
 LOOP_LAG_SIZE = 50_000
-"""Longest the event loop may stay blocked (a heartbeat's lag) late in the long session."""
-"""A compaction late in a long session may cost at most this many times one early in it."""
+"""Longest the event loop may stay blocked by the module (a heartbeat's lag) late in the long session."""
+RESUME_STORED_S = 2.0
+RESUME_NOTHING_STORED_S = 5.0
+RESUME_SIZE = 50_000
+"""``set_messages`` of the long session then its first request, CPU seconds: with its summaries stored, and not."""
 REFERENCE_SIZE = 10_000
 SMALL_SIZE = 1_000
 LARGE_SIZE = 100_000
@@ -126,4 +130,23 @@ def evaluate(
                 None if last >= LOOP_LAG_SIZE else LOOP_LAG_SIZE,
             )
         )
+        if run.resume is not None:
+            at = None if run.resume.messages >= RESUME_SIZE else RESUME_SIZE
+            n = run.resume.messages
+            targets += [
+                Target(
+                    f"resume {n:,} msgs, summaries stored: set + first request, s",
+                    run.resume.stored.cpu_s,
+                    RESUME_STORED_S,
+                    True,
+                    at,
+                ),
+                Target(
+                    f"resume {n:,} msgs, nothing stored: set + first request, s",
+                    run.resume.nothing_stored.cpu_s,
+                    RESUME_NOTHING_STORED_S,
+                    True,
+                    at,
+                ),
+            ]
     return targets

@@ -1,6 +1,7 @@
 """A virtual-time event loop: a session of 1-5 s turns and 30 s summaries runs in seconds of wall time.
 
-Time passes only when every task waits: the loop then jumps straight to its next timer. CPU work takes no
+Time passes only when every task waits and no worker thread is busy (the module runs its heaviest pure
+functions in one, ``asyncio.to_thread``): the loop then jumps straight to its next timer. CPU work takes no
 virtual time, so a benchmark measures the module's own work for real (``time.perf_counter``) and the waits
 (for the summarizer, the agent's turns) virtually. The package's deadlines read ``time.monotonic()``; inside
 ``run`` the modules that do read this clock instead, so deadlines and timers agree.
@@ -28,14 +29,19 @@ START = 1_000.0
 
 
 class _JumpingSelector(selectors.DefaultSelector):
-    """Never sleeps: when nothing is ready, it moves the clock to the loop's next timer instead."""
+    """Never sleeps: when nothing is ready, it moves the clock to the loop's next timer instead, unless a worker
+    thread is busy: then it waits for real (the thread's result wakes it), and the clock stays."""
 
     def __init__(self, clock: VirtualClock) -> None:
         super().__init__()
         self.clock = clock
+        self.working = 0
+        """Worker-thread calls under way (``_VirtualLoop.run_in_executor``)."""
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         ready = super().select(0)
+        if not ready and self.working:
+            return super().select(timeout)
         if not ready and timeout is not None and timeout > 0:
             self.clock.now += timeout
         return ready
@@ -51,11 +57,24 @@ class VirtualClock:
 
 class _VirtualLoop(asyncio.SelectorEventLoop):
     def __init__(self, clock: VirtualClock) -> None:
-        super().__init__(_JumpingSelector(clock))
+        self.selector = _JumpingSelector(clock)
+        super().__init__(self.selector)
         self.clock = clock
 
     def time(self) -> float:
         return self.clock.now
+
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:
+        """Counted while under way, so time does not jump past work a thread is still doing."""
+        selector = self.selector
+        future = super().run_in_executor(executor, func, *args)
+        selector.working += 1
+
+        def done(_: asyncio.Future[Any]) -> None:
+            selector.working -= 1
+
+        future.add_done_callback(done)
+        return future
 
 
 @contextmanager

@@ -11,6 +11,7 @@ those it started from, or masked further since. Every install is reported (``con
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -23,16 +24,19 @@ from ..core.messages import Message, message_text
 from ..core.plan import Limits, needs_compaction
 from ..core.state import CompactionState, Shown
 from ..stores import CachedSummary
+from ..working_set.facts import Facts
+from ..working_set.index import index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
 from .flight import BACKGROUND_CLAIM_S
 from .job import Compaction, CompactionReport, Strategy, SummarizerNeeded
-from .losses import Account, account, newly_hidden
+from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
 from .resume import walk
 from .segments import SegmentSource
+from .warm import Warmer, let_loop_run
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +75,8 @@ class Compactor:
         """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
         self.in_band_next = False
         """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
+        self.warmer = Warmer()
+        """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -110,6 +116,7 @@ class Compactor:
         in band.
         """
         started = time.perf_counter()
+        await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
         try:
@@ -148,6 +155,7 @@ class Compactor:
         if self.view.masks is None:  # masking is off: there is nothing to install but the summary
             return False
         started = time.perf_counter()
+        await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
         try:
@@ -169,6 +177,7 @@ class Compactor:
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
         await self.prefetcher.drain(deadline)
+        await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         await self._emit_pre_compact(limits, tokens_before, force)
         job, before = self._job(limits, provider, force, deadline), self.view.state
@@ -215,8 +224,9 @@ class Compactor:
         """Install a compaction made in band and report it."""
         self.view.state = state
         self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.shown(self.view.state))
+        await let_loop_run()
         await self._after_install(before)
-        artifacts = self._artifacts_hidden(before, self.view.state, self.view.shown())
+        artifacts = await self._artifacts_hidden(before, self.view.state, self.view.shown(), job)
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
         await self._report_compaction(
             job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts
@@ -233,6 +243,7 @@ class Compactor:
         The summary message and the artifact account are worked out here too, off the request path.
         """
         await self.prefetcher.drain(job.deadline)
+        await self.warmer.warm(job.history, job.masks, job.state)
         try:
             state = await self.strategy.compact(job)
         except Exception as exc:  # as in band: a bug in a strategy truncates, it does not fail the compaction
@@ -240,7 +251,7 @@ class Compactor:
             job.report.note_fallback("error")
             state = job.truncated(job.state, job.limits)
         shows = job.shown(state)
-        return Landed(state, shows, self._artifacts_hidden(before, state, shows))
+        return Landed(state, shows, await self._artifacts_hidden(before, state, shows, job))
 
     async def land(self) -> None:
         """Install a background compaction that has landed, if it still applies; report how it ended."""
@@ -314,20 +325,39 @@ class Compactor:
             )
         )
 
-    def _artifacts_hidden(self, before: CompactionState, state: CompactionState, shows: Shown) -> Account:
+    async def _warm(self) -> None:
+        await self.warmer.warm(self.view.history, self.view.masks, self.view.state)
+
+    async def _artifacts_hidden(
+        self, before: CompactionState, state: CompactionState, shows: Shown, job: Compaction
+    ) -> Account:
         """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
 
-        O(span): one ledger of the span, tested against the summary (and pins) and the span's masked form.
+        O(span): the span's artifacts, tested against the summary (and pins) and the span's masked form. The
+        facts of each group shown as stored are those the working set already extracted (``index_of``: the
+        compaction has just read them, ``warm.py``), so the account does not extract the span again; a group
+        shown otherwise (sanitized) is extracted as stored. The rest runs in a worker thread, so a long span does
+        not hold the event loop: it reads only what is gathered here (lists of its own, of frozen facts and of
+        stored messages, which nobody changes, and one string).
         """
-        history = self.view.history
+        history, masks = job.history, job.masks
+        index, irregular = index_of(history), history.shown_as
         spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
-        stored: list[Message] = []
+        parts: list[Facts | list[Message]] = []
+        await let_loop_run()
         texts = [message_text(m) for m in shows.messages]
         for start, end in spans:
-            stored += history.messages[history.groups[start].start : history.groups[end - 1].end]
-            if start >= state.boundary and self.view.masks is not None:
-                texts += [message_text(m) for m in self.view.masks.span(start, end)]
-        return account(stored, "\n".join(texts))
+            for group in range(start, end):
+                if group in irregular:
+                    g = history.groups[group]
+                    parts.append(history.messages[g.start : g.end])
+                else:
+                    parts.append(index.facts(group))
+            await let_loop_run()
+            if start >= state.boundary and masks is not None:
+                texts += [message_text(m) for m in masks.span(start, end)]
+                await let_loop_run()
+        return await asyncio.to_thread(_account, parts, "\n".join(texts))
 
     async def _report_compaction(
         self,
@@ -415,6 +445,10 @@ class Compactor:
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+def _account(parts: list[Facts | list[Message]], shown_text: str) -> Account:
+    return account_of(joined(parts), shown_text)
 
 
 def masks_further(before: CompactionState, after: CompactionState) -> bool:

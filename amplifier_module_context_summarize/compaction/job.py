@@ -7,6 +7,7 @@ strategies hold no state of their own and never reach into the manager.
 
 from __future__ import annotations
 
+import asyncio
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from ..core.plan import Limits, choose_boundary, near_target
 from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
 from ..core.tokens import TokenCounter
 from .masking import Masks
-from .splice import shown
+from .splice import shown, summary_message
+from .warm import let_loop_run
 
 PIN_PASSES = 3
 """Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
@@ -100,6 +102,21 @@ class Compaction:
             )
             known = self._memo[id(state)] = (state, shows)
         return known[1]
+
+    async def shown_off_loop(self, state: CompactionState) -> Shown:
+        """``shown``, worked out with the event loop let run between writing the summary message and counting
+        it, and the counting (a pure function of a message of its own) done in a worker thread."""
+        known = self._memo.get(id(state))
+        if known is not None and known[0] is state:
+            return known[1]
+        await let_loop_run()
+        summary = summary_message(state, self.history, self.working_set_tokens, self.recall_tool, self.summary_room)
+        await let_loop_run()
+        tokens = await asyncio.to_thread(self.counter.count_message, summary) if summary is not None else 0
+        pins = pins_for(self.history, state.boundary, self.counter, self.summary_allowance)
+        shows = Shown(summary, tokens).pinning(pins)
+        self._memo[id(state)] = (state, shows)
+        return shows
 
     def remember(self, state: CompactionState, shows: Shown) -> None:
         """What the caller already knows ``state`` shows (the current state: its summary is not recounted)."""

@@ -10,10 +10,11 @@ span and one search per artifact in that text.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.messages import Message
-from ..working_set.facts import clip, extract
+from ..working_set.facts import Facts, clip, extract
 from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
 from ..working_set.reads import named_reads, read_form
 
@@ -40,7 +41,22 @@ class Account:
 
 def account(span: list[Message], shown_text: str) -> Account:
     """Which artifacts of ``span`` ``shown_text`` still names."""
-    facts = extract(span)
+    return account_of(extract(span), shown_text)
+
+
+def joined(parts: Iterable[Facts | list[Message]]) -> Facts:
+    """The facts of consecutive groups as one run: each part's own (a list of messages is extracted here), in
+    order. For groups whose calls are all answered within them (every group a view shows as stored) this is
+    ``extract`` of all their messages at once, item for item."""
+    done = [part if isinstance(part, Facts) else extract(part) for part in parts]
+    return Facts(*(tuple(item for facts in done for item in getattr(facts, name)) for name in _FIELDS))
+
+
+_FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
+
+
+def account_of(facts: Facts, shown_text: str) -> Account:
+    """Which artifacts of a span whose facts are ``facts`` ``shown_text`` still names."""
     working_set = WorkingSet()
     working_set.add(facts)
     root = working_set.root()

@@ -83,13 +83,9 @@ class SegmentSource:
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
-            outcome = self.summarizer.extractive(
-                span, previous, fallback=COOLDOWN, pinned=pinned, max_tokens=max_tokens
-            )
+            outcome = await self.summarizer.extractive_off_loop(span, previous, COOLDOWN, pinned, max_tokens)
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
-            outcome = self.summarizer.extractive(
-                span, previous, fallback=CIRCUIT_OPEN, pinned=pinned, max_tokens=max_tokens
-            )
+            outcome = await self.summarizer.extractive_off_loop(span, previous, CIRCUIT_OPEN, pinned, max_tokens)
         else:
             if job.offline and self.summarizer.backend is not None:
                 raise SummarizerNeeded
@@ -118,7 +114,7 @@ class SegmentSource:
             job.report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         pinned = pinned_requests(job.history, start, end)
-        outcome = self.summarizer.extractive(job.span(start, end), previous, None, pinned=pinned, max_tokens=max_tokens)
+        outcome = await self.summarizer.extractive_off_loop(job.span(start, end), previous, None, pinned, max_tokens)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
 
     async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:

@@ -25,6 +25,7 @@ from ..working_set.index import index_of
 from .job import Compaction, SummarizerNeeded
 from .segments import SegmentSource
 from .splice import working_set_room
+from .warm import let_loop_run
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ class SummarizeStrategy:
         # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
         # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
         for _ in range(EXTRA_SUMMARY_PASSES):
+            await job.shown_off_loop(state)  # written and counted with the loop let run
             if job.fits(state):
                 return state
             end = job.fitting_boundary(state, job.shown(state).summary_tokens + job.summary_allowance)
@@ -162,7 +164,7 @@ class SummarizeStrategy:
         at the very next compaction.
         """
         # The working set's own share only: the room it borrows from short summaries must not force merges.
-        working_set = min(shown_tokens(job, state), job.working_set_tokens)
+        working_set = min(await shown_tokens(job, state), job.working_set_tokens)
         allowance = int(job.limits.budget * self.summary_budget_ratio) - working_set
         while True:
             count = split_for_tiers([s.tokens for s in state.segments], allowance)
@@ -173,6 +175,7 @@ class SummarizeStrategy:
             target = int(allowance * MERGE_SHARE)
             room = max(target - rest, target // 2, MIN_MERGE_TOKENS)
             merged = await self.segments.merge(job, parts, room)
+            await let_loop_run()
             if merged.tokens >= sum(p.tokens for p in parts):
                 return state
             state = state.with_segments([merged, *state.segments[count:]], state.boundary)
@@ -187,12 +190,19 @@ STRATEGIES: dict[str, StrategyFactory] = {
 }
 
 
-def shown_tokens(job: Compaction, state: CompactionState) -> int:
-    """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest)."""
+async def shown_tokens(job: Compaction, state: CompactionState) -> int:
+    """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest).
+
+    Writing the working set and counting it each hold the loop for tens of milliseconds late in a long session:
+    other tasks run before, between and after (``let_loop_run``)."""
     if not state.segments:
         return 0
     history = job.history
     count = history.counter.count_text
     room = working_set_room(state, job.working_set_tokens, job.summary_room)
+    await let_loop_run()
     text = index_of(history).render(state.segments[-1].end, room, count)
-    return count(text) if text else 0
+    await let_loop_run()
+    tokens = count(text) if text else 0
+    await let_loop_run()
+    return tokens

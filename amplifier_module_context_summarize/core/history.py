@@ -87,9 +87,13 @@ class History:
             self._open_stored += tokens
         else:
             if len(groups) >= 2:
+                closing = len(groups) - 2
+                group = groups[closing]
+                messages = self.messages[group.start : group.end]
+                shown = self._as_shown(messages)  # worked out once for both
                 if not self._open_counted:  # the closing group's count is final before the next one opens
-                    self._count_open_as_shown(len(groups) - 2)
-                self._settle(len(groups) - 2)
+                    self._count_open_as_shown(closing, messages, shown)
+                self._settle(closing, messages, shown)
             self._open_stored = 0 if is_system else tokens
             self._prefix.append(self._prefix[-1])
         self._open_counted = False
@@ -142,22 +146,25 @@ class History:
         end = groups[group_index - 1].end
         return end - bisect_left(self.system, end) if self.preserve_system else end
 
-    def _count_open_as_shown(self, group_index: int | None = None) -> None:
-        """The newest group (or ``group_index``, the one just closing) counts as a view shows it (a call still
-        waiting for its result is left out)."""
+    def _count_open_as_shown(
+        self,
+        group_index: int | None = None,
+        messages: list[Message] | None = None,
+        shown: list[Message] | None = None,
+    ) -> None:
+        """The newest group (or ``group_index``, the one just closing, with its ``messages`` and their ``shown``
+        form when known) counts as a view shows it (a call still waiting for its result is left out)."""
         if group_index is None:
             group_index = len(self.groups) - 1
-        group = self.groups[group_index]
-        messages = self.messages[group.start : group.end]
-        shown = self._as_shown(messages)
+        if messages is None or shown is None:
+            group = self.groups[group_index]
+            messages = self.messages[group.start : group.end]
+            shown = self._as_shown(messages)
         tokens = self._open_stored if shown is messages else sum(self.counter.count_message(m) for m in shown)
         self._prefix[group_index + 1] = self._prefix[group_index] + tokens
         self._open_counted = True
 
-    def _settle(self, group_index: int) -> None:
-        group = self.groups[group_index]
-        messages = self.messages[group.start : group.end]
-        shown = self._as_shown(messages)
+    def _settle(self, group_index: int, messages: list[Message], shown: list[Message]) -> None:
         if shown is not messages:
             self.shown_as[group_index] = shown
             self.irregular.append(group_index)

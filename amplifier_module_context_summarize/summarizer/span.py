@@ -12,6 +12,7 @@ made for prose lets a model answer with more tokens than the span it summarizes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -127,6 +128,22 @@ class SpanSummarizer:
             return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
         return Outcome(text=scrub_text(text), fallback=fallback)
 
+    async def extractive_off_loop(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        fallback: str | None,
+        pinned: Collection[str] = (),
+        max_tokens: int | None = None,
+    ) -> Outcome:
+        """``extractive`` in a worker thread, so a long span does not hold the event loop (a span of thousands
+        of messages takes seconds). Safe: it reads ``messages`` (a list of its own, whose messages nobody
+        changes: stored ones are copies taken at ``add_message``, masked ones new dicts) and writes nothing
+        shared; the token counter keeps no state."""
+        return await asyncio.to_thread(
+            self.extractive, list(messages), previous_summary, fallback, pinned=pinned, max_tokens=max_tokens
+        )
+
     @property
     def max_retries(self) -> int:
         return retries_for(self.backend, self.settings.max_retries)
@@ -160,7 +177,7 @@ class SpanSummarizer:
         for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
         (the model is asked for fewer words; its output cap stays)."""
         if self.backend is None:
-            return self.extractive(messages, previous_summary, fallback=None, pinned=pinned, max_tokens=max_tokens)
+            return await self.extractive_off_loop(messages, previous_summary, None, pinned, max_tokens)
         outcome = Outcome(text="")
         try:
             parts = await self._summarize_fragments(
@@ -168,9 +185,7 @@ class SpanSummarizer:
             )
         except BackendError as exc:
             logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
-            fallback = self.extractive(
-                messages, previous_summary, fallback=exc.category, pinned=pinned, max_tokens=max_tokens
-            )
+            fallback = await self.extractive_off_loop(messages, previous_summary, exc.category, pinned, max_tokens)
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback

@@ -30,6 +30,9 @@ class FactsLog:
     def __init__(self) -> None:
         self._blocks: list[bytes] = []
         self._open: list[Facts] = []
+        self._read: tuple[int, list[Any]] | None = None
+        """The block read last, decompressed: a fold of groups extracted ahead (``compaction/warm.py``) reads
+        them in order, so each block is decompressed once, not once per group."""
 
     def __len__(self) -> int:
         return len(self._blocks) * self.BLOCK + len(self._open)
@@ -44,7 +47,9 @@ class FactsLog:
         block, offset = divmod(group, self.BLOCK)
         if block == len(self._blocks):
             return self._open[offset]
-        return _facts(marshal.loads(zlib.decompress(self._blocks[block]))[offset])
+        if self._read is None or self._read[0] != block:
+            self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
+        return _facts(self._read[1][offset])
 
     def first(self, count: int) -> Iterator[Facts]:
         """The facts of groups ``[0, count)``, each block decompressed once."""

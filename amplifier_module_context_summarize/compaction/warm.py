@@ -1,0 +1,80 @@
+"""What a compaction reads from the history, worked out ahead a slice at a time, the event loop let run between.
+
+A compaction plans over three caches of the history's closed groups, each filled the first time a group is
+asked for: the working set's facts (``working_set.index``: one extraction per group), the chain hashes (the
+store's keys) and the masked forms with their token counts (``masking.Masks``). Filled lazily inside the
+strategy, the new groups of a compaction late in a long session (or every group of a resumed one) are worked
+out in one synchronous stretch, and nothing else on the loop runs meanwhile. ``Warmer.warm`` fills the same
+caches before the strategy runs, a few groups at a time, yielding to the loop whenever a slice has taken
+``SLICE_S``. What it fills is what the strategy would have filled (closed groups never change), so the plan
+and the view are the same; it stays on the loop's thread, since these caches are not safe to share with another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+
+from ..core.history import History
+from ..core.invariants import last_allowed_cut
+from ..core.state import CompactionState
+from ..working_set.index import index_of
+from .masking import Masks
+
+SLICE_S = 0.005
+"""Longest the loop is held between two yields while warming (a few groups may overshoot it a little)."""
+STEP = 8
+"""Groups worked out between two looks at the clock."""
+YIELDS = 3
+"""Loop iterations given away at each yield. A task woken by a timer or by I/O runs one iteration after the
+callback that wakes it, behind whatever was ready before (this task, after a bare ``sleep(0)``): three let it
+run before this task's next stretch."""
+
+
+async def let_loop_run() -> None:
+    """Between two steps of a compaction that each hold the event loop for a while late in a long session
+    (writing the working set, counting the summary message: 10-30 ms each at 50,000 messages), let other tasks
+    run. The history may grow meanwhile, as it may while a summarizer call is awaited; a plan reads it as it
+    goes. No time passes (no timer), so fake and virtual clocks see nothing."""
+    for _ in range(YIELDS):
+        await asyncio.sleep(0)
+
+
+class Warmer:
+    """Remembers how far one history's facts were worked out, so each compaction warms only its new groups."""
+
+    def __init__(self) -> None:
+        self._history: weakref.ref[History] | None = None
+        self._facts = 0
+        """Groups ``[0, _facts)`` of that history have their facts and chain hashes worked out."""
+
+    async def warm(self, history: History, masks: Masks | None, state: CompactionState) -> None:
+        """Work out the facts and chain hashes of ``history``'s closed groups, and the masked forms from
+        ``state``'s boundary as far as masking may reach, yielding the loop every ``SLICE_S``."""
+        if self._history is None or self._history() is not history:
+            self._history, self._facts = weakref.ref(history), 0
+        index = index_of(history)
+        closed = history.last_cuttable
+        # The summary's own render has already worked out the groups it stands for.
+        start = max(self._facts, state.segments[-1].end if state.segments else 0)
+        slice_ends = time.perf_counter() + SLICE_S
+        group = start
+        while group < closed:
+            group = min(group + STEP, closed)
+            index.facts(group - 1)
+            history.chain_at(group)
+            self._facts = group
+            if time.perf_counter() >= slice_ends:
+                await let_loop_run()
+                slice_ends = time.perf_counter() + SLICE_S
+        if masks is None:
+            return
+        end = min(masks.limit(), last_allowed_cut(history))
+        group = state.boundary
+        while group < end:
+            group = min(group + STEP, end)
+            masks.tokens(state.boundary, group)
+            if time.perf_counter() >= slice_ends:
+                await let_loop_run()
+                slice_ends = time.perf_counter() + SLICE_S
