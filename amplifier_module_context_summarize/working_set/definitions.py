@@ -118,13 +118,12 @@ def names_in(text: str, path: str) -> list[str]:
     return list(found)
 
 
-def changed_names(path: str, new: list[str], old: list[str]) -> list[tuple[str, bool]]:
-    """(name, removed) for a change of ``path`` from the texts ``old`` to ``new`` (an edit's two sides).
+def changed_names(path: str, new: list[str], old: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names written, names removed) by a change of ``path`` from the texts ``old`` to ``new`` (an edit's two sides).
 
     Every name the new text defines was written (added, or its definition line rewritten); a name only the old
     text defines was removed.
     """
-    written = list(dict.fromkeys(n for text in new for n in names_in(text, path)))
+    written = tuple(dict.fromkeys(n for text in new for n in names_in(text, path)))
     kept = set(written)
-    removed = [n for n in dict.fromkeys(n for text in old for n in names_in(text, path)) if n not in kept]
-    return [(n, False) for n in written] + [(n, True) for n in removed]
+    return written, tuple(n for n in dict.fromkeys(n for text in old for n in names_in(text, path)) if n not in kept)
