@@ -212,7 +212,7 @@ def as_shelved(shelves: Shelves, ws: WorkingSet) -> dict[str, Any]:
         "root": shelves.root,
         "folders": {
             changed: [
-                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in shelf.entries()])
+                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in shelf.files])
                 for name, shelf in sorted(shelves.folders[changed].items())
             ]
             for changed in (True, False)
