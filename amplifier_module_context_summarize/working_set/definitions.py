@@ -60,24 +60,23 @@ _PHP = (
     r"^\s*(?:abstract\s+|final\s+)?(?:class|interface|trait|enum)\s+([A-Za-z_]\w*)",
 )
 
-_BY_EXTENSION: dict[str, tuple[str, ...]] = {}
-for _extensions, _patterns in (
-    (("py", "pyi"), _PY),
-    (("js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte"), _JS),
-    (("ex", "exs"), _ELIXIR),
-    (("rb",), _RUBY),
-    (("go",), _GO),
-    (("rs",), _RUST),
-    (("sh", "bash", "zsh"), _SHELL),
-    (("java", "kt", "kts", "scala", "cs", "swift", "dart"), _JVM),
-    (("c", "h", "cc", "cpp", "hpp"), _C),
-    (("php",), _PHP),
-):
-    for _extension in _extensions:
-        _BY_EXTENSION[_extension] = _patterns
 _COMPILED = {
-    extension: re.compile("|".join(f"(?:{p})" for p in patterns)) for extension, patterns in _BY_EXTENSION.items()
+    extension: re.compile("|".join(f"(?:{p})" for p in patterns))
+    for extensions, patterns in (
+        (("py", "pyi"), _PY),
+        (("js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte"), _JS),
+        (("ex", "exs"), _ELIXIR),
+        (("rb",), _RUBY),
+        (("go",), _GO),
+        (("rs",), _RUST),
+        (("sh", "bash", "zsh"), _SHELL),
+        (("java", "kt", "kts", "scala", "cs", "swift", "dart"), _JVM),
+        (("c", "h", "cc", "cpp", "hpp"), _C),
+        (("php",), _PHP),
+    )
+    for extension in extensions
 }
+"""Per file extension, one pattern: its language's line-start patterns as alternatives."""
 MAX_LINE_CHARS = 400
 """Longest part of one line the patterns read: a definition's name comes early in its line.
 

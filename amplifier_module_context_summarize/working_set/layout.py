@@ -139,11 +139,6 @@ def _shaped(piece: Piece, shape: str) -> list[str]:
     return lines
 
 
-def _newest(recency: Recency, keep: int, order: dict[str, int]) -> list[str]:
-    """The ``keep`` most recently touched keys, in the order they were first seen."""
-    return sorted(islice(recency.newest(), keep), key=order.__getitem__)
-
-
 def _cut(newest: Iterable[T], size: Callable[[T], int], room: int) -> tuple[list[T], int]:
     """The first of ``newest`` whose sizes add up to ``room``, and the tokens counted: past ``room`` when one
     did not fit (then nothing the ladder drops before this kind can show either)."""
@@ -193,7 +188,7 @@ class Layout:
         # after it shows too, so its room is what their shortest lines leave.
         self.changed, later = self._folders(True, limit, max_tokens)
         later += self._calls_tokens(commands, 3)
-        ids = _newest(shelves.ids, max(max_tokens // 2, 1), shelves.id_order)
+        ids = sorted(islice(shelves.ids.newest(), max(max_tokens // 2, 1)), key=shelves.id_order.__getitem__)
         if ids:
             self.present.add("id")
         if self.fit and later > max_tokens:  # no room left for any identifier (their one line is not cut)
@@ -220,15 +215,8 @@ class Layout:
         urls, _ = self._fitting("URL", made, max_tokens - later, len(shelves.urls))
         order = [shelves.url_order[url] for url in newest[: len(urls)]]  # in first-seen order
         self.urls = [url for _, url in sorted(zip(order, urls, strict=True), key=lambda pair: pair[0])]
-        self.kinds: dict[str, list[Any]] = {
-            "changed": self.changed,
-            "seen": self.seen,
-            "definitions": self.definitions,
-            "command": self.commands,
-            "error": self.errors,
-            "id": self.ids,
-            "URL": self.urls,
-        }
+        shown = (self.changed, self.seen, self.definitions, self.commands, self.errors, self.ids, self.urls)
+        self.kinds: dict[str, list[Any]] = dict(zip(TITLES, shown, strict=True))
         self.ladder: list[tuple[str, Piece]] = []
         self.hidden_rungs = self.first_fitting = 0
         self._build_ladder()

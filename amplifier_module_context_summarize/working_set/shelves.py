@@ -21,6 +21,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from .fold import (
+    CHANGED_ORDER,
     DEFINITIONS_KEEP,
     DELETED,
     FOLD_KEEP,
@@ -182,7 +183,7 @@ class Shelves:
         for path in redefine:
             self._define(ws, path)
         regroup = dict.fromkeys(self._group(key) for key in touched.commands)
-        regroup.update(dict.fromkeys(self._shown(key) for key in touched.errors if key in ws.commands))
+        regroup.update(dict.fromkeys(command_in_root(k, self.root) for k in touched.errors if k in ws.commands))
         for shown in regroup:
             self._command(ws, shown)
         for key in touched.errors:
@@ -212,7 +213,7 @@ class Shelves:
             known.spellings.append(spelling)
         before = known.entry
         entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
-        folder = None if entry.state == MOVED_AWAY else (entry.changed, posixpath.dirname(path))
+        folder = None if entry.state == MOVED_AWAY else (entry.state in CHANGED_ORDER, posixpath.dirname(path))
         if known.folder is not None and known.folder != folder:
             self._unshelve(known)
             known.folder = None
@@ -272,11 +273,8 @@ class Shelves:
         self.definition_items[path] = (text, short, last)
         self.definition_recency.put(path, last)
 
-    def _shown(self, key: str) -> str:
-        return command_in_root(key, self.root)
-
     def _group(self, key: str) -> str:
-        shown = self._shown(key)
+        shown = command_in_root(key, self.root)
         keys = self.groups.setdefault(shown, [])
         if key not in keys:
             keys.append(key)
