@@ -455,25 +455,26 @@ def _folder_lines(folder: FolderShelf, shape: str) -> list[str]:
     """A folder's files: a line each with its whole path; folded, one line of names; trimmed, the newest names."""
     order = CHANGED_ORDER if folder.changed else SEEN_ORDER
     heading = f"{folder.name}/" if folder.name not in ("", "/") else folder.name or "./"
+    files = folder.files
     if shape == DROP:
         return []
     if not shape:
-        files = sorted(folder.files, key=lambda e: (order.index(e.state), e.path))
+        files.sort(key=lambda e: (order.index(e.state), e.path))
         return [f"- {_with_source(e.path, e)} — {e.state}" for e in files]
     if shape == FOLD:
         parts = []
         for state in order:
-            names = sorted(_with_source(posixpath.basename(e.path), e) for e in folder.files if e.state == state)
+            names = sorted(_with_source(posixpath.basename(e.path), e) for e in files if e.state == state)
             if names:
                 parts.append(f"{state}: {', '.join(names)}")
         return [f"- {heading} — {' · '.join(parts)}"]
-    recent = sorted(folder.files, key=lambda e: -e.last)[:FOLD_KEEP]
-    names = [*sorted(posixpath.basename(e.path) for e in recent), f"+{len(folder.files) - len(recent)} more"]
-    counts = Counter(e.state for e in folder.files)
+    recent = sorted(files, key=lambda e: -e.last)[:FOLD_KEEP]
+    names = [*sorted(posixpath.basename(e.path) for e in recent), f"+{len(files) - len(recent)} more"]
+    counts = Counter(e.state for e in files)
     if folder.changed:
         detail = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
-        return [f"- {heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
-    return [f"- {heading} — {len(folder.files)} read or used: {', '.join(names)}"]
+        return [f"- {heading} — {len(files)} changed ({detail}): {', '.join(names)}"]
+    return [f"- {heading} — {len(files)} read or used: {', '.join(names)}"]
 
 
 def _with_source(name: str, entry: FileEntry) -> str:

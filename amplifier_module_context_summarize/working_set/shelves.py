@@ -86,7 +86,6 @@ class FolderShelf:
         self.by_order: dict[int, FileEntry] = {}
         """Its entries by the order their paths were first seen."""
         self.last = 0
-        self.listing: list[FileEntry] | None = None
         self.lines: dict[str, list[str]] = {}
         self.sizes: dict[str, int] = {}
         """Tokens of its lines per shape (counted by the shelves' current counter: ``Shelves.measure``)."""
@@ -94,18 +93,17 @@ class FolderShelf:
     def put(self, ordinal: int, entry: FileEntry) -> None:
         self.by_order[ordinal] = entry
         self.last = max(self.last, entry.last)
-        self.listing, self.lines, self.sizes = None, {}, {}
+        self.lines, self.sizes = {}, {}
 
     def remove(self, ordinal: int) -> None:
         del self.by_order[ordinal]
         self.last = max((e.last for e in self.by_order.values()), default=0)
-        self.listing, self.lines, self.sizes = None, {}, {}
+        self.lines, self.sizes = {}, {}
 
     @property
     def files(self) -> list[FileEntry]:
-        if self.listing is None:
-            self.listing = [self.by_order[o] for o in sorted(self.by_order)]
-        return self.listing
+        """Its entries in first-seen order (read only to make its lines, which are kept)."""
+        return [self.by_order[o] for o in sorted(self.by_order)]
 
     @property
     def weight(self) -> int:
