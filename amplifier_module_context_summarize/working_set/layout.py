@@ -2,14 +2,14 @@
 it, the size at every rung, and the search for the fewest rungs that fit.
 
 The shelves (``shelves.py``) hand each kind over newest first, already merged under the workspace root. A
-``Layout`` takes the pieces that could show within ``max_tokens`` (a folder of files, or one line: a
-definition, command, tool error, identifier or URL) and sizes each once, in every shape it can take. The
-ladder (``Layout.ladder``) changes one piece's shape per rung: folders fold to the names of their files
-(``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs, succeeded commands (reads
-first), a command's earlier failures, the older names of read folders (``lib/x/ — 7 read or used: a.ex, b.ex,
-c.ex, +4 more``), a file's definitions beyond its newest three, resolved failures, read folders, definitions,
-identifiers and failing commands go; only then do changed folders keep just their newest names, and go.
-Whatever is dropped is counted in the text (``- +12 more read or used files in 3 folders``).
+``Layout`` takes the pieces that could show within ``max_tokens`` (a folder of files: its shelf; or one line: a
+definition, command, tool error, identifier or URL) and sizes each once, in every shape it can take. The ladder
+(``LADDER``, laid out as ``Layout.ladder``) changes one piece's shape per rung: folders fold to the names of their
+files (``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs, succeeded commands
+(reads first), a command's earlier failures, the older names of read folders (``lib/x/ — 7 read or used: a.ex,
+b.ex, c.ex, +4 more``), a file's definitions beyond its newest three, resolved failures, read folders,
+definitions, identifiers and failing commands go; only then do changed folders keep just their newest names, and
+go. Whatever is dropped is counted in the text (``- +12 more read or used files in 3 folders``).
 
 ``Layout.text`` bisects the ladder on an estimate, the sum of the tokens of the lines at that rung:
 ``Layout.estimate`` works it out per rung from the pieces' sizes and the few count lines, without writing the
