@@ -28,6 +28,7 @@ from amplifier_module_context_summarize.working_set.facts import (
 )
 from amplifier_module_context_summarize.working_set.facts import FileAction as Action
 from amplifier_module_context_summarize.working_set.fold import (
+    CHANGED_ORDER,
     DELETED,
     MOVED_AWAY,
     WorkingSet,
@@ -135,7 +136,7 @@ def reference(ws: WorkingSet) -> dict[str, Any]:
     entries = [e for e in every if e.state != MOVED_AWAY]
     folders: dict[bool, dict[str, list[Any]]] = {True: {}, False: {}}
     for entry in entries:
-        folders[entry.changed].setdefault(posixpath.dirname(entry.path), []).append(entry)
+        folders[entry.state in CHANGED_ORDER].setdefault(posixpath.dirname(entry.path), []).append(entry)
     states = {e.path: e.state for e in every}
     names: dict[str, dict[str, tuple[int, int, bool]]] = {}
     for spelling, marks in ws.definitions.items():
@@ -212,7 +213,7 @@ def as_shelved(shelves: Shelves, ws: WorkingSet) -> dict[str, Any]:
         "root": shelves.root,
         "folders": {
             changed: [
-                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in shelf.entries()])
+                (name, shelf.last, [(e.path, e.state, e.last, e.moved_from) for e in shelf.files])
                 for name, shelf in sorted(shelves.folders[changed].items())
             ]
             for changed in (True, False)

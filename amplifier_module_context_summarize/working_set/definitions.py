@@ -60,24 +60,23 @@ _PHP = (
     r"^\s*(?:abstract\s+|final\s+)?(?:class|interface|trait|enum)\s+([A-Za-z_]\w*)",
 )
 
-_BY_EXTENSION: dict[str, tuple[str, ...]] = {}
-for _extensions, _patterns in (
-    (("py", "pyi"), _PY),
-    (("js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte"), _JS),
-    (("ex", "exs"), _ELIXIR),
-    (("rb",), _RUBY),
-    (("go",), _GO),
-    (("rs",), _RUST),
-    (("sh", "bash", "zsh"), _SHELL),
-    (("java", "kt", "kts", "scala", "cs", "swift", "dart"), _JVM),
-    (("c", "h", "cc", "cpp", "hpp"), _C),
-    (("php",), _PHP),
-):
-    for _extension in _extensions:
-        _BY_EXTENSION[_extension] = _patterns
 _COMPILED = {
-    extension: re.compile("|".join(f"(?:{p})" for p in patterns)) for extension, patterns in _BY_EXTENSION.items()
+    extension: re.compile("|".join(f"(?:{p})" for p in patterns))
+    for extensions, patterns in (
+        (("py", "pyi"), _PY),
+        (("js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte"), _JS),
+        (("ex", "exs"), _ELIXIR),
+        (("rb",), _RUBY),
+        (("go",), _GO),
+        (("rs",), _RUST),
+        (("sh", "bash", "zsh"), _SHELL),
+        (("java", "kt", "kts", "scala", "cs", "swift", "dart"), _JVM),
+        (("c", "h", "cc", "cpp", "hpp"), _C),
+        (("php",), _PHP),
+    )
+    for extension in extensions
 }
+"""Per file extension, one pattern: its language's line-start patterns as alternatives."""
 MAX_LINE_CHARS = 400
 """Longest part of one line the patterns read: a definition's name comes early in its line.
 
@@ -118,13 +117,12 @@ def names_in(text: str, path: str) -> list[str]:
     return list(found)
 
 
-def changed_names(path: str, new: list[str], old: list[str]) -> list[tuple[str, bool]]:
-    """(name, removed) for a change of ``path`` from the texts ``old`` to ``new`` (an edit's two sides).
+def changed_names(path: str, new: list[str], old: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names written, names removed) by a change of ``path`` from the texts ``old`` to ``new`` (an edit's two sides).
 
     Every name the new text defines was written (added, or its definition line rewritten); a name only the old
     text defines was removed.
     """
-    written = list(dict.fromkeys(n for text in new for n in names_in(text, path)))
+    written = tuple(dict.fromkeys(n for text in new for n in names_in(text, path)))
     kept = set(written)
-    removed = [n for n in dict.fromkeys(n for text in old for n in names_in(text, path)) if n not in kept]
-    return [(n, False) for n in written] + [(n, True) for n in removed]
+    return written, tuple(n for n in dict.fromkeys(n for text in old for n in names_in(text, path)) if n not in kept)

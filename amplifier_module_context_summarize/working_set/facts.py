@@ -244,7 +244,8 @@ def extract(messages: list[Message]) -> Facts:
             if text:
                 urls += _urls(text)
                 ids += _identifiers(text, commits=role == "assistant")
-        for call_id, name, args in _calls(message):
+        for call_id, name, raw in message_calls(message) if role == "assistant" else ():
+            args = _parse_args(raw)
             call = _read_call(name, args, workdirs)
             for text in _strings(args):
                 urls += _urls(text)
@@ -289,14 +290,6 @@ def authored_text(message: Message) -> str:
     return "\n".join(
         block_text(b) for b in content or [] if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
     ).strip()
-
-
-def _calls(message: Message) -> Iterator[tuple[str, str, Any]]:
-    """(id, tool name, parsed arguments) of each call, whichever shape carries it."""
-    if message.get("role") != "assistant":
-        return
-    for call_id, name, raw in message_calls(message):
-        yield call_id, name, _parse_args(raw)
 
 
 def _parse_args(raw: Any) -> Any:
@@ -403,8 +396,7 @@ def _edit_definitions(path: str, args: dict[str, Any]) -> Definitions:
     for part in [args, *(e for e in args.get("edits") or () if isinstance(e, dict))]:
         new += [v for k in _NEW_TEXT_KEYS if isinstance(v := part.get(k), str)]
         old += [v for k in _OLD_TEXT_KEYS if isinstance(v := part.get(k), str)]
-    changed = changed_names(path, new, old)
-    return path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)
+    return (path, *changed_names(path, new, old))
 
 
 def _is_path_value(value: str) -> bool:
@@ -430,23 +422,19 @@ def _command_text(value: Any) -> str:
     return ""
 
 
-def _command_summary(command: str) -> str:
-    """The command on one line up to its first heredoc, whose body (file content, not commands) is left out
-    (its first line is kept, then ``…``)."""
-    lines = command.splitlines()
-    for i, line in enumerate(lines):
-        if "<<" in line:
-            return " ".join("\n".join(lines[: i + 1]).split()) + (" …" if i + 1 < len(lines) else "")
-    return " ".join(command.split())
-
-
 def _command_key(command: str) -> str:
     """The command as the working set keys it: on one line, without the output window it was piped through.
 
     ``pytest -x 2>&1 | tail -50`` and ``pytest -x | head -100`` run the same tests and only show another part
-    of the output: one command with a run count, a latest outcome and whether a later run passed.
+    of the output: one command with a run count, a latest outcome and whether a later run passed. A heredoc's
+    body (file content, not commands) is left out: its first line is kept, then ``…``.
     """
-    key = _command_summary(command)
+    lines = command.splitlines()
+    heredoc = next((i for i, line in enumerate(lines) if "<<" in line), None)
+    if heredoc is None:
+        key = " ".join(command.split())
+    else:
+        key = " ".join("\n".join(lines[: heredoc + 1]).split()) + (" …" if heredoc + 1 < len(lines) else "")
     for _ in range(_OUTPUT_WINDOWS):
         trimmed = _OUTPUT_WINDOW.sub("", key).rstrip()
         if trimmed == key or not trimmed:
@@ -571,9 +559,7 @@ def _simple_command(
     elif program in _READERS or (program.startswith("git ") and program[4:] in _GIT_READERS):
         files += [FileAction(READ, _join(base, p)) for p in operands]
         return base, True
-    elif program in ("git apply", "patch"):
-        files += [FileAction(USE, _join(base, p)) for p in operands]
-    else:
+    else:  # ``git apply``, ``patch``, ``pytest``: the files named are used
         files += [FileAction(USE, _join(base, p)) for p in operands]
     return base, False
 
@@ -644,11 +630,7 @@ def _patch(text: str, base: str | None) -> tuple[list[FileAction], list[Definiti
                 files.append(FileAction(EDIT if old else WRITE, _join(base, _strip_diff_prefix(diff_path))))
                 current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
             old = ""
-    found = []
-    for path, (added, removed) in sides.items():
-        changed = changed_names(path, ["\n".join(added)], ["\n".join(removed)])
-        found.append((path, tuple(n for n, gone in changed if not gone), tuple(n for n, gone in changed if gone)))
-    return files, found
+    return files, [(path, *changed_names(path, ["\n".join(a)], ["\n".join(r)])) for path, (a, r) in sides.items()]
 
 
 def _strip_diff_prefix(path: str) -> str:
@@ -675,9 +657,8 @@ def _search_hits(text: str) -> list[FileAction]:
 def _first_commit(text: str) -> list[str]:
     """The commit a ``git log --oneline`` / ``git rev-parse`` output starts with (``41dd7fe7 Subject``): the full
     format's ``commit <sha>`` lines are read as identifiers anyway, the one-line format's are not."""
-    for line in text.splitlines():
-        line = _TAG.sub("", line).strip()
-        if line and not line.isdigit():  # (a wrapper's ``<returncode>0</returncode>`` line)
+    for line in _lines(text):
+        if not line.isdigit():  # (a wrapper's ``<returncode>0</returncode>`` line)
             match = _LEADING_SHA.match(line)
             return [f"commit {match.group(1)}"] if match and any(c.isdigit() for c in match.group(1)) else []
     return []
@@ -717,27 +698,18 @@ def _identifiers(text: str, commits: bool) -> list[str]:
 def _results(message: Message) -> Iterator[tuple[str, Any, bool | None]]:
     """(call id, raw result body, the error flag as recorded) for each result a message carries: ``None`` when
     the result has no ``is_error`` field."""
-    if message.get("role") == "tool" and message.get("tool_call_id"):
-        content = message.get("content")
-        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-        if len(blocks) == 1 and blocks[0].get("type") == RESULT_BLOCK_TYPE:  # Amplifier's block inside
-            block = blocks[0]
-            body = block["content"] if "content" in block else block.get("output")
-            yield str(message["tool_call_id"]), body, _flag(block)
-        else:
-            yield str(message["tool_call_id"]), content, None
-        return
     content = message.get("content")
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == RESULT_BLOCK_TYPE:
-            ref = block.get("tool_use_id") or block.get("tool_call_id") or ""
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    tool_message = message.get("role") == "tool" and message.get("tool_call_id")
+    if tool_message and not (len(blocks) == 1 and blocks[0].get("type") == RESULT_BLOCK_TYPE):
+        yield str(message["tool_call_id"]), content, None
+        return
+    for block in blocks:  # a tool message's one block: Amplifier's, inside
+        if block.get("type") == RESULT_BLOCK_TYPE:
+            ref = message["tool_call_id"] if tool_message else block.get("tool_use_id") or block.get("tool_call_id")
+            flag = block.get("is_error")
             body = block["content"] if "content" in block else block.get("output")
-            yield str(ref), body, _flag(block)
-
-
-def _flag(block: dict[str, Any]) -> bool | None:
-    flag = block.get("is_error")
-    return flag if isinstance(flag, bool) else None
+            yield str(ref or ""), body, flag if isinstance(flag, bool) else None
 
 
 def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
@@ -772,10 +744,19 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
 
+def _lines(text: str) -> list[str]:
+    """The output's non-empty lines without wrapper tags (mini-swe-agent's ``<returncode>``, Claude Code's)."""
+    return [line for line in (_TAG.sub("", line).strip() for line in text.splitlines()) if line]
+
+
+def _says_more(line: str) -> bool:
+    """The line holds more than an exit status."""
+    return not _EXIT_CODE.fullmatch(line) and not line.isdigit()
+
+
 def _printed(text: str) -> bool:
-    """The output holds more than its exit status (mini-swe-agent's and Claude Code's wrappers aside)."""
-    lines = (_TAG.sub("", line).strip() for line in text.splitlines())
-    return any(line and not _EXIT_CODE.fullmatch(line) and not line.isdigit() for line in lines)
+    """The output holds more than its exit status (the wrappers aside)."""
+    return any(_says_more(line) for line in _lines(text))
 
 
 def _nonzero_exit(text: str) -> bool:
@@ -841,8 +822,7 @@ def _structured_failure(body: Any) -> bool:
 def error_line(text: str) -> str:
     """The line of a failed output that says most about the failure: a traceback's last exception, else a
     FAILED, error or failure-count line, else the last one."""
-    lines = [_TAG.sub("", line).strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
+    lines = _lines(text)
     exceptions = [line for line in lines if _EXCEPTION_LINE.match(line)]
     if exceptions:
         return exceptions[-1]
@@ -850,8 +830,7 @@ def error_line(text: str) -> str:
         for line in lines:
             if pattern.search(line):
                 return line
-    meaningful = [line for line in lines if not _EXIT_CODE.fullmatch(line) and not line.isdigit()]
-    return (meaningful or [""])[-1]
+    return next((line for line in reversed(lines) if _says_more(line)), "")
 
 
 def looks_failed(text: str) -> bool:

@@ -91,18 +91,15 @@ class WorkingSet:
         self.touched = Touched()
 
     def copy(self) -> WorkingSet:
+        """A working set that folds on from here alone (nothing touched yet: its shelves are made afresh)."""
         other = WorkingSet()
-        other.seq, other.absolute = self.seq, self.absolute
-        other.files = dict(self.files)
-        other.votes, other.folders = self.votes.copy(), self.folders.copy()
-        other.absolute_by_name, other.relative_by_name = dict(self.absolute_by_name), dict(self.relative_by_name)
-        other.commands, other.errors, other.resolved = dict(self.commands), dict(self.errors), dict(self.resolved)
-        other.urls, other.ids = dict(self.urls), dict(self.ids)
+        for name, value in vars(self).items():
+            if isinstance(value, dict | set):  # (records and counts are immutable: a shallow copy will do)
+                setattr(other, name, value.copy())
+            elif name != "touched":
+                setattr(other, name, value)
         other.definitions = {path: dict(names) for path, names in self.definitions.items()}
-        other.leader, other.vote_order = self.leader, dict(self.vote_order)
-        other.best_child, other.relative_firsts = dict(self.best_child), set(self.relative_firsts)
         other.commits = {key: list(bucket) for key, bucket in self.commits.items()}
-        other.commit_order = dict(self.commit_order)
         return other
 
     # ------------------------------------------------------------------ folding
@@ -279,10 +276,6 @@ class FileEntry:
     state: str
     last: int
     moved_from: str = ""
-
-    @property
-    def changed(self) -> bool:
-        return self.state in CHANGED_ORDER
 
 
 def command_in_root(command: str, root: str | None) -> str:

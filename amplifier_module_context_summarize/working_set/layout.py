@@ -2,14 +2,14 @@
 it, the size at every rung, and the search for the fewest rungs that fit.
 
 The shelves (``shelves.py``) hand each kind over newest first, already merged under the workspace root. A
-``Layout`` takes the pieces that could show within ``max_tokens`` (a folder of files, or one line: a
-definition, command, tool error, identifier or URL) and sizes each once, in every shape it can take. The
-ladder (``Layout.ladder``) changes one piece's shape per rung: folders fold to the names of their files
-(``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs, succeeded commands (reads
-first), a command's earlier failures, the older names of read folders (``lib/x/ — 7 read or used: a.ex, b.ex,
-c.ex, +4 more``), a file's definitions beyond its newest three, resolved failures, read folders, definitions,
-identifiers and failing commands go; only then do changed folders keep just their newest names, and go.
-Whatever is dropped is counted in the text (``- +12 more read or used files in 3 folders``).
+``Layout`` takes the pieces that could show within ``max_tokens`` (a folder of files: its shelf; or one line: a
+definition, command, tool error, identifier or URL) and sizes each once, in every shape it can take. The ladder
+(``LADDER``, laid out as ``Layout.ladder``) changes one piece's shape per rung: folders fold to the names of their
+files (``- lib/x/ — edited: a.ex · read: b.ex``: nothing lost); then, oldest first, URLs, succeeded commands
+(reads first), a command's earlier failures, the older names of read folders (``lib/x/ — 7 read or used: a.ex,
+b.ex, c.ex, +4 more``), a file's definitions beyond its newest three, resolved failures, read folders,
+definitions, identifiers and failing commands go; only then do changed folders keep just their newest names, and
+go. Whatever is dropped is counted in the text (``- +12 more read or used files in 3 folders``).
 
 ``Layout.text`` bisects the ladder on an estimate, the sum of the tokens of the lines at that rung:
 ``Layout.estimate`` works it out per rung from the pieces' sizes and the few count lines, without writing the
@@ -33,7 +33,7 @@ import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -72,40 +72,13 @@ TITLES = {
 T = TypeVar("T")
 
 
-@dataclass
-class Folder:
-    """A folder of changed (or of read or used) files as one render shows it."""
-
-    name: str
-    shelf: FolderShelf
-    changed: bool
-    ident: int = 0
-    sizes: dict[str, int] = field(default_factory=dict)
-    """Tokens of its lines per shape it can take on the ladder."""
-
-    @property
-    def files(self) -> list[FileEntry]:
-        return self.shelf.entries()
-
-    @property
-    def last(self) -> int:
-        return self.shelf.last
-
-    @property
-    def weight(self) -> int:
-        return len(self.files)
-
-    def shaped(self, shape: str) -> list[str]:
-        """The folder's lines in ``shape``, made once per version of the folder (kept on its shelf)."""
-        shown = self.shelf.lines.get(shape)
-        if shown is None:
-            shown = self.shelf.lines[shape] = _folder_lines(self, shape)
-        return shown
-
-
-@dataclass
+@dataclass(eq=False)
 class Item:
-    """One line: a definition, a command (or a file's folded reads), a tool error, an identifier or a URL."""
+    """One line: a definition, a command (or a file's folded reads), a tool error, an identifier or a URL.
+
+    Equal only to itself (a piece is keyed by identity on the ladder): the lines of commands and errors are made
+    once per row and kept on their shelf, so two layouts share them.
+    """
 
     text: str
     last: int
@@ -115,24 +88,55 @@ class Item:
     """Commands and errors: 0 a read that succeeded, 1 another success, 2 a failure since resolved, 3 failing."""
     weight: int = 1
     """What the line stands for in its kind's count line: a file's folded reads are several commands."""
-    ident: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
     """Tokens of its line as written and trimmed (none for an identifier: they share one line)."""
 
-    def shaped(self, shape: str) -> list[str]:
-        return [] if shape == DROP else [f"- {self.short if shape == TRIM else self.text}"]
 
+Piece = FolderShelf | Item
+"""A folder (its shelf, as the shelves keep it) or one line."""
+P = TypeVar("P", FolderShelf, Item)
 
-Piece = Folder | Item
+LADDER = (
+    ("seen", FOLD),
+    ("changed", FOLD),
+    ("URL", DROP),
+    ("rank 0", DROP),
+    ("rank 1", DROP),
+    ("calls", TRIM),
+    ("seen", TRIM),
+    ("definitions", TRIM),
+    ("rank 2", DROP),
+    ("seen", DROP),
+    ("definitions", DROP),
+    ("id", DROP),
+    ("rank 3", DROP),
+    ("changed", TRIM),
+    ("changed", DROP),
+)
+"""The ladder's segments in order: a rung on the pieces of a kind that can take it, oldest first (``calls``: the
+commands and tool errors, ``rank N`` those of one rank)."""
 
 
 def _last(piece: Piece) -> int:
     return piece.last
 
 
-def _newest(recency: Recency, keep: int, order: dict[str, int]) -> list[str]:
-    """The ``keep`` most recently touched keys, in the order they were first seen."""
-    return sorted(islice(recency.newest(), keep), key=order.__getitem__)
+def _rungs(piece: Piece) -> list[str]:
+    """The rungs the ladder can take ``piece`` down: a folder of several files folds, of more than it keeps
+    trims; a line with a short form trims; every piece drops."""
+    if isinstance(piece, Item):
+        return [TRIM, DROP] if piece.short else [DROP]
+    return [FOLD] * (piece.weight > 1) + [TRIM] * (piece.weight > FOLD_KEEP + 1) + [DROP]
+
+
+def _shaped(piece: Piece, shape: str) -> list[str]:
+    """``piece``'s lines in ``shape`` (a folder's made once per version of it, kept on its shelf)."""
+    if isinstance(piece, Item):
+        return [] if shape == DROP else [f"- {piece.short if shape == TRIM else piece.text}"]
+    lines = piece.lines.get(shape)
+    if lines is None:
+        lines = piece.lines[shape] = _folder_lines(piece, shape)
+    return lines
 
 
 def _cut(newest: Iterable[T], size: Callable[[T], int], room: int) -> tuple[list[T], int]:
@@ -169,14 +173,14 @@ class Layout:
         """Kinds with anything at all (shown or only counted): their titles (or the identifiers line) show."""
         self.gone: Counter[str] = Counter()
         """Cut up front, by kind (``changed``/``seen`` count files; ``changed folders``/``seen folders``)."""
-        self.unshown: Counter[str] = Counter()
-        """Per ladder segment, the rungs of what the second cut left out."""
+        self.unshown: Counter[tuple[str, str]] = Counter()
+        """Per ladder segment (``LADDER``), the rungs of what the second cut left out."""
         ws, limit = working_set, max(max_tokens // 3, 1)
         commands = self._calls(shelves.commands, self._command_item)
         if any(commands.values()):
             self.present.add("command")
         errors = self._calls(shelves.errors, self._error_item)
-        self.errors = sorted((replace(item) for made in errors.values() for item in made), key=_last)
+        self.errors = sorted((item for made in errors.values() for item in made), key=_last)
         self.gone["error"] = len(shelves.error_rank) - len(self.errors)
         if self.errors:
             self.present.add("error")
@@ -184,39 +188,36 @@ class Layout:
         # after it shows too, so its room is what their shortest lines leave.
         self.changed, later = self._folders(True, limit, max_tokens)
         later += self._calls_tokens(commands, 3)
-        ids = _newest(shelves.ids, max(max_tokens // 2, 1), shelves.id_order)
+        ids = sorted(islice(shelves.ids.newest(), max(max_tokens // 2, 1)), key=shelves.id_order.__getitem__)
         if ids:
             self.present.add("id")
         if self.fit and later > max_tokens:  # no room left for any identifier (their one line is not cut)
-            self.unshown["id"], ids = len(ids), []
+            self.unshown["id", DROP], ids = len(ids), []
         self.gone["id"] = len(ws.ids) - len(ids)
-        self.definitions, tokens = self._definitions(limit, max_tokens - later)
+        paths = islice(shelves.definition_recency.newest(), limit)
+        made = [Item(text, last, short) for text, short, last in map(shelves.definition_items.get, paths)]
+        definitions, tokens = self._fitting("definitions", made, max_tokens - later, len(shelves.definition_items))
+        self.definitions = sorted(definitions, key=lambda item: item.text)
         later += tokens
         self.seen, tokens = self._folders(False, limit, max_tokens - later)
         later += tokens + self._calls_tokens(commands, 2)
         for rank in (1, 0):  # succeeded commands: only dropped, never trimmed, so cut like the folders
             made = commands.get(rank, [])
             kept, _ = self._fit(made, lambda item: item.sizes[""], max_tokens - later)
-            self.unshown[f"rank {rank}"] = len(made) - len(kept)
+            self.unshown[f"rank {rank}", DROP] = len(made) - len(kept)
             later += self._calls_tokens(commands, rank)
             commands[rank] = kept
-        self.commands = sorted((replace(item) for made in commands.values() for item in made), key=_last)
+        self.commands = sorted((item for made in commands.values() for item in made), key=_last)
         self.gone["command"] = len(shelves.groups) - sum(item.weight for item in self.commands)
         self.ids = [Item(identifier, ws.ids[identifier]) for identifier in ids]
-        self.urls = self._urls(ws, limit, max_tokens - later)
-        self.kinds: dict[str, list[Any]] = {
-            "changed": self.changed,
-            "seen": self.seen,
-            "definitions": self.definitions,
-            "command": self.commands,
-            "error": self.errors,
-            "id": self.ids,
-            "URL": self.urls,
-        }
-        self.pieces: list[Piece] = [piece for pieces in self.kinds.values() for piece in pieces]
-        for ident, piece in enumerate(self.pieces):
-            piece.ident = ident
-        self.ladder: list[tuple[str, int]] = []
+        newest = list(islice(shelves.urls.newest(), limit))
+        made = [Item(clip(url, URL_MAX_CHARS), ws.urls[url]) for url in newest]
+        urls, _ = self._fitting("URL", made, max_tokens - later, len(shelves.urls))
+        order = [shelves.url_order[url] for url in newest[: len(urls)]]  # in first-seen order
+        self.urls = [url for _, url in sorted(zip(order, urls, strict=True), key=lambda pair: pair[0])]
+        shown = (self.changed, self.seen, self.definitions, self.commands, self.errors, self.ids, self.urls)
+        self.kinds: dict[str, list[Any]] = dict(zip(TITLES, shown, strict=True))
+        self.ladder: list[tuple[str, Piece]] = []
         self.hidden_rungs = self.first_fitting = 0
         self._build_ladder()
 
@@ -230,63 +231,36 @@ class Layout:
         return kept, sum(size(each) for each in kept)
 
     def _sized(self, piece: T) -> T:
-        """``piece`` with the tokens of its lines in every shape it can take on the ladder."""
-        assert isinstance(piece, Folder | Item)
+        """``piece`` with the tokens of its lines as shown and at every rung that reshapes it (kept on it)."""
+        assert isinstance(piece, FolderShelf | Item)
         if not piece.sizes:
-            shapes = [""]
-            if isinstance(piece, Folder):
-                shapes += [FOLD] if len(piece.files) > 1 else []
-                shapes += [TRIM] if len(piece.files) > FOLD_KEEP + 1 else []
-            elif piece.short:
-                shapes.append(TRIM)
-            piece.sizes = {shape: sum(self.measure(line) for line in piece.shaped(shape)) for shape in shapes}
+            shapes = ["", *(rung for rung in _rungs(piece) if rung != DROP)]
+            piece.sizes = {shape: sum(self.measure(line) for line in _shaped(piece, shape)) for shape in shapes}
         return piece
 
     def _shortest(self, piece: Piece) -> int:
         return min(self._sized(piece).sizes.values())
 
-    def _folders(self, changed: bool, limit: int, room: int) -> tuple[list[Folder], int]:
-        """The newest folders that fit ``room`` at their shortest, by name (the rest only counted); and the tokens
-        of the shortest lines taken (past ``room``: nothing the ladder drops before this kind can show)."""
+    def _fitting(self, kind: str, newest: list[P], room: int, total: int) -> tuple[list[P], int]:
+        """The first of ``newest`` that fit ``room`` at their shortest, and the tokens of those lines (past ``room``:
+        nothing the ladder drops before this kind can show). The rest are only counted: of ``total`` (the kind's
+        files or lines) what is not kept, and the rungs they would have had."""
+        if total:
+            self.present.add(kind)
+        kept, tokens = self._fit(newest, self._shortest, room)
+        for piece in newest[len(kept) :]:
+            self.unshown.update((kind, rung) for rung in _rungs(piece))
+        self.gone[kind] = total - sum(piece.weight for piece in kept)
+        return kept, tokens
+
+    def _folders(self, changed: bool, limit: int, room: int) -> tuple[list[FolderShelf], int]:
+        """The newest folders that fit ``room`` at their shortest, by name; and the tokens of those lines."""
         shelves, kind = self.shelves, "changed" if changed else "seen"
         count, shelf = shelves.counts[changed], shelves.folders[changed]
-        if count["folders"]:
-            self.present.add(kind)
-        names = list(islice(shelves.folder_recency[changed].newest(), limit))
-        folders, tokens = self._fit((Folder(name, shelf[name], changed) for name in names), self._shortest, room)
-        cut = [len(shelf[name].files) for name in names[len(folders) :]]
-        self.unshown.update({kind: len(cut), f"{kind} several": sum(n > 1 for n in cut)})
-        self.unshown[f"{kind} many"] = sum(n > FOLD_KEEP + 1 for n in cut)
-        self.gone[kind] = count["files"] - sum(len(f.files) for f in folders)
+        newest = [shelf[name] for name in islice(shelves.folder_recency[changed].newest(), limit)]
+        folders, tokens = self._fitting(kind, newest, room, count["files"])
         self.gone[f"{kind} folders"] = count["folders"] - len(folders)
         return sorted(folders, key=lambda folder: folder.name), tokens
-
-    def _definitions(self, limit: int, room: int) -> tuple[list[Item], int]:
-        """Per file still there, the names its changes defined (newest change first) and removed; by path. The
-        newest that fit ``room`` at their shortest (the rest only counted), and the tokens of those lines."""
-        shelves = self.shelves
-        if shelves.definition_items:
-            self.present.add("definitions")
-        paths = list(islice(shelves.definition_recency.newest(), limit))
-        made = (Item(text, last, short) for text, short, last in map(shelves.definition_items.get, paths))
-        items, tokens = self._fit(made, self._shortest, room)
-        cut = paths[len(items) :]
-        self.unshown["definitions"] = len(cut)
-        self.unshown["trimmable definitions"] = sum(1 for path in cut if shelves.definition_items[path][1])
-        self.gone["definitions"] = len(shelves.definition_items) - len(items)
-        return sorted(items, key=lambda item: item.text), tokens
-
-    def _urls(self, ws: WorkingSet, limit: int, room: int) -> list[Item]:
-        """The newest URLs whose lines fit ``room``, in first-seen order."""
-        shelves = self.shelves
-        if shelves.urls:
-            self.present.add("URL")
-        newest = list(islice(shelves.urls.newest(), limit))
-        kept, _ = self._fit(newest, lambda url: self.measure(f"- {clip(url, URL_MAX_CHARS)}"), room)
-        self.unshown["URL"] = len(newest) - len(kept)
-        self.gone["URL"] = len(shelves.urls) - len(kept)
-        kept.sort(key=shelves.url_order.__getitem__)
-        return [self._sized(Item(clip(url, URL_MAX_CHARS), ws.urls[url])) for url in kept]
 
     def _calls(self, ranked: dict[int, Recency], make: Callable[[Row], Item]) -> dict[int, list[Item]]:
         """Per rank, the newest calls whose lines (trimmed where they can be) alone fit the room, made and sized
@@ -342,35 +316,16 @@ class Layout:
     # ------------------------------------------------------------------ the ladder
 
     def _build_ladder(self) -> None:
-        """The rungs, segment by segment (a kind of rung on a kind of piece, oldest first), and where the rungs
-        the second cut left out stood: each among the first of its segment (the oldest go first)."""
-
-        def oldest(pieces: Iterable[Piece]) -> list[Piece]:
-            return sorted(pieces, key=_last)
-
-        calls, seen, changed, u = [*self.commands, *self.errors], self.seen, self.changed, self.unshown
-        segments: list[tuple[int, str, list[Piece]]] = [
-            (u["seen several"], FOLD, [f for f in oldest(seen) if len(f.files) > 1]),
-            (u["changed several"], FOLD, [f for f in oldest(changed) if len(f.files) > 1]),
-            (u["URL"], DROP, oldest(self.urls)),
-            (u["rank 0"], DROP, oldest(c for c in calls if c.rank == 0)),
-            (u["rank 1"], DROP, oldest(c for c in calls if c.rank == 1)),
-            (0, TRIM, oldest(c for c in calls if c.short)),
-            (u["seen many"], TRIM, [f for f in oldest(seen) if len(f.files) > FOLD_KEEP + 1]),
-            (u["trimmable definitions"], TRIM, [d for d in oldest(self.definitions) if d.short]),
-            (0, DROP, oldest(c for c in calls if c.rank == 2)),
-            (u["seen"], DROP, oldest(seen)),
-            (u["definitions"], DROP, oldest(self.definitions)),
-            (u["id"], DROP, oldest(self.ids)),
-            (0, DROP, oldest(c for c in calls if c.rank == 3)),
-            (u["changed many"], TRIM, [f for f in oldest(changed) if len(f.files) > FOLD_KEEP + 1]),
-            (u["changed"], DROP, oldest(changed)),
-        ]
-        for hidden, rung, pieces in segments:
+        """The rungs, segment by segment (``LADDER``), and where the rungs the second cut left out stood: each
+        among the first of its segment (the oldest go first)."""
+        calls = [*self.commands, *self.errors]
+        pools = {**self.kinds, "calls": calls, **{f"rank {r}": [c for c in calls if c.rank == r] for r in range(4)}}
+        for kind, rung in LADDER:
+            hidden = self.unshown[kind, rung]
             if hidden:
                 self.first_fitting = len(self.ladder) + self.hidden_rungs + hidden
             self.hidden_rungs += hidden
-            self.ladder += [(rung, piece.ident) for piece in pieces]
+            self.ladder += [(rung, piece) for piece in sorted(pools[kind], key=_last) if rung in _rungs(piece)]
 
     # ------------------------------------------------------------------ the lines, and their size at every rung
 
@@ -405,7 +360,7 @@ class Layout:
 
     def lines(self, steps: int) -> list[str]:
         """The section's lines after the first ``steps`` rungs of the ladder."""
-        shape = {ident: rung for rung, ident in self.ladder[:steps]}
+        shape = {piece: rung for rung, piece in self.ladder[:steps]}
         heading = self._heading()
         lines = heading[: 1 + self.relative]
         for kind, title in TITLES.items():
@@ -413,11 +368,11 @@ class Layout:
                 continue
             pieces = self.kinds[kind]
             if kind == "id":
-                lines.append(self._ids_line([item for item in pieces if item.ident not in shape]))
+                lines.append(self._ids_line([item for item in pieces if item not in shape]))
                 continue
-            dropped = [piece for piece in pieces if shape.get(piece.ident) == DROP]
+            dropped = [piece for piece in pieces if shape.get(piece) == DROP]
             more = [self._more(kind, len(dropped), sum(piece.weight for piece in dropped))]
-            shown = [line for piece in pieces for line in piece.shaped(shape.get(piece.ident, ""))]
+            shown = [line for piece in pieces for line in _shaped(piece, shape.get(piece, ""))]
             before, after = (more, []) if kind in ("command", "error") else ([], more)
             lines += [title, *before, *shown, *after]
         return [line for line in lines if line]
@@ -425,19 +380,18 @@ class Layout:
     def estimate(self) -> Callable[[int], int]:
         """The size after the first ``steps`` rungs, without writing the lines: the pieces' part is a running sum
         of per-rung changes, the count lines depend only on how many of a kind were dropped by then."""
-        measure, pieces = self.measure, self.pieces
-        shapes: dict[int, str] = {}
+        measure = self.measure
+        shapes: dict[Piece, str] = {}
         changes = []
-        for rung, ident in self.ladder:
-            sizes = pieces[ident].sizes
-            changes.append(sizes.get(rung, 0) - sizes.get(shapes.get(ident, ""), 0))
-            shapes[ident] = rung
-        base = sum(measure(line) for line in self._heading()) + sum(piece.sizes.get("", 0) for piece in pieces)
-        running = list(accumulate(changes, initial=base))
-        at = {ident: step for step, (rung, ident) in enumerate(self.ladder) if rung == DROP}
+        for rung, piece in self.ladder:
+            changes.append(piece.sizes.get(rung, 0) - piece.sizes.get(shapes.get(piece, ""), 0))
+            shapes[piece] = rung
+        shown = sum(piece.sizes.get("", 0) for pieces in self.kinds.values() for piece in pieces)
+        running = list(accumulate(changes, initial=sum(measure(line) for line in self._heading()) + shown))
+        at = {piece: step for step, (rung, piece) in enumerate(self.ladder) if rung == DROP}
         drops: dict[str, tuple[list[int], list[int]]] = {}
         for kind in self.present:
-            dropped = sorted((at[piece.ident], piece.weight) for piece in self.kinds[kind] if piece.ident in at)
+            dropped = sorted((at[piece], piece.weight) for piece in self.kinds[kind] if piece in at)
             drops[kind] = ([step for step, _ in dropped], list(accumulate((w for _, w in dropped), initial=0)))
         ids_lines: dict[int, int] = {}
 
@@ -445,7 +399,7 @@ class Layout:
             tokens = ids_lines.get(dropped)
             if tokens is None:
                 gone = {self.ladder[step][1] for step in drops["id"][0][:dropped]}
-                kept = [item for item in self.ids if item.ident not in gone]
+                kept = [item for item in self.ids if item not in gone]
                 tokens = ids_lines[dropped] = measure(self._ids_line(kept))
             return tokens
 
@@ -497,29 +451,30 @@ def render(ws: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) 
     return Layout(shelves, ws, max_tokens, shelves.measure(count_tokens)).text(count_tokens)
 
 
-def _folder_lines(folder: Folder, shape: str) -> list[str]:
+def _folder_lines(folder: FolderShelf, shape: str) -> list[str]:
     """A folder's files: a line each with its whole path; folded, one line of names; trimmed, the newest names."""
     order = CHANGED_ORDER if folder.changed else SEEN_ORDER
     heading = f"{folder.name}/" if folder.name not in ("", "/") else folder.name or "./"
+    files = folder.files
     if shape == DROP:
         return []
     if not shape:
-        files = sorted(folder.files, key=lambda e: (order.index(e.state), e.path))
+        files.sort(key=lambda e: (order.index(e.state), e.path))
         return [f"- {_with_source(e.path, e)} — {e.state}" for e in files]
     if shape == FOLD:
         parts = []
         for state in order:
-            names = sorted(_with_source(posixpath.basename(e.path), e) for e in folder.files if e.state == state)
+            names = sorted(_with_source(posixpath.basename(e.path), e) for e in files if e.state == state)
             if names:
                 parts.append(f"{state}: {', '.join(names)}")
         return [f"- {heading} — {' · '.join(parts)}"]
-    recent = sorted(folder.files, key=lambda e: -e.last)[:FOLD_KEEP]
-    names = [*sorted(posixpath.basename(e.path) for e in recent), f"+{len(folder.files) - len(recent)} more"]
-    counts = Counter(e.state for e in folder.files)
+    recent = sorted(files, key=lambda e: -e.last)[:FOLD_KEEP]
+    names = [*sorted(posixpath.basename(e.path) for e in recent), f"+{len(files) - len(recent)} more"]
+    counts = Counter(e.state for e in files)
     if folder.changed:
         detail = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
-        return [f"- {heading} — {len(folder.files)} changed ({detail}): {', '.join(names)}"]
-    return [f"- {heading} — {len(folder.files)} read or used: {', '.join(names)}"]
+        return [f"- {heading} — {len(files)} changed ({detail}): {', '.join(names)}"]
+    return [f"- {heading} — {len(files)} read or used: {', '.join(names)}"]
 
 
 def _with_source(name: str, entry: FileEntry) -> str:

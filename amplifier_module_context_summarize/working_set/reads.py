@@ -19,18 +19,16 @@ import re
 
 READ_GROUP = " — read (ok): "
 """Joins a file to its folded reads on a working-set line; ``named_reads`` looks for it."""
-_READERS = frozenset({"cat", "head", "tail", "nl", "wc", "sed", "grep", "egrep", "fgrep", "rg"})
-_PATTERN_FIRST = frozenset({"sed", "grep", "egrep", "fgrep", "rg"})
+_SEARCHES = ("grep", "egrep", "fgrep", "rg")
+_PATTERN_FIRST = frozenset({"sed", *_SEARCHES})
 """Readers whose first operand is a pattern or script, not a file (unless ``-e``/``-f`` gave it)."""
+_READERS = _PATTERN_FIRST | {"cat", "head", "tail", "nl", "wc"}
 _SEARCH_VALUES = frozenset({"-A", "-B", "-C", "-m", "-e", "-f", "-g", "-t", "--max-count", "--context"})
 _VALUE_FLAGS = {
     "head": frozenset({"-n", "-c"}),
     "tail": frozenset({"-n", "-c"}),
     "sed": frozenset({"-e", "-f"}),
-    "grep": _SEARCH_VALUES,
-    "egrep": _SEARCH_VALUES,
-    "fgrep": _SEARCH_VALUES,
-    "rg": _SEARCH_VALUES,
+    **dict.fromkeys(_SEARCHES, _SEARCH_VALUES),
 }
 """Per reader, the flags that take the next word as their value when written apart (``-A 20``, ``head -n 40``)."""
 _NOT_SIMPLE = re.compile(r"[|&;<>()`$\n]")

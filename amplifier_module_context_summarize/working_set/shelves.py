@@ -16,10 +16,12 @@ import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from .fold import (
+    CHANGED_ORDER,
     DEFINITIONS_KEEP,
     DELETED,
     FOLD_KEEP,
@@ -36,8 +38,8 @@ from .reads import READ_GROUP, read_form
 Row = tuple[Any, ...]
 READS_KEY = "\0reads "
 """Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
-MEASURED_KEEP = 16_384
-"""Line token counts remembered per generation (two generations: the lines of recent renders stay)."""
+MEASURED_KEEP = 32_768
+"""Line token counts remembered, of the lines counted last (the lines of recent renders stay)."""
 
 
 class Recency:
@@ -76,30 +78,37 @@ class Recency:
 
 
 class FolderShelf:
-    """The entries of one folder (changed or seen) in first-seen order, their newest touch, their lines."""
+    """One folder of changed (or of read or used) files, as the layout shows it: its entries in first-seen order,
+    their newest touch, and its lines and their tokens per ladder shape, made once per version of the folder."""
 
-    def __init__(self) -> None:
-        self.files: dict[int, FileEntry] = {}
+    def __init__(self, name: str, changed: bool) -> None:
+        self.name, self.changed = name, changed
+        self.by_order: dict[int, FileEntry] = {}
         """Its entries by the order their paths were first seen."""
         self.last = 0
-        self.listing: list[FileEntry] | None = None
         self.lines: dict[str, list[str]] = {}
-        """The folder's lines by ladder shape, made once per version of the folder."""
+        self.sizes: dict[str, int] = {}
+        """Tokens of its lines per shape (counted by the shelves' current counter: ``Shelves.measure``)."""
 
     def put(self, ordinal: int, entry: FileEntry) -> None:
-        self.files[ordinal] = entry
+        self.by_order[ordinal] = entry
         self.last = max(self.last, entry.last)
-        self.listing, self.lines = None, {}
+        self.lines, self.sizes = {}, {}
 
     def remove(self, ordinal: int) -> None:
-        del self.files[ordinal]
-        self.last = max((e.last for e in self.files.values()), default=0)
-        self.listing, self.lines = None, {}
+        del self.by_order[ordinal]
+        self.last = max((e.last for e in self.by_order.values()), default=0)
+        self.lines, self.sizes = {}, {}
 
-    def entries(self) -> list[FileEntry]:
-        if self.listing is None:
-            self.listing = [self.files[o] for o in sorted(self.files)]
-        return self.listing
+    @property
+    def files(self) -> list[FileEntry]:
+        """Its entries in first-seen order (read only to make its lines, which are kept)."""
+        return [self.by_order[o] for o in sorted(self.by_order)]
+
+    @property
+    def weight(self) -> int:
+        """What the folder stands for in its kind's count line: its files."""
+        return len(self.by_order)
 
 
 @dataclass
@@ -149,7 +158,7 @@ class Shelves:
         self.ids, self.urls = Recency(), Recency()
         self.id_order: dict[str, int] = {}
         self.url_order: dict[str, int] = {}
-        self._measured: tuple[Callable[[str], int] | None, dict[str, int], dict[str, int]] = (None, {}, {})
+        self._measured: tuple[Callable[[str], int], Callable[[str], int]] | None = None
         self.refresh(working_set, Touched(*(dict.fromkeys(getattr(working_set, f.name)) for f in fields(Touched))))
 
     # ------------------------------------------------------------------ keeping up
@@ -172,7 +181,7 @@ class Shelves:
         for path in redefine:
             self._define(ws, path)
         regroup = dict.fromkeys(self._group(key) for key in touched.commands)
-        regroup.update(dict.fromkeys(self._shown(key) for key in touched.errors if key in ws.commands))
+        regroup.update(dict.fromkeys(command_in_root(k, self.root) for k in touched.errors if k in ws.commands))
         for shown in regroup:
             self._command(ws, shown)
         for key in touched.errors:
@@ -202,7 +211,7 @@ class Shelves:
             known.spellings.append(spelling)
         before = known.entry
         entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
-        folder = None if entry.state == MOVED_AWAY else (entry.changed, posixpath.dirname(path))
+        folder = None if entry.state == MOVED_AWAY else (entry.state in CHANGED_ORDER, posixpath.dirname(path))
         if known.folder is not None and known.folder != folder:
             self._unshelve(known)
             known.folder = None
@@ -210,10 +219,10 @@ class Shelves:
             changed, name = folder
             shelf = self.folders[changed].get(name)
             if shelf is None:
-                shelf = self.folders[changed][name] = FolderShelf()
+                shelf = self.folders[changed][name] = FolderShelf(name, changed)
             if known.folder is None and not path.startswith(("/", "~")):
                 self.relative_entries += 1
-            size = len(shelf.files)
+            size = shelf.weight
             shelf.put(known.ordinal, entry)
             self._resized(changed, name, shelf, size)
         known.folder = folder
@@ -223,17 +232,17 @@ class Shelves:
         assert known.folder is not None and known.entry is not None
         changed, name = known.folder
         shelf = self.folders[changed][name]
-        size = len(shelf.files)
+        size = shelf.weight
         shelf.remove(known.ordinal)
         self._resized(changed, name, shelf, size)
-        if not shelf.files:
+        if not shelf.weight:
             del self.folders[changed][name]
         if not known.entry.path.startswith(("/", "~")):
             self.relative_entries -= 1
 
     def _resized(self, changed: bool, name: str, shelf: FolderShelf, before: int) -> None:
         """Keep the counts the layout's ladder is sized by, and the folder's place among the newest."""
-        after = len(shelf.files)
+        after = shelf.weight
         count = self.counts[changed]
         count["files"] += after - before
         count["folders"] += (after > 0) - (before > 0)
@@ -262,11 +271,8 @@ class Shelves:
         self.definition_items[path] = (text, short, last)
         self.definition_recency.put(path, last)
 
-    def _shown(self, key: str) -> str:
-        return command_in_root(key, self.root)
-
     def _group(self, key: str) -> str:
-        shown = self._shown(key)
+        shown = command_in_root(key, self.root)
         keys = self.groups.setdefault(shown, [])
         if key not in keys:
             keys.append(key)
@@ -351,27 +357,13 @@ class Shelves:
 
     def measure(self, count_tokens: Callable[[str], int]) -> Callable[[str], int]:
         """Tokens of a line with its newline, remembered across renders (old items' lines recur in every one)."""
-        counter, recent, older = self._measured
-        if counter is not count_tokens:  # counted by another counter: forget every count (and the lines made)
-            recent, older = {}, {}
-            for recency in (*self.commands.values(), *self.errors.values()):
-                recency.made.clear()
-        self._measured = (count_tokens, recent, older)
-
-        def measure(line: str) -> int:
-            nonlocal recent, older
-            tokens = recent.get(line)
-            if tokens is None:
-                tokens = older.get(line)
-                if tokens is None:
-                    tokens = count_tokens(line + "\n")
-                if len(recent) >= MEASURED_KEEP:
-                    recent, older = {}, recent
-                    self._measured = (count_tokens, recent, older)
-                recent[line] = tokens
-            return tokens
-
-        return measure
+        if self._measured is None or self._measured[0] is not count_tokens:
+            for recency in (*self.commands.values(), *self.errors.values()):  # another counter: forget what was
+                recency.made.clear()  # made and sized with the last one
+            for shelf in (*self.folders[True].values(), *self.folders[False].values()):
+                shelf.sizes = {}
+            self._measured = (count_tokens, lru_cache(maxsize=MEASURED_KEEP)(lambda line: count_tokens(line + "\n")))
+        return self._measured[1]
 
 
 def definition_lines(path: str, written: list[str], removed: list[str]) -> tuple[str, str]:
