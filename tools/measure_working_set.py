@@ -23,6 +23,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
 from amplifier_module_context_summarize.cli.session_io import load_session as load  # noqa: E402
+from amplifier_module_context_summarize.core.messages import message_calls  # noqa: E402
 from amplifier_module_context_summarize.working_set import facts as ledger  # noqa: E402
 
 RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, beside the checkout
@@ -55,9 +56,9 @@ def measure(path: Path) -> tuple[str, int, int, int, int]:
     workdirs: list[str] = []
     matched = total = 0
     for message in messages:
-        for call_id, name, args in ledger._calls(message):
+        for call_id, name, raw in message_calls(message) if message.get("role") == "assistant" else ():
             if call_id:
-                waiting[call_id] = ledger._read_call(name, args, workdirs)
+                waiting[call_id] = ledger._read_call(name, ledger._parse_args(raw), workdirs)
         for ref, body, flag in ledger._results(message):
             call = waiting.pop(ref, None)
             if call is None:
