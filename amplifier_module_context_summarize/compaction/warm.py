@@ -56,8 +56,8 @@ class Warmer:
             self._history, self._facts = weakref.ref(history), 0
         index = index_of(history)
         closed = history.last_cuttable
-        # The summary's own render has already worked out the groups it stands for.
-        start = max(self._facts, state.segments[-1].end if state.segments else 0)
+        # The summary's own render has worked out the groups it stands for, unless it was stored (a resume).
+        start = max(self._facts, index.extracted)
         slice_ends = time.perf_counter() + SLICE_S
         group = start
         while group < closed:
