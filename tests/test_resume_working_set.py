@@ -17,7 +17,7 @@ from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL
 from amplifier_module_context_summarize.compaction.compactor import WORKING_SET_MARK
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
-from amplifier_module_context_summarize.testing import replay
+from amplifier_module_context_summarize.testing import RedisServer, replay
 from amplifier_module_context_summarize.working_set.index import index_of
 
 BUDGET = 20_000
@@ -136,3 +136,19 @@ async def test_a_sqlite_store_keeps_the_working_set_for_a_new_process(tmp_path: 
 
     assert again == view
     assert index_of(second.history).extracted == 0
+
+
+async def test_a_redis_store_keeps_the_working_set_for_another_host(redis_server: RedisServer) -> None:
+    """Only the shared store holds it: each manager has its own empty local store (another host, another process)."""
+    messages = session()
+    config = {**CONFIG, "storage_url": redis_server.url}
+    first = create_manager(config)
+    await replay(first, messages, budget=BUDGET)
+    view = await first.get_messages_for_request(token_budget=BUDGET)
+    second = create_manager(config)
+    await second.set_messages(messages)
+
+    assert await second.get_messages_for_request(token_budget=BUDGET) == view
+    assert index_of(second.history).extracted == 0
+    for manager in (first, second):
+        await manager.store.close()
