@@ -157,6 +157,7 @@ class SummarizingContextManager:
             history.count_from(state.boundary)  # what the state summarizes is counted only if a plan reads it
             await self.compactor.cancel_background("replaced")
             self._install(history, state)
+            self.compactor.fold_after_resume(history, state)
 
     async def clear(self) -> None:
         async with self._lock:
@@ -274,6 +275,7 @@ class SummarizingContextManager:
 
     def _install(self, history: History, state: CompactionState) -> None:
         self.prefetcher.cancel()
+        self.compactor.stop_folding()
         self.background.cancel()
         self.compactor.in_band_next = False
         self.view.install(history, Masks(history, self.mask_settings) if self.mask_settings else None, state)

@@ -8,6 +8,7 @@ not fit its room) resumes the same view by rendering afresh.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,13 @@ async def live(store: Any, messages: list[dict[str, Any]]) -> tuple[Any, list[di
     return manager, await manager.get_messages_for_request(token_budget=BUDGET)
 
 
-async def resumed(store: Any, messages: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+async def resumed(store: Any, messages: list[dict[str, Any]], fold: bool = False) -> tuple[Any, list[dict[str, Any]]]:
+    """A new manager on ``store``; unless ``fold``, without the working set's folding between requests, so what
+    the first request extracted is what it rendered."""
     manager = create_manager(CONFIG, store=store)
     await manager.set_messages(messages)
+    if not fold:
+        manager.compactor.stop_folding()
     return manager, await manager.get_messages_for_request(token_budget=BUDGET)
 
 
@@ -147,8 +152,51 @@ async def test_a_redis_store_keeps_the_working_set_for_another_host(redis_server
     view = await first.get_messages_for_request(token_budget=BUDGET)
     second = create_manager(config)
     await second.set_messages(messages)
+    second.compactor.stop_folding()
 
     assert await second.get_messages_for_request(token_budget=BUDGET) == view
     assert index_of(second.history).extracted == 0
     for manager in (first, second):
         await manager.store.close()
+
+
+async def test_after_a_served_resume_the_working_set_is_folded_between_requests() -> None:
+    """While the agent awaits its model, the summarized groups are extracted and folded in slices; the session then
+    goes on with the views of a resume that rendered the working set, its next compaction folding only new groups."""
+    messages = session(2_400)
+    store = MemoryStore()
+    await live(store, messages[:1_500])
+    before = MemoryStore()
+    for entry in store._entries.values():
+        if not entry.start.startswith(WORKING_SET_MARK):
+            await before.put(entry)
+
+    served, _ = await resumed(store, messages[:1_500], fold=True)
+    index, end = index_of(served.history), served.state.summarized_end
+    for _ in range(2_000):
+        if index.folded >= end:
+            break
+        await asyncio.sleep(0.001)  # the agent awaiting its model
+    assert index.folded == end and index.extracted >= end
+
+    rendered, _ = await resumed(before, messages[:1_500])
+    views: list[list[Any]] = [[], []]
+    for message in messages[1_500:]:
+        for manager, seen in zip((served, rendered), views, strict=True):
+            await manager.add_message(message)
+            if message.get("role") == "user":
+                seen.append(await manager.get_messages_for_request(token_budget=BUDGET))
+    assert views[0] == views[1] and served.stats["compactions"] >= 1
+
+
+async def test_replacing_the_history_stops_folding_the_one_before() -> None:
+    store, messages = MemoryStore(), session()
+    await live(store, messages)
+    manager, _ = await resumed(store, messages, fold=True)
+    index, end = index_of(manager.history), manager.state.summarized_end
+
+    folded = index.folded
+    await manager.set_messages(messages[:10])
+    await asyncio.sleep(0.05)
+
+    assert index.folded == folded < end  # nothing more was folded for the history that was replaced

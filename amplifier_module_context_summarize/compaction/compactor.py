@@ -37,7 +37,7 @@ from .prefetch import Prefetcher
 from .request_view import RequestView
 from .resume import walk
 from .segments import SegmentSource
-from .warm import Warmer, let_loop_run
+from .warm import Warmer, fold_ahead, let_loop_run
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ class Compactor:
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
         self._working_set_recorded: tuple[str, str] | None = None
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
+        self._folding: asyncio.Task[None] | None = None
+        """After a resume served the stored working set: its groups extracted and folded between requests."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -437,6 +439,24 @@ class Compactor:
         if state.segments:
             await self._seed_working_set(history, state.summarized_end)
         return state
+
+    def fold_after_resume(self, history: History, state: CompactionState) -> None:
+        """When the resume served the stored working set, extract and fold its groups in the background, in
+        slices while the agent awaits its model, so the next compaction does not pay for all of them at once."""
+        self.stop_folding()
+        if state.segments and index_of(history).folded < state.summarized_end:
+            self._folding = asyncio.get_running_loop().create_task(self._fold(history, state.summarized_end))
+
+    def stop_folding(self) -> None:
+        if self._folding is not None:
+            self._folding.cancel()
+            self._folding = None
+
+    async def _fold(self, history: History, end: int) -> None:
+        try:
+            await fold_ahead(history, end)
+        except Exception as exc:  # only work ahead: the next compaction folds what is left
+            logger.warning("folding the working set ahead failed (%s)", type(exc).__name__)
 
     async def _seed_working_set(self, history: History, end: int) -> None:
         """Hand the working set's index the texts stored for groups ``[0, end)`` of ``history``, one per room."""

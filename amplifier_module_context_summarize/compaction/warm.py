@@ -78,3 +78,19 @@ class Warmer:
             if time.perf_counter() >= slice_ends:
                 await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S
+
+
+async def fold_ahead(history: History, end: int) -> None:
+    """Extract and fold the working set of groups ``[0, end)`` a few groups at a time, yielding the loop every
+    ``SLICE_S``: after a resume served the stored text, so the next compaction folds only its new groups. What it
+    folds is what that compaction would have folded (a left fold, group after group), so no view changes."""
+    index = index_of(history)
+    slice_ends = time.perf_counter() + SLICE_S
+    group = index.folded
+    while group < end:
+        group = min(max(group, index.folded) + STEP, end)  # a compaction meanwhile may have folded further
+        if index.folded < group:
+            index.state(group)
+        if time.perf_counter() >= slice_ends:
+            await let_loop_run()
+            slice_ends = time.perf_counter() + SLICE_S

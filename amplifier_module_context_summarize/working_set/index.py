@@ -108,6 +108,11 @@ class WorkingSetIndex:
         """Closed groups ``[0, extracted)`` have their facts kept."""
         return len(self._facts)
 
+    @property
+    def folded(self) -> int:
+        """The furthest end folded so far (a further end folds only the groups after it)."""
+        return self._end
+
     def seed(self, end_group: int, max_tokens: int, text: str) -> None:
         """``text`` is the render of groups ``[0, end_group)`` in ``max_tokens`` by the history's counter, as stored."""
         self._seeded[(end_group, max_tokens)] = text
