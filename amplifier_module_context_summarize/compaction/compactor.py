@@ -441,8 +441,9 @@ class Compactor:
         return state
 
     def fold_after_resume(self, history: History, state: CompactionState) -> None:
-        """When the resume served the stored working set, extract and fold its groups in the background, in
-        slices while the agent awaits its model, so the next compaction does not pay for all of them at once."""
+        """Extract and fold the summarized groups' working set in the background, in slices while the agent awaits
+        its model, so the next compaction does not pay for all of them at once: a resume that served the stored text
+        has folded none (one that rendered it has folded them all by its first request, and the task ends there)."""
         self.stop_folding()
         if state.segments and index_of(history).folded < state.summarized_end:
             self._folding = asyncio.get_running_loop().create_task(self._fold(history, state.summarized_end))
