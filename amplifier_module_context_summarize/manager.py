@@ -152,10 +152,12 @@ class SummarizingContextManager:
                 raise ValueError(f"messages[{i}]: {exc}") from None
         async with self._lock:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
-            history = self._history_of([copy_message(m) for m in messages])
+            history = self._history_of([copy_message(m) for m in messages], counting=False)
             state = await self.compactor.resumed(history)
+            history.count_from(state.boundary)  # what the state summarizes is counted only if a plan reads it
             await self.compactor.cancel_background("replaced")
             self._install(history, state)
+            self.compactor.fold_after_resume(history, state)
 
     async def clear(self) -> None:
         async with self._lock:
@@ -265,14 +267,15 @@ class SummarizingContextManager:
     def _reset(self, messages: list[Message]) -> None:
         self._install(self._history_of(messages), CompactionState())
 
-    def _history_of(self, messages: list[Message]) -> History:
-        history = History(self.counter, self.fingerprint, self.config.preserve_system)
+    def _history_of(self, messages: list[Message], counting: bool = True) -> History:
+        history = History(self.counter, self.fingerprint, self.config.preserve_system, counting=counting)
         for message in messages:
             history.append(message)
         return history
 
     def _install(self, history: History, state: CompactionState) -> None:
         self.prefetcher.cancel()
+        self.compactor.stop_folding()
         self.background.cancel()
         self.compactor.in_band_next = False
         self.view.install(history, Masks(history, self.mask_settings) if self.mask_settings else None, state)

@@ -228,8 +228,9 @@ def stored_summaries(url: str) -> int:
 
     client = redis.Redis.from_url(url)
     try:
-        summaries = (key for key in client.scan_iter(match="acs:v1:*:s:*") if b":s:mask:" not in key)
-        return sum(client.hlen(key) for key in summaries)  # mask ends are stored beside them; not summaries
+        beside = (b":s:mask:", b":s:ws:")  # mask ends and working sets are stored beside them; not summaries
+        summaries = (key for key in client.scan_iter(match="acs:v1:*:s:*") if not any(b in key for b in beside))
+        return sum(client.hlen(key) for key in summaries)
     finally:
         client.close()
 

@@ -52,6 +52,9 @@ async def _resume(
         view = await manager.get_messages_for_request(token_budget=budget)
         times.request_s, times.request_cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     times.compactions = manager.stats["compactions"]
+    # A served resume folds the working set between requests (``Compactor.fold_after_resume``): stopped here, so
+    # the next measurement on this process is not charged with this session's background work.
+    manager.compactor.stop_folding()
     return view, times
 
 

@@ -234,7 +234,7 @@ def render_html(found: Inspection) -> str:
         f"<h1>{_esc(found.name)}</h1>",
         f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
         f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
-        f"{history.prefix[-1]:,} tokens; the last request sent {_last_sent(found):,}.</p>",
+        f"{history.tokens:,} tokens; the last request sent {_last_sent(found):,}.</p>",
         _chart(found),
         inspect_table.render_table(found.compactions),
         "<h2>The conversation as the last request saw it</h2>",

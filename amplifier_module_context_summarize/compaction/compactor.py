@@ -20,12 +20,13 @@ from typing import Any
 from .. import events
 from ..config import Config
 from ..core.history import History
-from ..core.messages import Message, message_text
+from ..core.messages import Message, encodable, message_text
 from ..core.plan import Limits, needs_compaction
 from ..core.state import CompactionState, Shown
-from ..stores import CachedSummary
+from ..core.tokens import counts_exactly
+from ..stores import CachedSummary, CheckedStore, SummaryStore
 from ..working_set.facts import Facts
-from ..working_set.index import index_of
+from ..working_set.index import RENDER_VERSION, index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
 from .flight import BACKGROUND_CLAIM_S
@@ -36,12 +37,19 @@ from .prefetch import Prefetcher
 from .request_view import RequestView
 from .resume import walk
 from .segments import SegmentSource
-from .warm import Warmer, let_loop_run
+from .warm import Warmer, fold_ahead, let_loop_run
 
 logger = logging.getLogger(__name__)
 
 MASK_MARK = "mask:"
 """Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
+WORKING_SET_MARK = "ws:"
+"""Store namespace of the summary's working set: its text keyed by the chain at the summarized end, ending at
+``working_set_tag`` (render version, counter) and the room. A resume serves it instead of extracting every summarized
+group; a store without it (written before, or evicted) resumes the same view by rendering afresh."""
+WORKING_SET_MAX_TOKENS = 2**20
+"""Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each
+row must also fit the room its key names."""
 BACKGROUND_DEADLINE_S = BACKGROUND_CLAIM_S
 """A background compaction's summarizer calls end by then (no request waits for it unless its view would not
 fit, and such a request cancels it at its own deadline)."""
@@ -77,6 +85,10 @@ class Compactor:
         """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
         self.warmer = Warmer()
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
+        self._working_set_recorded: tuple[str, str] | None = None
+        """The key of the working set stored last, so a request that installs the same summary stores nothing."""
+        self._folding: asyncio.Task[None] | None = None
+        """After a resume served the stored working set: its groups extracted and folded between requests."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -236,6 +248,7 @@ class Compactor:
         if self.view.masks is not None:
             self.view.masks.forget_before(self.view.state.boundary)
             await self._record_mask_end(before)
+        await self._record_working_set()
 
     async def _run_background(self, job: Compaction, before: CompactionState) -> Landed:
         """The background task: a prefetch under way is let land first (single flight), then the strategy runs.
@@ -423,7 +436,62 @@ class Compactor:
         state = await walk(history, self.segments.store, history.last_cuttable)
         if self.mask_settings is not None:
             state = state.masked_to(await self._stored_mask_end(history, state.boundary))
+        if state.segments:
+            await self._seed_working_set(history, state.summarized_end)
         return state
+
+    def fold_after_resume(self, history: History, state: CompactionState) -> None:
+        """Extract and fold the summarized groups' working set in the background, in slices while the agent awaits
+        its model, so the next compaction does not pay for all of them at once: a resume that served the stored text
+        has folded none (one that rendered it has folded them all by its first request, and the task ends there)."""
+        self.stop_folding()
+        if state.segments and index_of(history).folded < state.summarized_end:
+            self._folding = asyncio.get_running_loop().create_task(self._fold(history, state.summarized_end))
+
+    def stop_folding(self) -> None:
+        if self._folding is not None:
+            self._folding.cancel()
+            self._folding = None
+
+    async def _fold(self, history: History, end: int) -> None:
+        try:
+            await fold_ahead(history, end)
+        except Exception as exc:  # only work ahead: the next compaction folds what is left
+            logger.warning("folding the working set ahead failed (%s)", type(exc).__name__)
+
+    async def _seed_working_set(self, history: History, end: int) -> None:
+        """Hand the working set's index the texts stored for groups ``[0, end)`` of ``history``, one per room."""
+        tag = working_set_tag(history)
+        rows = self._working_set_store(WORKING_SET_MAX_TOKENS)
+        for entry in await rows.starting_at(WORKING_SET_MARK + history.chain_at(end)):
+            entry_tag, _, room = entry.end.rpartition(":")
+            if entry.groups == end and entry_tag == tag and room.isdigit() and entry.tokens <= int(room):
+                index_of(history).seed(end, int(room), entry.text)
+
+    def _working_set_store(self, max_tokens: int) -> SummaryStore:
+        """The store, checked for rows the size of a working set rather than of a segment summary."""
+        store = self.segments.store
+        return store.within(max_tokens) if isinstance(store, CheckedStore) else store
+
+    async def _record_working_set(self) -> None:
+        """Store the working set the summary shows beside its segments, so a resume need not extract the history.
+
+        The view has just rendered it (the index keeps that render), so this costs a count and a put. A text with
+        a lone surrogate is not stored: the store's check would serve it scrubbed, not as rendered.
+        """
+        state, history = self.view.state, self.view.history
+        if not state.segments:
+            return
+        end, room = state.summarized_end, self.view.working_set_room()
+        key = (WORKING_SET_MARK + history.chain_at(end), f"{working_set_tag(history)}:{room}")
+        if key == self._working_set_recorded:
+            return
+        count = history.counter.count_text
+        text = index_of(history).render(end, room, count)
+        if not encodable(text):
+            return
+        await self._working_set_store(room).put(CachedSummary(key[0], key[1], text, count(text), end))
+        self._working_set_recorded = key
 
     async def _stored_mask_end(self, history: History, boundary: int) -> int:
         """The furthest mask end recorded for this history at ``boundary`` (0 when none)."""
@@ -445,6 +513,12 @@ class Compactor:
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+def working_set_tag(history: History) -> str:
+    """What a stored working set's text depends on besides the groups and its room: render version, counter."""
+    encoding = history.counter.encoding
+    return f"v{RENDER_VERSION}:{encoding if counts_exactly(encoding) else 'estimate'}"
 
 
 def _account(parts: list[Facts | list[Message]], shown_text: str) -> Account:

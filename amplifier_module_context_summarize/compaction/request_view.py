@@ -47,6 +47,11 @@ class RequestView:
             memo = self.shown_memo = (self.state, latest, memo[2].pinning(pinned))
         return memo[2]
 
+    def working_set_room(self) -> int:
+        """The working set's room in the state's summary message (as ``shown`` gives it)."""
+        c, wire = self.config, self.budget.wire
+        return working_set_room(self.state, c.working_set_tokens(wire), c.summary_room(wire))
+
     def system_view(self) -> list[Message]:
         history = self.history
         if self.budget.system_prompt is None:
@@ -124,8 +129,7 @@ class RequestView:
         """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""
         c, state, history = self.config, self.state, self.history
         count = self.counter.count_text
-        room = working_set_room(state, c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire))
-        rendered = index_of(history).render(state.summarized_end, room, count)
+        rendered = index_of(history).render(state.summarized_end, self.working_set_room(), count)
         smaller = max(count(rendered) - excess, 0) if rendered else 0
         message = summary_message(state, history, smaller, c.recall_tool_name)
         assert message is not None  # the state has segments

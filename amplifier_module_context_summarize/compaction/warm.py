@@ -56,8 +56,8 @@ class Warmer:
             self._history, self._facts = weakref.ref(history), 0
         index = index_of(history)
         closed = history.last_cuttable
-        # The summary's own render has already worked out the groups it stands for.
-        start = max(self._facts, state.segments[-1].end if state.segments else 0)
+        # The summary's own render has worked out the groups it stands for, unless it was stored (a resume).
+        start = max(self._facts, index.extracted)
         slice_ends = time.perf_counter() + SLICE_S
         group = start
         while group < closed:
@@ -78,3 +78,19 @@ class Warmer:
             if time.perf_counter() >= slice_ends:
                 await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S
+
+
+async def fold_ahead(history: History, end: int) -> None:
+    """Extract and fold the working set of groups ``[0, end)`` a few groups at a time, yielding the loop every
+    ``SLICE_S``: after a resume served the stored text, so the next compaction folds only its new groups. What it
+    folds is what that compaction would have folded (a left fold, group after group), so no view changes."""
+    index = index_of(history)
+    slice_ends = time.perf_counter() + SLICE_S
+    group = index.folded
+    while group < end:
+        group = min(max(group, index.folded) + STEP, end)  # a compaction meanwhile may have folded further
+        if index.folded < group:
+            index.state(group)
+        if time.perf_counter() >= slice_ends:
+            await let_loop_run()
+            slice_ends = time.perf_counter() + SLICE_S

@@ -7,6 +7,8 @@ and every group's view form (what a request shows for it) is settled once, when 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from typing import SupportsIndex, overload
 
 from .messages import (
     Group,
@@ -22,18 +24,67 @@ from .tokens import TokenCounter
 from .wire import without_response_chain
 
 
+class PrefixSums(list[int]):
+    """``History.prefix``: token prefix sums whose entries below ``waiting`` are worked out on first read.
+
+    A history resumed from a store is counted from its boundary on (``History.count_from``); the entries before
+    it wait until something reads one of them (or iterates), which counts the groups before the boundary then.
+    """
+
+    def __init__(self, values: list[int]) -> None:
+        super().__init__(values)
+        self.waiting = 0
+        """Entries ``[0, waiting)`` are not worked out yet."""
+        self.fill: Callable[[], None] | None = None
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> int | list[int]:
+        if self.waiting:
+            if isinstance(index, slice):
+                self.work_out()
+            else:
+                at = index.__index__()
+                if (at + len(self) if at < 0 else at) < self.waiting:
+                    self.work_out()
+        return super().__getitem__(index)
+
+    def __iter__(self) -> Iterator[int]:
+        self.work_out()
+        return super().__iter__()
+
+    def work_out(self) -> None:
+        """Fill the entries still waiting (a no-op when none are)."""
+        fill, self.fill, self.waiting = self.fill, None, 0
+        if fill is not None:
+            fill()
+
+
 class History:
     """Messages, their atomic groups, token prefix sums and chained content hashes.
 
     ``prefix[i]`` is the tokens of groups ``[0, i)`` as a view shows them (system messages count 0: they
     are kept apart), and ``chain_at(i)`` the hash of everything before group ``i`` under ``fingerprint``.
+    Every reader takes differences of prefix entries, so on a history counted from a boundary
+    (``count_from``) the sums are those less the tokens before it: ``prefix[0]`` is then not 0.
+
+    ``counting=False`` builds a history whose tokens are counted afterwards by ``count_from`` (``set_messages``:
+    once the stored state is known, the groups it summarizes are counted only if a plan reads them).
     """
 
-    def __init__(self, counter: TokenCounter, fingerprint: str, preserve_system: bool = True) -> None:
+    def __init__(
+        self, counter: TokenCounter, fingerprint: str, preserve_system: bool = True, *, counting: bool = True
+    ) -> None:
         self.counter = counter
         self.preserve_system = preserve_system
         self.messages: list[Message] = []
-        self._prefix: list[int] = [0]
+        self._prefix = PrefixSums([0])
+        self._counting = counting
+        """False until ``count_from``: appends leave tokens uncounted (system messages aside)."""
         self._open_counted = True
         """Whether ``_prefix[-1]`` counts the newest group as shown; appends leave that to the next read, so
         a group gaining thousands of parallel tool results is sanitized and counted once, not per result."""
@@ -70,7 +121,14 @@ class History:
 
     @property
     def total(self) -> int:
+        """``prefix[-1]``: only a difference with another entry is a count (``tokens`` is the count)."""
         return self.prefix[-1]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of all groups as a view shows them."""
+        prefix = self.prefix
+        return prefix[-1] - prefix[0]
 
     @property
     def last_cuttable(self) -> int:
@@ -78,10 +136,12 @@ class History:
         return max(len(self.groups) - 1, 0)
 
     def append(self, message: Message) -> None:
-        tokens = self.counter.count_message(message)  # first: should it fail, nothing has changed
+        is_system = self.preserve_system and message.get("role") == "system"
+        counting = self._counting
+        # first: should it fail, nothing has changed
+        tokens = self.counter.count_message(message) if counting or is_system else 0
         index = len(self.messages)
         self.messages.append(message)
-        is_system = self.preserve_system and message.get("role") == "system"
         groups = self.groups
         if self._grouper.push(message, index):
             self._open_stored += tokens
@@ -96,7 +156,7 @@ class History:
                 self._settle(closing, messages, shown)
             self._open_stored = 0 if is_system else tokens
             self._prefix.append(self._prefix[-1])
-        self._open_counted = False
+        self._open_counted = not counting
         if is_system:
             self.system.append(index)
             self.system_tokens += tokens
@@ -108,6 +168,47 @@ class History:
                 self.first_request = index
         if not self.unencodable and has_lone_surrogate(message):
             self.unencodable = True
+
+    def count_from(self, boundary: int) -> None:
+        """Count a history built with ``counting=False``: the groups from ``boundary`` on now (linear in them), the
+        groups before it when a read of their prefix entries first asks (``PrefixSums``)."""
+        if self._counting:
+            return
+        groups, prefix, count = self.groups, self._prefix, self.counter.count_message
+        newest = len(groups) - 1
+        boundary = min(max(boundary, 0), max(newest, 0))
+        total = 0
+        for g in range(boundary, newest):
+            total += sum(count(m) for m in self._counted_form(g))
+            list.__setitem__(prefix, g + 1, total)
+        if newest >= 0:
+            group = groups[newest]
+            self._open_stored = sum(
+                count(m) for m in self._counted_form(newest, self.messages[group.start : group.end])
+            )
+        self._counting, self._open_counted = True, False
+        if boundary > 0:
+            prefix.waiting, prefix.fill = boundary, lambda: self._count_before(boundary)
+
+    def _counted_form(self, group_index: int, stored: list[Message] | None = None) -> list[Message]:
+        """The messages counted for a group: as shown when closed and shown otherwise, else as stored (a system
+        message kept apart counts 0)."""
+        replaced = self.shown_as.get(group_index)
+        if replaced is not None:
+            return replaced
+        group = self.groups[group_index]
+        messages = self.messages[group.start : group.end] if stored is None else stored
+        if self.preserve_system and messages and messages[0].get("role") == "system":
+            return messages[1:]
+        return messages
+
+    def _count_before(self, boundary: int) -> None:
+        """Work out prefix entries ``[0, boundary)`` back from the one at ``boundary``."""
+        prefix, count = self._prefix, self.counter.count_message
+        running = list.__getitem__(prefix, boundary)
+        for g in range(boundary - 1, -1, -1):
+            running -= sum(count(m) for m in self._counted_form(g))
+            list.__setitem__(prefix, g, running)
 
     def rekey(self, fingerprint: str) -> None:
         """Chain hashes under another fingerprint (they are recomputed lazily)."""

@@ -55,14 +55,16 @@ def choose_boundary(
     passes ``last_cuttable``. ``growth`` plans for a tail that many tokens longer than today's
     (prefetch predicts the cut the threshold compaction will make).
     """
+    # The searches start at ``current``: the same cut (it never goes backwards), and the entries before it are
+    # not read (a resumed history counts the groups it summarized only when asked, ``History.count_from``).
     total = prefix[-1] + growth
     room_target = limits.target - fixed_tokens
     room_budget = limits.budget - fixed_tokens
-    to_target = bisect_left(prefix, total - room_target)
-    keep_recent = bisect_right(prefix, total - limits.preserve_recent) - 1
+    to_target = bisect_left(prefix, total - room_target, current)
+    keep_recent = bisect_right(prefix, total - limits.preserve_recent, current) - 1
     boundary = max(current, min(to_target, keep_recent))
     if total - prefix[boundary] > room_budget:
-        boundary = max(boundary, bisect_left(prefix, total - room_budget))
+        boundary = max(boundary, bisect_left(prefix, total - room_budget, boundary))
     return max(current, min(boundary, last_cuttable))
 
 

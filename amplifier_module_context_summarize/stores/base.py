@@ -127,14 +127,25 @@ class CheckedStore:
     a no-op.
     """
 
-    def __init__(self, inner: SummaryStore, count_text: Callable[[str], int], max_tokens: int) -> None:
+    def __init__(
+        self,
+        inner: SummaryStore,
+        count_text: Callable[[str], int],
+        max_tokens: int,
+        warned: set[str] | None = None,
+    ) -> None:
         self.inner = inner
         self.count_text = count_text
         self.max_tokens = max_tokens
-        self._warned: set[str] = set()
+        self._warned: set[str] = set() if warned is None else warned
+        """What was warned about already (shared by ``within``'s views of the same store): once per kind."""
 
     def __repr__(self) -> str:
         return f"CheckedStore({self.inner!r}, max_tokens={self.max_tokens})"
+
+    def within(self, max_tokens: int) -> CheckedStore:
+        """The same store and checks, serving rows of up to ``max_tokens`` (a working set sized by its room)."""
+        return CheckedStore(self.inner, self.count_text, max_tokens, self._warned)
 
     async def get(self, start: str, end: str) -> CachedSummary | None:
         try:

@@ -17,6 +17,11 @@ from .facts import CallOutcome, Facts, FileAction, extract
 from .fold import WorkingSet
 from .layout import render
 
+RENDER_VERSION = "1"
+"""Names what a render writes for given groups, room and counter in a store (``compaction/compactor.py`` keeps the
+text beside the segments so a resume need not extract the history). Bump it when extraction, folding or layout
+change the text for the same groups: a text stored before is then not served, and the resume renders afresh."""
+
 
 class FactsLog:
     """The facts of closed groups in order, kept compressed in blocks of ``BLOCK`` groups.
@@ -93,6 +98,24 @@ class WorkingSetIndex:
         self._state = WorkingSet()
         self._end = 0
         self._rendered: tuple[tuple[int, int, Callable[[str], int]], str] | None = None
+        self._seeded: dict[tuple[int, int], str] = {}
+        """(end group, room) -> the text a resume found stored for it, counted by the history's own counter:
+        served as that render (the text is a function of the groups, the room and the counter), so the groups
+        need not be extracted until a compaction folds further."""
+
+    @property
+    def extracted(self) -> int:
+        """Closed groups ``[0, extracted)`` have their facts kept."""
+        return len(self._facts)
+
+    @property
+    def folded(self) -> int:
+        """The furthest end folded so far (a further end folds only the groups after it)."""
+        return self._end
+
+    def seed(self, end_group: int, max_tokens: int, text: str) -> None:
+        """``text`` is the render of groups ``[0, end_group)`` in ``max_tokens`` by the history's counter, as stored."""
+        self._seeded[(end_group, max_tokens)] = text
 
     def _closed(self) -> int:
         return max(len(self.history.groups) - 1, 0)
@@ -128,7 +151,8 @@ class WorkingSetIndex:
         key = (end_group, max_tokens, count_tokens)
         if self._rendered is not None and self._rendered[0] == key:
             return self._rendered[1]
-        text = render(self.state(end_group), max_tokens, count_tokens)
+        seeded = self._seeded.get((end_group, max_tokens)) if count_tokens == self.history.counter.count_text else None
+        text = seeded if seeded is not None else render(self.state(end_group), max_tokens, count_tokens)
         if end_group <= self._closed():
             self._rendered = (key, text)
         return text
