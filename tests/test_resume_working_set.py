@@ -85,6 +85,29 @@ async def test_after_a_served_resume_the_session_goes_on_as_it_would_have() -> N
     assert views[0] == views[1]
 
 
+async def test_the_store_keeps_one_working_set_per_session_however_long_it_runs() -> None:
+    store, messages = MemoryStore(), session(2_400)
+    manager, _ = await live(store, messages)
+    rows = working_set_rows(store)
+
+    assert manager.stats["compactions"] >= 5
+    assert len(rows) == 1
+    head = max(rows, key=lambda row: row.groups).text.partition("\n")[0]
+    assert head.split(" ")[0] == manager.history.chain_at(manager.state.summarized_end)
+
+
+async def test_a_row_rewritten_for_another_end_is_not_served() -> None:
+    store, messages = MemoryStore(), session()
+    _, view = await live(store, messages)
+    for row in working_set_rows(store):  # as a fork of the same line would leave it, one group further
+        await store.put(replace(row, groups=row.groups + 1))
+
+    second, again = await resumed(store, messages)
+
+    assert again == view
+    assert index_of(second.history).extracted > 0
+
+
 async def test_a_store_written_before_resumes_the_same_view_by_rendering() -> None:
     store, messages = MemoryStore(), session()
     _, view = await live(store, messages)
@@ -102,9 +125,10 @@ async def test_a_row_that_does_not_fit_its_room_or_names_another_version_is_not_
     store, messages = MemoryStore(), session()
     _, view = await live(store, messages)
     for row in working_set_rows(store):
-        tag, _, room = row.end.rpartition(":")
-        await store.put(replace(row, end=f"v0:{tag.partition(':')[2]}:{room}", text="stale render"))
-        await store.put(replace(row, text="word " * (3 * int(room)), tokens=3 * int(room)))
+        head, _, text = row.text.partition("\n")
+        await store.put(replace(row, end=f"v0:{row.end.partition(':')[2]}", text=f"{head}\nstale render"))
+        room = int(head.split(" ")[1])  # the row names the end and room it renders: these, but too big for its room
+        await store.put(replace(row, text=f"{head}\n" + "word " * (3 * room), tokens=3 * room))
 
     second, again = await resumed(store, messages)
 

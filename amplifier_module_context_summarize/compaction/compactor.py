@@ -44,9 +44,12 @@ logger = logging.getLogger(__name__)
 MASK_MARK = "mask:"
 """Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
 WORKING_SET_MARK = "ws:"
-"""Store namespace of the summary's working set: its text keyed by the chain at the summarized end, ending at
-``working_set_tag`` (render version, counter) and the room. A resume serves it instead of extracting every summarized
-group; a store without it (written before, or evicted) resumes the same view by rendering afresh."""
+"""Store namespace of the summary's working set. One row per session, rewritten at each compaction (a row per
+summarized end would grow the store by a working set every compaction): keyed by the chain after the first group,
+ending at ``working_set_tag`` (render version, counter); its text is the chain at the summarized end and the room
+it was rendered for, a newline, then the working set, so a row of another end or room is never served. A resume
+serves it instead of extracting every summarized group; a store without it (written before, evicted, or rewritten
+by a fork or a session that began the same way) resumes the same view by rendering afresh."""
 WORKING_SET_MAX_TOKENS = 2**20
 """Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each
 row must also fit the room its key names."""
@@ -85,7 +88,7 @@ class Compactor:
         """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
         self.warmer = Warmer()
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
-        self._working_set_recorded: tuple[str, str] | None = None
+        self._working_set_recorded: tuple[str, str, str] | None = None
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
         self._folding: asyncio.Task[None] | None = None
         """After a resume served the stored working set: its groups extracted and folded between requests."""
@@ -437,7 +440,7 @@ class Compactor:
         if self.mask_settings is not None:
             state = state.masked_to(await self._stored_mask_end(history, state.boundary))
         if state.segments:
-            await self._seed_working_set(history, state.summarized_end)
+            await self._seed_working_set(history, state)
         return state
 
     def fold_after_resume(self, history: History, state: CompactionState) -> None:
@@ -459,14 +462,17 @@ class Compactor:
         except Exception as exc:  # only work ahead: the next compaction folds what is left
             logger.warning("folding the working set ahead failed (%s)", type(exc).__name__)
 
-    async def _seed_working_set(self, history: History, end: int) -> None:
-        """Hand the working set's index the texts stored for groups ``[0, end)`` of ``history``, one per room."""
-        tag = working_set_tag(history)
+    async def _seed_working_set(self, history: History, state: CompactionState) -> None:
+        """Hand the working set's index the texts stored for the summarized groups of ``history``, one per room."""
+        tag, end = working_set_tag(history), state.summarized_end
         rows = self._working_set_store(WORKING_SET_MAX_TOKENS)
-        for entry in await rows.starting_at(WORKING_SET_MARK + history.chain_at(end)):
-            entry_tag, _, room = entry.end.rpartition(":")
-            if entry.groups == end and entry_tag == tag and room.isdigit() and entry.tokens <= int(room):
-                index_of(history).seed(end, int(room), entry.text)
+        for entry in await rows.starting_at(working_set_line(history)):
+            head, _, text = entry.text.partition("\n")
+            chain, _, room = head.partition(" ")
+            if entry.groups != end or entry.end != tag or not room.isdigit() or chain != history.chain_at(end):
+                continue
+            if history.counter.count_text(text) <= int(room):
+                index_of(history).seed(end, int(room), text)
 
     def _working_set_store(self, max_tokens: int) -> SummaryStore:
         """The store, checked for rows the size of a working set rather than of a segment summary."""
@@ -483,14 +489,16 @@ class Compactor:
         if not state.segments:
             return
         end, room = state.summarized_end, self.view.working_set_room()
-        key = (WORKING_SET_MARK + history.chain_at(end), f"{working_set_tag(history)}:{room}")
+        key = (working_set_line(history), working_set_tag(history), f"{history.chain_at(end)} {room}")
         if key == self._working_set_recorded:
             return
         count = history.counter.count_text
         text = index_of(history).render(end, room, count)
         if not encodable(text):
             return
-        await self._working_set_store(room).put(CachedSummary(key[0], key[1], text, count(text), end))
+        row = f"{key[2]}\n{text}"
+        tokens = count(row)
+        await self._working_set_store(tokens).put(CachedSummary(key[0], key[1], row, tokens, end))
         self._working_set_recorded = key
 
     async def _stored_mask_end(self, history: History, boundary: int) -> int:
@@ -513,6 +521,12 @@ class Compactor:
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+def working_set_line(history: History) -> str:
+    """The store key of a session line's working set: the chain after its first group (its forks share it, and
+    a session that begins the same way may rewrite it: the row names its end, so either renders afresh)."""
+    return WORKING_SET_MARK + history.chain_at(1)
 
 
 def working_set_tag(history: History) -> str:
