@@ -197,10 +197,10 @@ async def test_after_a_served_resume_the_working_set_is_folded_between_requests(
 
     served, _ = await resumed(store, messages[:1_500], fold=True)
     index, end = index_of(served.history), served.state.summarized_end
-    for _ in range(2_000):
+    for _ in range(100_000):  # the agent awaiting its model: the loop runs the fold's slices, no time passes
         if index.folded >= end:
             break
-        await asyncio.sleep(0.001)  # the agent awaiting its model
+        await asyncio.sleep(0)
     assert index.folded == end and index.extracted >= end
 
     rendered, _ = await resumed(before, messages[:1_500])
@@ -221,6 +221,7 @@ async def test_replacing_the_history_stops_folding_the_one_before() -> None:
 
     folded = index.folded
     await manager.set_messages(messages[:10])
-    await asyncio.sleep(0.05)
+    for _ in range(1_000):  # loop turns enough for many of the fold's slices, had it not been stopped
+        await asyncio.sleep(0)
 
     assert index.folded == folded < end  # nothing more was folded for the history that was replaced
