@@ -12,6 +12,8 @@ import random
 from bisect import bisect_left, bisect_right
 from typing import Any
 
+import pytest
+
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL
@@ -96,6 +98,7 @@ def test_plans_search_from_the_current_boundary_and_cut_where_a_search_of_all_of
         )
 
 
+@pytest.mark.slow
 async def test_a_resumed_session_goes_on_exactly_as_the_session_it_resumes() -> None:
     items = CodingSession(SMALL, seed=9).history(2_200)
     store = MemoryStore()

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL
@@ -61,6 +63,7 @@ async def test_a_resume_serves_the_stored_working_set_and_extracts_nothing() -> 
     assert index_of(second.history).extracted == 0  # no summarized group was extracted
 
 
+@pytest.mark.slow
 async def test_after_a_served_resume_the_session_goes_on_as_it_would_have() -> None:
     """The next compaction folds the working set from the first group: the views of a resume that rendered it."""
     messages = session(2_400)
@@ -85,6 +88,7 @@ async def test_after_a_served_resume_the_session_goes_on_as_it_would_have() -> N
     assert views[0] == views[1]
 
 
+@pytest.mark.slow
 async def test_the_store_keeps_one_working_set_per_session_however_long_it_runs() -> None:
     store, messages = MemoryStore(), session(2_400)
     manager, _ = await live(store, messages)
@@ -96,6 +100,7 @@ async def test_the_store_keeps_one_working_set_per_session_however_long_it_runs(
     assert head.split(" ")[0] == manager.history.chain_at(manager.state.summarized_end)
 
 
+@pytest.mark.slow
 async def test_a_row_rewritten_for_another_end_is_not_served() -> None:
     store, messages = MemoryStore(), session()
     _, view = await live(store, messages)
@@ -108,6 +113,7 @@ async def test_a_row_rewritten_for_another_end_is_not_served() -> None:
     assert index_of(second.history).extracted > 0
 
 
+@pytest.mark.slow
 async def test_a_store_written_before_resumes_the_same_view_by_rendering() -> None:
     store, messages = MemoryStore(), session()
     _, view = await live(store, messages)
@@ -121,6 +127,7 @@ async def test_a_store_written_before_resumes_the_same_view_by_rendering() -> No
     assert index_of(second.history).extracted > 0
 
 
+@pytest.mark.slow
 async def test_a_row_that_does_not_fit_its_room_or_names_another_version_is_not_served() -> None:
     store, messages = MemoryStore(), session()
     _, view = await live(store, messages)
@@ -145,6 +152,7 @@ class FaultyReads(MemoryStore):
         return await super().starting_at(start)
 
 
+@pytest.mark.slow
 async def test_a_store_fault_reading_the_working_set_resumes_by_rendering() -> None:
     messages = session()
     store = FaultyReads()
@@ -155,6 +163,7 @@ async def test_a_store_fault_reading_the_working_set_resumes_by_rendering() -> N
     assert again == view
 
 
+@pytest.mark.slow
 async def test_a_sqlite_store_keeps_the_working_set_for_a_new_process(tmp_path: Path) -> None:
     messages = session()
     path = tmp_path / "summaries.db"
@@ -167,6 +176,7 @@ async def test_a_sqlite_store_keeps_the_working_set_for_a_new_process(tmp_path: 
     assert index_of(second.history).extracted == 0
 
 
+@pytest.mark.slow
 async def test_a_redis_store_keeps_the_working_set_for_another_host(redis_server: RedisServer) -> None:
     """Only the shared store holds it: each manager has its own empty local store (another host, another process)."""
     messages = session()
@@ -184,6 +194,7 @@ async def test_a_redis_store_keeps_the_working_set_for_another_host(redis_server
         await manager.store.close()
 
 
+@pytest.mark.slow
 async def test_after_a_served_resume_the_working_set_is_folded_between_requests() -> None:
     """While the agent awaits its model, the summarized groups are extracted and folded in slices; the session then
     goes on with the views of a resume that rendered the working set, its next compaction folding only new groups."""
@@ -213,6 +224,7 @@ async def test_after_a_served_resume_the_working_set_is_folded_between_requests(
     assert views[0] == views[1] and served.stats["compactions"] >= 1
 
 
+@pytest.mark.slow
 async def test_replacing_the_history_stops_folding_the_one_before() -> None:
     store, messages = MemoryStore(), session()
     await live(store, messages)
