@@ -82,7 +82,8 @@ class History:
         self.counter = counter
         self.preserve_system = preserve_system
         self.messages: list[Message] = []
-        self._prefix = PrefixSums([0])
+        self._prefix: list[int] = [0] if counting else PrefixSums([0])
+        """A plain list (read on every request) unless built for ``count_from``, which may leave entries waiting."""
         self._counting = counting
         """False until ``count_from``: appends leave tokens uncounted (system messages aside)."""
         self._open_counted = True
@@ -187,7 +188,7 @@ class History:
                 count(m) for m in self._counted_form(newest, self.messages[group.start : group.end])
             )
         self._counting, self._open_counted = True, False
-        if boundary > 0:
+        if boundary > 0 and isinstance(prefix, PrefixSums):
             prefix.waiting, prefix.fill = boundary, lambda: self._count_before(boundary)
 
     def _counted_form(self, group_index: int, stored: list[Message] | None = None) -> list[Message]:
