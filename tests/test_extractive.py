@@ -14,6 +14,10 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.summarizer.extractive import (
     EMPTY_SPAN,
+    REQUEST_CLIPS,
+    _pack,
+    _Section,
+    _shorten,
     extractive_summary,
     is_announcement,
     is_decision,
@@ -391,3 +395,36 @@ def test_any_message_soup_gives_a_summary_within_budget(messages: list[dict[str,
     text = summarize(messages, max_tokens=max_tokens)
 
     assert rough(text) <= max_tokens
+
+
+def _pack_by_counting_everything(section: Any, room: int, count: Callable[[str], int]) -> tuple[list[str], int, bool]:
+    """The packing as first written: every item's line written and counted at each length, then a binary search."""
+    lines: list[str] = []
+    tails = section.tails or (False,) * len(section.items)
+    for step, limit in enumerate(section.clips):
+        lines = [f"- {_shorten(item, limit, tail)}" for item, tail in zip(section.items, tails, strict=True)]
+        if (cost := count("\n".join(lines))) <= room:
+            return lines, cost, step == 0
+    low, high, best = -1, len(lines) - 1, ([], 0, False)
+    while low < high:
+        keep = (low + high + 1) // 2
+        dropped = len(lines) - keep
+        candidate = [f"- (+{dropped} earlier {section.noun}{'s' if dropped > 1 else ''})", *lines[len(lines) - keep :]]
+        if (cost := count("\n".join(candidate))) <= room:
+            low, best = keep, (candidate, cost, False)
+        else:
+            high = keep - 1
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(st.integers(min_value=0, max_value=60), min_size=0, max_size=400),
+    room=st.integers(min_value=-5, max_value=900),
+)
+def test_packing_a_long_section_writes_only_what_can_fit_and_packs_the_same(words: list[int], room: int) -> None:
+    # a line costs at least a token, so items beyond ``room`` are never written: the result must not change
+    items = [("word " * n + f"item {i}").strip() for i, n in enumerate(words)]
+    section = _Section(items, REQUEST_CLIPS, noun="request")
+    for count in (rough, cl100k):
+        assert _pack(section, room, count) == _pack_by_counting_everything(section, room, count)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
@@ -15,6 +18,7 @@ from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.messages import message_calls
 from amplifier_module_context_summarize.core.state import CompactionState, Segment
+from amplifier_module_context_summarize.core.substrings import Substrings
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.manager import SUMMARY_MARKER
 from amplifier_module_context_summarize.stores import MemoryStore
@@ -29,8 +33,10 @@ from amplifier_module_context_summarize.testing import (
 from amplifier_module_context_summarize.working_set import fold as working_set
 from amplifier_module_context_summarize.working_set import index as working_set_index
 from amplifier_module_context_summarize.working_set import layout
+from amplifier_module_context_summarize.working_set.facts import _shell_tokens
 from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
+    _names_word,
     canonical,
     named_files,
     working_set_of,
@@ -44,9 +50,7 @@ BIG = 100_000
 Messages = list[dict[str, Any]]
 
 
-def call(
-    shape: str, call_id: str, name: str, args: dict[str, Any], output: Any, error: bool | None = None
-) -> Messages:
+def call(shape: str, call_id: str, name: str, args: dict[str, Any], output: Any, error: bool | None = None) -> Messages:
     return [tool_call(shape, call_id, name, args), tool_result(shape, call_id, output, is_error=error)]
 
 
@@ -529,3 +533,42 @@ def test_a_command_run_in_the_root_is_shown_without_its_cd_and_counts_with_the_s
     assert "- `pytest -x tests/test_models.py` — passed, 2 runs; an earlier failure is resolved: FAILED" in text
     assert "- `cat src/app/models.py` — ok" in text and "- `cd /elsewhere && make` — ok" in text
     assert "cd /repo &&" not in text.split("\n", 2)[2]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    text=st.text(alphabet="ab/.-_ x\n", max_size=300),
+    needles=st.lists(st.text(alphabet="ab/.-_ x\n", min_size=0, max_size=24), max_size=120),
+)
+def test_searching_many_needles_answers_as_in_does(text: str, needles: list[str]) -> None:
+    # past the first searches the text's grams answer: they must never say no where ``in`` says yes
+    searched = Substrings(text)
+    assert [n in searched for n in needles * 2] == [n in text for n in needles * 2]
+
+
+_WORD_AFTER = re.compile(r"(?<![\w.~+@/-])NAME(?![\w/-]|\.\w)")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    line=st.text(alphabet="ab.é_/-~ 2", max_size=40),
+    name=st.text(alphabet="ab.é_-2 ", max_size=4),
+    start=st.integers(min_value=0, max_value=40),
+)
+def test_a_file_name_stands_as_a_word_exactly_where_the_pattern_says(line: str, name: str, start: int) -> None:
+    pattern = re.compile(_WORD_AFTER.pattern.replace("NAME", re.escape(name)))
+    assert _names_word(line, name, start) == bool(pattern.search(line, start))
+
+
+@settings(max_examples=200, deadline=None)
+@given(script=st.text(alphabet="ab./-_~*?=$ \t\n;&|<>()2'\"\\#", max_size=60))
+def test_shell_lines_split_into_the_words_shlex_reads(script: str) -> None:
+    # plain lines take a regular expression, the others the lexer: both must give the lexer's words
+    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        expected = list(lexer)
+    except ValueError:
+        return  # an unbalanced quote: the fallback's plain split is not the lexer's answer
+    if "\\" not in script:  # (a backslash between path characters is read as a Windows separator first)
+        assert _shell_tokens(script) == expected

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.messages import Message
+from ..core.substrings import Substrings
 from ..working_set.facts import Facts, clip, extract
 from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
 from ..working_set.reads import named_reads, read_form
@@ -67,7 +68,8 @@ def account_of(facts: Facts, shown_text: str) -> Account:
         "identifiers": list(facts.identifiers),
         "errors": [o.error for o in facts.outcomes if o.error],
     }
-    flat = " ".join(shown_text.split())
+    shown = Substrings(shown_text)
+    flat = Substrings(" ".join(shown_text.split()))
     kept: dict[str, list[str]] = {kind: [] for kind in KINDS}
     lost: dict[str, list[str]] = {kind: [] for kind in KINDS}
     for kind in KINDS:
@@ -78,8 +80,11 @@ def account_of(facts: Facts, shown_text: str) -> Account:
             named = named_reads(shown_text, reads, ITEM_MAX_CHARS)
         for item in items:
             if kind != "files":
+                # An item on one line with single spaces that the text holds is in the text with its whitespace
+                # collapsed too, and so is its clipped form (a prefix): the text itself is only searched for
+                # items the collapsing changes.
                 short = clip(item, ITEM_MAX_CHARS).rstrip("…")
-                if item in shown_text or short in flat:
+                if short in flat or (item != " ".join(item.split()) and item in shown):
                     named.add(item)
             (kept if item in named else lost)[kind].append(item)
     return Account(kept, lost)

@@ -145,22 +145,30 @@ def _allot(sections: dict[str, _Section], room: int, count: Callable[[str], int]
 def _pack(section: _Section, room: int, count: Callable[[str], int]) -> tuple[list[str], int, bool]:
     """The section's lines within ``room`` tokens: all items, shortened step by step, then the oldest dropped.
 
-    The flag says whether every item fit at its first length (more room would change nothing).
+    The flag says whether every item fit at its first length (more room would change nothing). A line costs
+    at least a token, so no more than ``room`` lines can fit: the lines of a long span's thousands of items are
+    neither written nor counted.
     """
     if not section.items:
         return [], 0, True
-    lines: list[str] = []
-    for step, limit in enumerate(section.clips):
-        tails = section.tails or (False,) * len(section.items)
-        lines = [f"- {_shorten(item, limit, tail)}" for item, tail in zip(section.items, tails, strict=True)]
-        cost = count("\n".join(lines))
-        if cost <= room:
-            return lines, cost, step == 0
-    low, high = -1, len(lines) - 1  # keep the newest ``k`` at the shortest length and count the others
+    tails = section.tails or (False,) * len(section.items)
+    if len(section.items) <= room:
+        for step, limit in enumerate(section.clips):
+            lines = [f"- {_shorten(item, limit, tail)}" for item, tail in zip(section.items, tails, strict=True)]
+            cost = count("\n".join(lines))
+            if cost <= room:
+                return lines, cost, step == 0
+    if room < 1:
+        return [], 0, False
+    limit = section.clips[-1]
+    newest = zip(section.items[-room:], tails[-room:], strict=True)
+    lines = [f"- {_shorten(item, limit, tail)}" for item, tail in newest]
+    total = len(section.items)
+    low, high = -1, min(total - 1, room - 1)  # keep the newest ``k`` at the shortest length and count the others
     best: tuple[list[str], int, bool] = ([], 0, False)
     while low < high:
         keep = (low + high + 1) // 2
-        dropped = len(lines) - keep
+        dropped = total - keep
         candidate = [f"- (+{dropped} earlier {section.noun}{'s' if dropped > 1 else ''})", *lines[len(lines) - keep :]]
         cost = count("\n".join(candidate))
         if cost <= room:

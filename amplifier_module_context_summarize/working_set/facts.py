@@ -470,8 +470,17 @@ SHELL_SCAN_CHARS = 20_000
 character at a time, which is super-linear in a token's length, and a model may write a command of any size."""
 
 
+_PLAIN_WORDS = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
+"""The lexer's tokens of a line without quotes, escapes or comments: runs of its punctuation, and runs of
+anything else but whitespace. Most shell lines are such, and ``shlex`` reads a character at a time in Python."""
+_LEXED_ONLY = frozenset("'\"\\#")
+
+
 def _shell_tokens(script: str) -> list[str]:
-    script = _PATH_BACKSLASH.sub(r"\\\\", script[:SHELL_SCAN_CHARS])
+    script = script[:SHELL_SCAN_CHARS]
+    if _LEXED_ONLY.isdisjoint(script):
+        return _PLAIN_WORDS.findall(script.replace("\n", " ; "))
+    script = _PATH_BACKSLASH.sub(r"\\\\", script)
     lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:

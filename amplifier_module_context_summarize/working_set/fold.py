@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..core.messages import Message
+from ..core.substrings import Substrings
 from .facts import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts, extract
 
 HEADING = "### Working set"
@@ -329,13 +330,14 @@ def named_files(text: str, paths: list[str]) -> list[str]:
     x.ex, y.ex``) name every file they list, and so does any summary that writes them that way.
     """
     lowered = text.lower()
+    searched = Substrings(lowered)
     lines = lowered.splitlines()
     headed: dict[str, list[tuple[str, int]]] = {}
     """Folder -> the lines naming it, each with where its first mention ends (found once per folder)."""
     found = []
     for path in paths:
         spelled = path.lower()
-        if spelled in lowered:
+        if spelled in searched:
             found.append(path)
             continue
         folder, name = posixpath.split(spelled)
@@ -346,7 +348,34 @@ def named_files(text: str, paths: list[str]) -> list[str]:
             stem = folder.rstrip("/")
             heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
             rows = headed[folder] = [(line, m.end()) for line in lines if stem in line and (m := heading.search(line))]
-        word = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(name)}(?![\w/-]|\.\w)")
-        if any(word.search(line, end) for line, end in rows):
+        if any(_names_word(line, name, end) for line, end in rows):
             found.append(path)
     return found
+
+
+def _names_word(line: str, name: str, start: int) -> bool:
+    """``name`` stands in ``line`` from ``start`` on as a whole word: no path character before it, and after it
+    neither a word character, ``/`` or ``-``, nor a ``.`` that starts an extension (a longer file name)."""
+    end = len(line)
+    at = line.find(name, min(start, end))
+    while at >= 0:
+        after = at + len(name)
+        if not (at and _is_path_char(line[at - 1])) and not (
+            after < end
+            and (
+                _is_word_char(line[after])
+                or line[after] in "/-"
+                or (line[after] == "." and after + 1 < end and _is_word_char(line[after + 1]))
+            )
+        ):
+            return True
+        at = line.find(name, at + 1)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _is_path_char(char: str) -> bool:
+    return _is_word_char(char) or char in ".~+@/-"
