@@ -169,13 +169,15 @@ class SummarizingContextManager:
     ) -> list[dict[str, Any]]:
         c = self.config
         wire_budget = await request_budget(token_budget, provider, c.safety_margin, c.max_tokens, c.budget_fallback)
-        system_prompt = await self.budget.render_system_prompt(self._system_prompt_factory)
+        factory = self._system_prompt_factory
+        system_prompt = await self.budget.render_system_prompt(factory) if factory is not None else None
         async with self._lock:
-            if await self._rekeyed(provider):
+            if self._learns_model(provider) and await self._rekeyed():
                 await self._resume()
             self.budget.use_system_prompt(system_prompt)
             limits = self.budget.limits(self.budget.plan(wire_budget))
-            await self.compactor.land()
+            if self.compactor.may_land():
+                await self.compactor.land()
             tokens = self.view.tokens()
             if needs_compaction(tokens, limits):
                 await self.compactor.for_request(limits, provider, tokens)
@@ -238,16 +240,19 @@ class SummarizingContextManager:
             async with self._lock:
                 self.budget.use_system_prompt(None)
 
-    async def _rekeyed(self, provider: Any | None) -> bool:
-        """Key summaries by the model that writes them: the session provider's default when none is configured.
+    def _learns_model(self, provider: Any | None) -> bool:
+        """The summarizer writes with the session provider's default model and has just learned a new one (the
+        usual request learns nothing: no hashing, no await)."""
+        learn = getattr(self.summarizer.backend, "learn_default_model", None)
+        return learn is not None and bool(learn(provider))
+
+    async def _rekeyed(self) -> bool:
+        """Key summaries by the model that writes them, once the backend has learned a new default model.
 
         True when the key changed and nothing is summarized yet, so the store may hold this history's state.
         Summaries in flight were keyed by the old model: they are cancelled, else one finished by the new model
         (or begun by the old) would be stored under the key the history chain has by then.
         """
-        learn = getattr(self.summarizer.backend, "learn_default_model", None)
-        if learn is None or not learn(provider):
-            return False  # the usual request: nothing new, no hashing
         fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings)
         if fingerprint == self.fingerprint:
             return False

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from amplifier_core.models import ProviderInfo
+
 from ..backends.base import Completion
 from ..summarizer.prompts import FENCE_OPEN
 from .synth import TextSource
@@ -70,7 +72,5 @@ class LimitsProvider:
         self.max_output_tokens = max_output_tokens
 
     def get_info(self) -> Any:
-        from amplifier_core.models import ProviderInfo
-
         defaults = {"context_window": self.context_window, "max_output_tokens": self.max_output_tokens}
         return ProviderInfo(id="bench", display_name="Bench", defaults=defaults)

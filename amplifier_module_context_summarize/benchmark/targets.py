@@ -74,7 +74,7 @@ def evaluate(
             Target(
                 f"request / list-copy floor at {ref:,} msgs (view = whole history)",
                 at_ref.states["open"].request_over_floor,
-                3.0,
+                2.0,
                 True,
                 _elsewhere(ref, REFERENCE_SIZE),
             ),

@@ -269,6 +269,11 @@ class Compactor:
         shows = job.shown(state)
         return Landed(state, shows, await self._artifacts_hidden(before, state, shows, job))
 
+    def may_land(self) -> bool:
+        """A background compaction is in flight or has finished: ``land`` has something to look at (asked on
+        every request, so the usual answer costs no coroutine)."""
+        return self.background.flight is not None
+
     async def land(self) -> None:
         """Install a background compaction that has landed, if it still applies; report how it ended."""
         flight = self.background.landed()

@@ -53,7 +53,25 @@ OUTPUT_SHARE = 0.25
 
 
 async def _provider_budget(provider: Any | None, safety_margin: int) -> int | None:
-    for window, output in await _provider_limits(provider):
+    """The budget the first report naming a window leaves (``get_model_info``, the more specific, then
+    ``get_info``); a later getter is not asked once one has answered. A getter that fails reports nothing."""
+    if provider is None:
+        return None
+    for getter in ("get_model_info", "get_info"):
+        try:
+            method = getattr(provider, getter, None)
+            if not callable(method):
+                continue
+            info = method()
+            if _awaitable(info):
+                info = await info
+            window, output = _reported_limits(info)
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            continue  # the provider cancelled its own work: as if it reported nothing
+        except Exception:
+            continue
         if window:
             return window_budget(window, output, safety_margin)
     return None
@@ -86,36 +104,20 @@ def token_count(value: Any) -> int | None:
     return int(value) if 0 < value <= MAX_REPORTED_TOKENS else None
 
 
-async def _provider_limits(provider: Any | None) -> list[tuple[Any, Any]]:
-    """(context_window, max_output_tokens) pairs a provider reports, most specific first."""
-    if provider is None:
-        return []
-    found = []
-    for getter in ("get_model_info", "get_info"):
-        try:
-            method = getattr(provider, getter, None)
-            if not callable(method):
-                continue
-            info = method()
-            if _awaitable(info):
-                info = await info
-            if info is None:
-                continue
-            defaults = _info_field(info, "defaults")
-            if type(defaults) is not dict and not isinstance(defaults, Mapping):
-                defaults = {}
-            window = token_count(_info_field(info, "context_window")) or token_count(defaults.get("context_window"))
-            output = token_count(_info_field(info, "max_output_tokens")) or token_count(
-                defaults.get("max_output_tokens")
-            )
-        except asyncio.CancelledError:
-            if cancelled_by_caller():
-                raise
-            continue  # the provider cancelled its own work: as if it reported nothing
-        except Exception:
-            continue
-        found.append((window, output))
-    return found
+def _reported_limits(info: Any) -> tuple[int | None, int | None]:
+    """(context_window, max_output_tokens) a provider's info reports, at its top level or under ``defaults``."""
+    if info is None:
+        return None, None
+    window_field, output_field, defaults_field = _fields_of(type(info))
+    window = token_count(getattr(info, "context_window", None)) if window_field else None
+    output = token_count(getattr(info, "max_output_tokens", None)) if output_field else None
+    if window and output:
+        return window, output
+    defaults = getattr(info, "defaults", None) if defaults_field else None
+    if type(defaults) is not dict and not isinstance(defaults, Mapping):
+        return window, output
+    window = window or token_count(defaults.get("context_window"))
+    return window, output or token_count(defaults.get("max_output_tokens"))
 
 
 # Both helpers below run on every request: they skip work whose answer depends only on the type.
@@ -136,6 +138,13 @@ def _awaitable(value: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
+def _fields_of(kind: type) -> tuple[bool, bool, bool]:
+    """Whether an info of type ``kind`` may have ``context_window``, ``max_output_tokens`` and ``defaults``:
+    a pydantic model answers a field it does not declare through its miss path (two exceptions and a garbage
+    cycle per miss), so undeclared fields are not asked for."""
+    return tuple(not _undeclared(kind, name) for name in ("context_window", "max_output_tokens", "defaults"))
+
+
 def _undeclared(kind: type, name: str) -> bool:
     """True when no instance of the pydantic model ``kind`` can have attribute ``name``."""
     fields = getattr(kind, "model_fields", None)
@@ -144,11 +153,6 @@ def _undeclared(kind: type, name: str) -> bool:
     if (getattr(kind, "model_config", None) or {}).get("extra") == "allow":
         return False
     return inspect.getattr_static(kind, name, _MISSING) is _MISSING
-
-
-def _info_field(info: Any, name: str) -> Any:
-    """``getattr(info, name, None)``, without pydantic's miss path (two exceptions and a garbage cycle per miss)."""
-    return None if _undeclared(type(info), name) else getattr(info, name, None)
 
 
 def cancelled_by_caller() -> bool:
