@@ -10,8 +10,9 @@ the rest are searched. The answers are the plain ``in``'s, and the cost stays li
 from __future__ import annotations
 
 GRAM = 8
-SCANS_BEFORE_INDEX = 64
-"""Needles searched plainly before the grams are collected: a few searches cost less than indexing the text."""
+SCANS_BEFORE_INDEX = 256
+"""Needles searched plainly before the grams are collected: collecting them costs about as much as this many
+plain searches, so an ordinary compaction's account (a few dozen to a few hundred artifacts) never pays for it."""
 
 
 class Substrings:
