@@ -3,8 +3,11 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
+from amplifier_module_context_summarize.compaction.masking import first_line
 from amplifier_module_context_summarize.core.handles import resolve
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.messages import block_text, result_ids
@@ -220,3 +223,10 @@ async def test_recent_outputs_are_masked_rather_than_summarized_or_dropped(strat
     assert len(texts) == 7 and len([t for t in texts if t.startswith("[tool output masked:")]) >= 3
     assert not texts[-1].startswith("[tool output masked:")  # the newest output is still verbatim
     assert "pytest tests/test_0.py -q" in json.dumps(last)  # the calls of masked groups stay
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab \t\r\n\x0b\u2028", max_size=1200))
+def test_a_placeholder_quotes_the_first_line_with_something_on_it(text: str) -> None:
+    # read from a growing head: the answer must be the one splitting the whole output gives
+    assert first_line(text) == next((s.strip() for s in text.splitlines() if s.strip()), "")

@@ -33,7 +33,7 @@ from amplifier_module_context_summarize.testing import (
 from amplifier_module_context_summarize.working_set import fold as working_set
 from amplifier_module_context_summarize.working_set import index as working_set_index
 from amplifier_module_context_summarize.working_set import layout
-from amplifier_module_context_summarize.working_set.facts import _shell_tokens
+from amplifier_module_context_summarize.working_set.facts import _shell_tokens, _short_ids
 from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     _names_word,
@@ -572,3 +572,20 @@ def test_shell_lines_split_into_the_words_shlex_reads(script: str) -> None:
         return  # an unbalanced quote: the fallback's plain split is not the lexer's answer
     if "\\" not in script:  # (a backslash between path characters is read as a Windows separator first)
         assert _shell_tokens(script) == expected
+
+
+_BEADS_ID = re.compile(
+    r"(?<![\w/.@:-])[a-z][a-z0-9]{1,15}-(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{3,8}(?:\.\d+)*(?![\w-]|\.\w)"
+)
+"""A beads id as one pattern: what ``_short_ids`` finds from the hyphen on, and must find the same."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="abz019-./@:_ Aé\n", max_size=80))
+def test_beads_ids_are_found_from_their_hyphen_as_the_whole_pattern_finds_them(text: str) -> None:
+    assert _short_ids(text) == [(m.start(), m.group(0)) for m in _BEADS_ID.finditer(text)]
+
+
+def test_a_beads_id_head_is_the_whole_run_before_its_hyphen() -> None:
+    text = "see spotter-a0y, bd-a3f8e9.1 and x/ab-c1d9 but not Xab-c1d9 or abcdefghijklmnopq-c1d9"
+    assert [found for _, found in _short_ids(text)] == ["spotter-a0y", "bd-a3f8e9.1"]

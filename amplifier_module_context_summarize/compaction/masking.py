@@ -244,7 +244,7 @@ class Masks:
         if looks_failed(text):
             label, line = "error line", error_line(text)
         else:
-            label, line = "first line", next((s.strip() for s in text.splitlines() if s.strip()), "")
+            label, line = "first line", first_line(text)
         if len(line) > FIRST_LINE_CHARS:
             line = line[: FIRST_LINE_CHARS - 1].rstrip() + "…"
         quoted = json.dumps(line, ensure_ascii=False)
@@ -303,3 +303,17 @@ def _stored_index(history: History, stored: range, message: Message) -> int:
         if candidate.get("role") == message.get("role") and (not ids or ids & set(result_ids(candidate))):
             return i
     return stored.start
+
+
+def first_line(text: str) -> str:
+    """The first line of ``text`` with something on it, stripped: read from a head that grows until a whole such
+    line is in it, so a long output is not split into all its lines for one."""
+    size = 256
+    while True:
+        head = text[:size]
+        lines = head.splitlines()
+        whole = lines if size >= len(text) else lines[:-1]  # the last line of a head may go on after it
+        found = next((line.strip() for line in whole if line.strip()), None)
+        if found is not None or size >= len(text):
+            return found or ""
+        size *= 4

@@ -113,9 +113,11 @@ _TICKET_HINT = re.compile(r"[A-Z0-9]-[1-9]")
 _CVE = re.compile(r"(?<![\w-])CVE-\d{4}-\d{4,7}(?![\w-])")
 # Beads-style ids (``spotter-a0y``, ``bd-a3f8e9.1``): the suffix must mix letters and digits,
 # which keeps ordinary hyphenated words (``pre-commit``) out.
-_SHORT_ID = re.compile(
-    r"(?<![\w/.@:-])[a-z][a-z0-9]{1,15}-(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{3,8}(?:\.\d+)*(?![\w-]|\.\w)"
-)
+_SHORT_ID_SUFFIX = re.compile(r"-(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{3,8}(?:\.\d+)*(?![\w-]|\.\w)")
+"""A beads id from its hyphen on (the whole id: a letter, 1-15 more letters or digits, the hyphen, then this, with
+no path or word character before it). A pattern led by a literal is searched for that character, where one led
+by a class is tried at every position of a long output: ``_short_ids`` finds the head going back."""
+_SHORT_ID_HEAD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _PR = re.compile(r"(?i:\bPR\b|\bpull request\b)\s*#(\d+)\b")
 _COMMIT = re.compile(
     r"\b(?i:commit(?:ted)?)\b(?:\s+(?i:as|to|id|hash|sha))?[\s:=#]+([0-9a-f]{7,40})\b"
@@ -123,18 +125,6 @@ _COMMIT = re.compile(
     re.MULTILINE,
 )
 
-# Substrings every ``_FAILURE`` match contains: a cheap test that spares the regex on most outputs.
-_FAILURE_HINTS = (
-    "Traceback",
-    "rror:",
-    "ERROR:",
-    "FAILED",
-    "fatal:",
-    "fail",
-    "No module named",
-    "not found",
-    "open file",
-)
 _CANNOT_START_LINE = (
     r"^\S+: (?:No module named \S+|can't open file .*|(?:line \d+: )?\S+: command not found|command not found: \S+)$"
 )
@@ -142,12 +132,18 @@ _CANNOT_START_LINE = (
 ``bash: line 1: tree: command not found``): the exit status often hides it (``cmd 2>&1 | tail -50`` exits
 with tail's), so a recorded exit 0 stands and the line is kept in the call's label."""
 _CANNOT_START = re.compile(_CANNOT_START_LINE, re.MULTILINE)
-_FAILURE = re.compile(
-    r"Traceback \(most recent call last\)|(?:\b|(?<=[a-z]))[Ee]rror:|ERROR:|\bFAILED\b|\bfatal:"
-    r"|\b[1-9]\d* (?:failed|failures?)\b|" + _CANNOT_START_LINE,
-    re.MULTILINE,
+_FAILURE_PARTS = (
+    (("Traceback (most recent call last)",), re.compile(r"Traceback \(most recent call last\)")),
+    (("rror:",), re.compile(r"(?:\b|(?<=[a-z]))[Ee]rror:")),
+    (("ERROR:",), re.compile("ERROR:")),
+    (("FAILED",), re.compile(r"\bFAILED\b")),
+    (("fatal:",), re.compile(r"\bfatal:")),
+    ((" fail",), re.compile(r"\b[1-9]\d* (?:failed|failures?)\b")),
+    (("No module named", "open file", "not found"), _CANNOT_START),
 )
-"""Failure lines, the last ones those of a command that could not start."""
+"""The kinds of failure line, each with substrings all its lines contain: an output is searched only for the
+kinds whose substrings it holds (most hold none), and never with one pattern of every kind tried at each of its
+characters."""
 _PASSED = re.compile(r"\b\d+ passed\b|\b0 failures\b|^OK\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _EXIT_CODE = re.compile(
     r"(?i)\b(?:exit(?:ed with)?[ _]?(?:code|status)|return[ _]?code|returncode)\b[\"']?\s*+(?:[:=>]\s*+)?"
@@ -690,7 +686,7 @@ def _identifiers(text: str, commits: bool) -> list[str]:
                 found.append((match.start(), match.group(0)))
     if "CVE-" in text:
         found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
-    found += [(m.start(), m.group(0)) for m in _SHORT_ID.finditer(text)]
+    found += _short_ids(text)
     if "#" in text:
         found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
     if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
@@ -699,6 +695,23 @@ def _identifiers(text: str, commits: bool) -> list[str]:
             if any(c.isdigit() for c in sha):
                 found.append((match.start(), f"commit {sha}"))
     return [item for _, item in sorted(found, key=lambda pair: pair[0])]
+
+
+def _short_ids(text: str) -> list[tuple[int, str]]:
+    """``(start, id)`` of each beads id in ``text``, left to right: the head before a matching suffix can only be
+    the whole run of ``[a-z0-9]`` before its hyphen (the character before the head is not a word character)."""
+    found = []
+    for match in _SHORT_ID_SUFFIX.finditer(text):
+        dash = start = match.start()
+        while start > 0 and dash - start <= 16 and text[start - 1] in _SHORT_ID_HEAD:
+            start -= 1
+        if not 2 <= dash - start <= 16 or not "a" <= text[start] <= "z":
+            continue
+        before = text[start - 1] if start else ""
+        if before and (before.isalnum() or before in "_/.@:-"):
+            continue
+        found.append((start, text[start : match.end()]))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -735,7 +748,7 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
     if recorded is None and flag is False and call.command:
         recorded = 0
     shown = "\n".join(scope).replace("Error: (none)", "")  # Gemini CLI's "no error" line
-    textual = not call.reader and any(h in shown for h in _FAILURE_HINTS) and bool(_FAILURE.search(shown))
+    textual = not call.reader and _reads_failed(shown)
     if recorded == 0 and not flagged:  # exited 0 as recorded: never failed, but an error it printed (a script
         printed = textual or (not call.reader and _nonzero_exit(shown))  # catching its own exception, a pipe
         if printed or _CANNOT_START.search(text):  # hiding a command that failed or never started) is kept
@@ -844,4 +857,9 @@ def error_line(text: str) -> str:
 
 def looks_failed(text: str) -> bool:
     """Text that reads as a failure (a traceback, an error line, a non-zero exit code)."""
-    return _nonzero_exit(text) or any(h in text for h in _FAILURE_HINTS) and bool(_FAILURE.search(text))
+    return _nonzero_exit(text) or _reads_failed(text)
+
+
+def _reads_failed(text: str) -> bool:
+    """``text`` holds a failure line of any kind (``_FAILURE_PARTS``)."""
+    return any(any(hint in text for hint in hints) and part.search(text) for hints, part in _FAILURE_PARTS)
