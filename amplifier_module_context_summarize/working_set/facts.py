@@ -15,7 +15,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls, parse_embedded_json
 from .definitions import changed_names
@@ -162,17 +162,18 @@ _OUTPUT_KEYS = ("error", "message", "stderr", "stdout", "output", "content", "re
 _EXIT_KEYS = ("returncode", "return_code", "exit_code", "exitCode")
 
 
-@dataclass(frozen=True, slots=True)
-class FileAction:
-    """``action`` on ``path`` (as written, joined to the folder the call ran in); a move names its ``target``."""
+class FileAction(NamedTuple):
+    """``action`` on ``path`` (as written, joined to the folder the call ran in); a move names its ``target``.
+
+    Facts are named tuples: tens of thousands are made when a long session is resumed (a frozen dataclass costs a
+    call per field to build), and a tuple of strings is one the garbage collector stops tracking."""
 
     action: str
     path: str
     target: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
+class CallOutcome(NamedTuple):
     """How one tool call ended. ``key`` is the one-line command for shell calls, else the tool and its path."""
 
     key: str
@@ -191,8 +192,7 @@ Definitions = tuple[str, tuple[str, ...], tuple[str, ...]]
 """(path, names written, names removed) of one change, names in the order the text defines them."""
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     """Everything one run of messages (usually one group) contributes to the working set, in order."""
 
     files: tuple[FileAction, ...] = ()
