@@ -589,3 +589,14 @@ def test_beads_ids_are_found_from_their_hyphen_as_the_whole_pattern_finds_them(t
 def test_a_beads_id_head_is_the_whole_run_before_its_hyphen() -> None:
     text = "see spotter-a0y, bd-a3f8e9.1 and x/ab-c1d9 but not Xab-c1d9 or abcdefghijklmnopq-c1d9"
     assert [found for _, found in _short_ids(text)] == ["spotter-a0y", "bd-a3f8e9.1"]
+
+
+async def test_a_render_counted_off_the_loop_is_the_render() -> None:
+    history = history_of(long_session())
+    count = history.counter.count_text
+    for end in (len(history.groups) // 3, len(history.groups) - 1):
+        for room in (0, 40, 300, 2_000):
+            expected = layout.render(working_set_index.WorkingSetIndex(history).state(end), room, count)
+            index = working_set_index.WorkingSetIndex(history)
+            assert await index.render_off_loop(end, room, count) == expected
+            assert index.render(end, room, count) == expected  # kept, as a render keeps it

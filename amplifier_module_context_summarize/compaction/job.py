@@ -19,8 +19,9 @@ from ..core.messages import Message
 from ..core.plan import Limits, choose_boundary, near_target
 from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
 from ..core.tokens import TokenCounter
+from ..working_set.index import index_of
 from .masking import Masks
-from .splice import shown, summary_message
+from .splice import shown, summary_message, working_set_room
 from .warm import let_loop_run
 
 PIN_PASSES = 3
@@ -110,6 +111,10 @@ class Compaction:
         if known is not None and known[0] is state:
             return known[1]
         await let_loop_run()
+        if state.segments:  # the message below finds this render kept, its count made in a worker thread
+            room = working_set_room(state, self.working_set_tokens, self.summary_room)
+            history = self.history
+            await index_of(history).render_off_loop(state.segments[-1].end, room, history.counter.count_text)
         summary = summary_message(state, self.history, self.working_set_tokens, self.recall_tool, self.summary_room)
         await let_loop_run()
         tokens = await asyncio.to_thread(self.counter.count_message, summary) if summary is not None else 0

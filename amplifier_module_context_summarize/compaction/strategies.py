@@ -14,6 +14,7 @@ Add a strategy: a class with ``name`` and ``async compact(job) -> CompactionStat
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -193,16 +194,13 @@ STRATEGIES: dict[str, StrategyFactory] = {
 async def shown_tokens(job: Compaction, state: CompactionState) -> int:
     """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest).
 
-    Writing the working set and counting it each hold the loop for tens of milliseconds late in a long session:
-    other tasks run before, between and after (``let_loop_run``)."""
+    Late in a long session, laying the working set out holds the loop for tens of milliseconds, and counting it
+    for as long again: other tasks run before the layout, and the counts are done in a worker thread."""
     if not state.segments:
         return 0
     history = job.history
     count = history.counter.count_text
     room = working_set_room(state, job.working_set_tokens, job.summary_room)
     await let_loop_run()
-    text = index_of(history).render(state.segments[-1].end, room, count)
-    await let_loop_run()
-    tokens = count(text) if text else 0
-    await let_loop_run()
-    return tokens
+    text = await index_of(history).render_off_loop(state.segments[-1].end, room, count)
+    return await asyncio.to_thread(count, text) if text else 0

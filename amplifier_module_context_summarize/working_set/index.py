@@ -6,6 +6,7 @@ keeping the state at the furthest end asked for makes that cost the new groups, 
 
 from __future__ import annotations
 
+import asyncio
 import marshal
 import zlib
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from weakref import WeakKeyDictionary
 from ..core.history import History
 from .facts import CallOutcome, Facts, FileAction, extract
 from .fold import WorkingSet
-from .layout import render
+from .layout import estimated_text, render
 
 RENDER_VERSION = "1"
 """Names what a render writes for given groups, room and counter in a store (``compaction/compactor.py`` keeps the
@@ -153,6 +154,26 @@ class WorkingSetIndex:
             return self._rendered[1]
         seeded = self._seeded.get((end_group, max_tokens)) if count_tokens == self.history.counter.count_text else None
         text = seeded if seeded is not None else render(self.state(end_group), max_tokens, count_tokens)
+        if end_group <= self._closed():
+            self._rendered = (key, text)
+        return text
+
+    async def render_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+        """``render``, with the whole text's count (late in a long session, the longest step of a render: tens of
+        thousands of characters) in a worker thread, so the event loop runs meanwhile.
+
+        The text is laid out before the await, from the groups folded then; when the estimate was short (rare),
+        the render is done again as ``render`` does it, on the loop.
+        """
+        key = (end_group, max_tokens, count_tokens)
+        if self._rendered is not None and self._rendered[0] == key:
+            return self._rendered[1]
+        seeded = self._seeded.get((end_group, max_tokens)) if count_tokens == self.history.counter.count_text else None
+        if seeded is not None:
+            return self.render(end_group, max_tokens, count_tokens)
+        text = estimated_text(self.state(end_group), max_tokens, count_tokens)
+        if not text or await asyncio.to_thread(count_tokens, text) > max_tokens:
+            return self.render(end_group, max_tokens, count_tokens)
         if end_group <= self._closed():
             self._rendered = (key, text)
         return text

@@ -423,6 +423,14 @@ class Layout:
         """
         if not self.present:
             return ""
+        for steps in range(self.estimated_steps(), len(self.ladder) + 1):
+            text = "\n".join(self.lines(steps))
+            if count_tokens(text) <= self.max_tokens:
+                return text
+        return ""
+
+    def estimated_steps(self) -> int:
+        """The fewest ladder steps whose estimate fits ``max_tokens``."""
         estimate = self.estimate()
         hidden, first = self.hidden_rungs, self.first_fitting
         low, high = -1, len(self.ladder) + hidden
@@ -432,11 +440,7 @@ class Layout:
                 high = middle
             else:
                 low = middle
-        for steps in range(high - hidden, len(self.ladder) + 1):
-            text = "\n".join(self.lines(steps))
-            if count_tokens(text) <= self.max_tokens:
-                return text
-        return ""
+        return high - hidden
 
 
 def render(ws: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
@@ -449,6 +453,16 @@ def render(ws: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) 
         return ""
     shelves = shelved(ws)
     return Layout(shelves, ws, max_tokens, shelves.measure(count_tokens)).text(count_tokens)
+
+
+def estimated_text(ws: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """The text ``render`` gives when the estimate is not short (nearly always): what it counts whole, returned
+    uncounted so the caller may count it off the event loop ("" when ``render`` gives "" without counting)."""
+    if max_tokens <= 0:
+        return ""
+    shelves = shelved(ws)
+    layout = Layout(shelves, ws, max_tokens, shelves.measure(count_tokens))
+    return "\n".join(layout.lines(layout.estimated_steps())) if layout.present else ""
 
 
 def _folder_lines(folder: FolderShelf, shape: str) -> list[str]:
