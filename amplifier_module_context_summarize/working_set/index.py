@@ -149,14 +149,10 @@ class WorkingSetIndex:
 
     def render(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
         """The ``### Working set`` section for groups ``[0, end_group)`` within ``max_tokens`` ("" if empty)."""
-        key = (end_group, max_tokens, count_tokens)
-        if self._rendered is not None and self._rendered[0] == key:
-            return self._rendered[1]
-        seeded = self._seeded.get((end_group, max_tokens)) if count_tokens == self.history.counter.count_text else None
-        text = seeded if seeded is not None else render(self.state(end_group), max_tokens, count_tokens)
-        if end_group <= self._closed():
-            self._rendered = (key, text)
-        return text
+        known = self._known(end_group, max_tokens, count_tokens)
+        if known is not None:
+            return known
+        return self._keep(end_group, max_tokens, count_tokens, render(self.state(end_group), max_tokens, count_tokens))
 
     async def render_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
         """``render``, with the whole text's count (late in a long session, the longest step of a render: tens of
@@ -165,17 +161,27 @@ class WorkingSetIndex:
         The text is laid out before the await, from the groups folded then; when the estimate was short (rare),
         the render is done again as ``render`` does it, on the loop.
         """
-        key = (end_group, max_tokens, count_tokens)
-        if self._rendered is not None and self._rendered[0] == key:
-            return self._rendered[1]
-        seeded = self._seeded.get((end_group, max_tokens)) if count_tokens == self.history.counter.count_text else None
-        if seeded is not None:
-            return self.render(end_group, max_tokens, count_tokens)
+        known = self._known(end_group, max_tokens, count_tokens)
+        if known is not None:
+            return known
         text = estimated_text(self.state(end_group), max_tokens, count_tokens)
-        if not text or await asyncio.to_thread(count_tokens, text) > max_tokens:
-            return self.render(end_group, max_tokens, count_tokens)
+        if text and await asyncio.to_thread(count_tokens, text) <= max_tokens:
+            return self._keep(end_group, max_tokens, count_tokens, text)
+        return self.render(end_group, max_tokens, count_tokens)
+
+    def _known(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
+        """The render kept last for these arguments, else the text a resume found stored for them."""
+        if self._rendered is not None and self._rendered[0] == (end_group, max_tokens, count_tokens):
+            return self._rendered[1]
+        if count_tokens != self.history.counter.count_text:
+            return None
+        seeded = self._seeded.get((end_group, max_tokens))
+        return None if seeded is None else self._keep(end_group, max_tokens, count_tokens, seeded)
+
+    def _keep(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int], text: str) -> str:
+        """Keep the render of closed groups (the newest group may still change)."""
         if end_group <= self._closed():
-            self._rendered = (key, text)
+            self._rendered = ((end_group, max_tokens, count_tokens), text)
         return text
 
 
