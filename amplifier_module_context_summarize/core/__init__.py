@@ -3,8 +3,8 @@
 Owns the message shapes and their groups (``messages``), token counting (``tokens``), what the orchestrator adds
 on the wire and its calibration (``wire``), the request budget (``budget``), the stored history (``history``), the
 frozen compaction state and the splice it shows (``state``), the rules every view obeys (``invariants``), the
-boundary plan (``plan``), clipping (``clip``), handles to masked outputs (``handles``) and secret redaction
-(``redact``).
+boundary plan (``plan``), clipping (``clip``), handles to masked outputs (``handles``), secret redaction
+(``redact``) and searching one text for thousands of strings (``substrings``).
 
 May import: the standard library and third-party packages only, nothing else of this package. Everything
 else builds on it.
