@@ -600,3 +600,4 @@ async def test_a_render_counted_off_the_loop_is_the_render() -> None:
             index = working_set_index.WorkingSetIndex(history)
             assert await index.render_off_loop(end, room, count) == expected
             assert index.render(end, room, count) == expected  # kept, as a render keeps it
+            assert await index.tokens_off_loop(end, room, count) == (count(expected) if expected else 0)

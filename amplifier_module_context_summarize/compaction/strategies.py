@@ -14,7 +14,6 @@ Add a strategy: a class with ``name`` and ``async compact(job) -> CompactionStat
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -195,12 +194,11 @@ async def shown_tokens(job: Compaction, state: CompactionState) -> int:
     """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest).
 
     Late in a long session, laying the working set out holds the loop for tens of milliseconds, and counting it
-    for as long again: other tasks run before the layout, and the counts are done in a worker thread."""
+    for as long again: other tasks run before the layout, and the text is counted once, in a worker thread."""
     if not state.segments:
         return 0
     history = job.history
     count = history.counter.count_text
     room = working_set_room(state, job.working_set_tokens, job.summary_room)
     await let_loop_run()
-    text = await index_of(history).render_off_loop(state.segments[-1].end, room, count)
-    return await asyncio.to_thread(count, text) if text else 0
+    return await index_of(history).tokens_off_loop(state.segments[-1].end, room, count)

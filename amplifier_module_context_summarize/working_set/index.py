@@ -98,7 +98,8 @@ class WorkingSetIndex:
         self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
-        self._rendered: tuple[tuple[int, int, Callable[[str], int]], str] | None = None
+        self._rendered: tuple[tuple[int, int, Callable[[str], int]], str, int | None] | None = None
+        """The last render: its arguments, its text and, when a render counted it whole, its tokens."""
         self._seeded: dict[tuple[int, int], str] = {}
         """(end group, room) -> the text a resume found stored for it, counted by the history's own counter:
         served as that render (the text is a function of the groups, the room and the counter), so the groups
@@ -165,9 +166,18 @@ class WorkingSetIndex:
         if known is not None:
             return known
         text = estimated_text(self.state(end_group), max_tokens, count_tokens)
-        if text and await asyncio.to_thread(count_tokens, text) <= max_tokens:
-            return self._keep(end_group, max_tokens, count_tokens, text)
+        tokens = await asyncio.to_thread(count_tokens, text) if text else 0
+        if text and tokens <= max_tokens:
+            return self._keep(end_group, max_tokens, count_tokens, text, tokens)
         return self.render(end_group, max_tokens, count_tokens)
+
+    async def tokens_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> int:
+        """Tokens of ``render_off_loop``'s text: the count its render made, else one made in a worker thread."""
+        text = await self.render_off_loop(end_group, max_tokens, count_tokens)
+        kept = self._rendered
+        if kept is not None and kept[0] == (end_group, max_tokens, count_tokens) and kept[2] is not None:
+            return kept[2]
+        return await asyncio.to_thread(count_tokens, text) if text else 0
 
     def _known(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
         """The render kept last for these arguments, else the text a resume found stored for them."""
@@ -178,10 +188,12 @@ class WorkingSetIndex:
         seeded = self._seeded.get((end_group, max_tokens))
         return None if seeded is None else self._keep(end_group, max_tokens, count_tokens, seeded)
 
-    def _keep(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int], text: str) -> str:
+    def _keep(
+        self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int], text: str, tokens: int | None = None
+    ) -> str:
         """Keep the render of closed groups (the newest group may still change)."""
         if end_group <= self._closed():
-            self._rendered = ((end_group, max_tokens, count_tokens), text)
+            self._rendered = ((end_group, max_tokens, count_tokens), text, tokens)
         return text
 
 
