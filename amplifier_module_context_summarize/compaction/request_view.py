@@ -10,9 +10,10 @@ from ..core.clip import clip_tool_outputs
 from ..core.history import History, from_hook
 from ..core.invariants import last_allowed_cut
 from ..core.messages import Message
-from ..core.state import CompactionState, Shown, pins_for, truncation_marker
+from ..core.state import CompactionState, Shown, pinned_indices, pins_for, truncation_marker
 from ..core.tokens import TokenCounter
 from ..working_set.index import index_of
+from .fit import Fitted, fit_rest, group_sources, handle_notes, pins_give_way, pre_clip
 from .masking import Masks
 from .splice import shown, summary_message, working_set_room
 from .view import TailView
@@ -28,6 +29,8 @@ class RequestView:
     def install(self, history: History, masks: Masks | None, state: CompactionState) -> None:
         self.history, self.masks, self.state = history, masks, state
         self._masked: tuple[int, int, list[Message]] | None = None
+        self.clipped: tuple[int, ...] = ()
+        """Stored indices of the messages the last fitted copy of the view shows clipped (recall searches them)."""
         self.shown_memo: tuple[CompactionState, int, Shown] | None = None
         """What ``state`` shows for the latest request (-1: the pin is re-derived), kept for the hot path."""
 
@@ -84,46 +87,106 @@ class RequestView:
     def sent_tokens(self, budget: int) -> int:
         """Tokens of the view a request at ``budget`` sends: the view's own, or those of its fitted copy."""
         tokens = self.tokens()
-        return tokens if tokens <= budget else self.fitted(budget, tokens)[1]
+        if tokens <= budget:
+            self.clipped = ()
+            return tokens
+        return self.fitted(budget, tokens)[1]
 
     def fitted(self, budget: int, tokens: int | None = None) -> tuple[list[Message], int]:
         """The view and its tokens, fitted to ``budget`` in the copy sent (never in the state or the history).
 
         Only the newest groups and pinned requests can leave no room (they are never cut): first the working
-        set gives up its share, then the newest tool outputs are clipped, and only then does the truncation
-        marker stand in for the summary, for this request alone (the state keeps it for the next).
+        set gives up its share, then the newest tool outputs are clipped, then the truncation marker stands in
+        for the summary, for this request alone (the state keeps it for the next), with the view cut as far as
+        a cut may go; then the pinned first request gives way, and last any text still too large is clipped head
+        and tail (``fit.py``). Every clip names its original's handle; ``clipped`` keeps the stored indices of
+        the messages this copy shows clipped (recall searches them).
         """
         view = self.build()
         tokens = self.tokens() if tokens is None else tokens  # the caller's count, when it has one
         if tokens <= budget:
+            self.clipped = ()
             return view, tokens
-        count, at = self.counter.count_messages, len(self.system_view())
+        fitted = self._fit(view, budget)
+        self.clipped = fitted.clipped
+        return fitted.view, fitted.tokens
+
+    def _fit(self, view: list[Message], budget: int) -> Fitted:
+        history, tool = self.history, self.config.recall_tool_name
+        counted: dict[int, tuple[Message, int]] = {}
+
+        def count_one(message: Message) -> int:  # a message unchanged between rungs is counted once
+            known = counted.get(id(message))
+            if known is None or known[0] is not message:
+                known = counted[id(message)] = (message, self.counter.count_message(message))
+            return known[1]
+
+        def count(messages: list[Message]) -> int:
+            return sum(count_one(m) for m in messages)
+
+        sources = self._sources()
+        notes = handle_notes(history, sources, tool)
+        base = view
+        view = pre_clip(view, sources, budget, notes)  # nothing below counts a text that cannot fit whole
+        tokens, at = count(view), len(self.system_view())
         summary = self.shown().summary
-        if summary is not None and self.state.segments:
-            shorter = self._summary_within(tokens - budget)
-            view[at] = shorter
+        if tokens > budget and summary is not None and self.state.segments:
+            view[at] = base[at] = self._summary_within(tokens - budget)
             tokens = count(view)
         if tokens > budget:
-            view, _ = clip_tool_outputs(view, budget, count)
+            view, _ = clip_tool_outputs(view, budget, count, notes)
             tokens = count(view)
         if tokens > budget and summary is not None and self.state.segments:
-            view[at] = truncation_marker(self.history, self.state.boundary)
+            view[at] = base[at] = truncation_marker(history, self.state.boundary)
             tokens = count(view)
-            if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
-                view, _ = clip_tool_outputs(self._truncated(), budget, count)
-                tokens = count(view)
-        return view, tokens
+        if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
+            base, sources = self._truncated()
+            notes = handle_notes(history, sources, tool)
+            view, _ = clip_tool_outputs(pre_clip(base, sources, budget, notes), budget, count, notes)
+            tokens = count(view)
+        if tokens > budget:  # pins give way before the budget does: the first request (the latest is kept)
+            latest = history.latest_request
+            pinned = set(pinned_indices(history, last_allowed_cut(history))) - {latest}
+            positions = [i for i, s in enumerate(sources) if s in pinned]
+            view, kept = pins_give_way(view, positions, budget, count_one, notes)
+            base, sources, notes = [base[i] for i in kept], [sources[i] for i in kept], [notes[i] for i in kept]
+            tokens = count(view)
+        if tokens > budget:  # a message larger than the budget: clipped head and tail, with its handle
+            view, _ = fit_rest(view, sources, budget, count_one, notes)
+            tokens = count(view)
+        pairs = zip(sources, view, base, strict=True)
+        clipped = tuple(dict.fromkeys(s for s, a, b in pairs if s is not None and a is not b))
+        return Fitted(view, tokens, clipped)
 
-    def _truncated(self) -> list[Message]:
-        """The view cut as far as a cut may go, the marker standing for everything before."""
+    def _sources(self) -> list[int | None]:
+        """The stored index of each message of the view ``build`` shows; None for the system part and the summary,
+        which a clip never shortens (masked groups line up with the groups as shown, message for message)."""
+        history, state, shows = self.history, self.state, self.shown()
+        sources: list[int | None] = [None] * len(self.system_view())
+        sources += [None] * (1 if shows.summary is not None else 0)
+        pins = pinned_indices(history, state.boundary)
+        sources += pins if len(pins) == len(shows.pins) else [None] * len(shows.pins)
+        for g in range(state.boundary, len(history.groups)):
+            sources += group_sources(history, g, history.shown(g))
+        return sources
+
+    def _truncated(self) -> tuple[list[Message], list[int | None]]:
+        """The view cut as far as a cut may go, the marker standing for everything before; and its sources."""
         history, cut = self.history, last_allowed_cut(self.history)
         pinned = pins_for(history, cut, self.counter, self.config.summary_output_tokens)
-        return [
+        indices = pinned_indices(history, cut)
+        marker = [truncation_marker(history, cut)] if cut > 0 else []
+        view = [
             *self.system_view(),
-            truncation_marker(history, cut),
+            *marker,
             *(message for message, _ in pinned),
             *history.span(cut, len(history.groups)),
         ]
+        sources: list[int | None] = [None] * (len(self.system_view()) + len(marker))
+        sources += indices if len(indices) == len(pinned) else [None] * len(pinned)
+        for g in range(cut, len(history.groups)):
+            sources += group_sources(history, g, history.shown(g))
+        return view, sources
 
     def _summary_within(self, excess: int) -> Message:
         """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""

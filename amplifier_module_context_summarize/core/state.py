@@ -122,11 +122,16 @@ def pins_for(history: History, boundary: int, counter: TokenCounter, allowance: 
     and tail to about a summary's size). They depend on the history and the boundary alone, so a resumed
     session pins the same messages.
     """
+    pins = (_pin(history.messages[i], counter, allowance) for i in pinned_indices(history, boundary))
+    return tuple(pin for pin in pins if pin is not None)
+
+
+def pinned_indices(history: History, boundary: int) -> list[int]:
+    """Stored indices of the requests ``pins_for`` pins at ``boundary``, in the order it shows them."""
     if boundary <= 0:
-        return ()
+        return []
     end = history.groups[boundary - 1].end
-    wanted = dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end)
-    return tuple(pin for pin in (_pin(history.messages[i], counter, allowance) for i in wanted) if pin is not None)
+    return list(dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end))
 
 
 def _pin(request: Message, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
