@@ -64,6 +64,7 @@ class PostCompact(Payload):
     fallback: str | None
     circuit: str
     clipped: bool
+    clipped_messages: int
     artifacts_kept: int
     artifacts_lost: int
 

@@ -94,6 +94,7 @@ async def replay_session(
         "summarizer_input_tokens": manager.stats["summarizer_input_tokens"],
         "summarizer_output_tokens": manager.stats["summarizer_output_tokens"],
         "fallbacks": sorted({p["fallback"] for p in posts if p["fallback"]}),
+        "clipped_messages": len(manager.view.clipped),
         "summarizer": manager.summarizer.name,
         "seconds": round(time.perf_counter() - started, 3),
     }
@@ -150,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    for line in fit_warnings(result["report"]):
+        print(line, file=sys.stderr)
     if args.json:
         result.pop("compactions")  # --json keeps the shape it always had
         print(json.dumps(result, indent=2, ensure_ascii=False, default=repr))
@@ -164,6 +167,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"--- the final [CONTEXT SUMMARY] in full ({len(summary):,} characters; --no-summary hides it) ---")
         print(summary)
     return 0
+
+
+def fit_warnings(report: Mapping[str, Any]) -> list[str]:
+    """What the caller must know about the final view: messages too large for the budget shown clipped, or a view
+    that does not fit at all (the system messages alone are over the budget)."""
+    lines = []
+    clipped = report.get("clipped_messages") or 0
+    if clipped:
+        lines.append(
+            f"warning: {clipped} message(s) could not fit the budget of {report['budget']:,} tokens whole: the final "
+            "view shows them clipped head and tail, each clip naming the handle that recalls the original"
+        )
+    if report["view_tokens"] > report["budget"]:
+        lines.append(
+            f"warning: the final view is {report['view_tokens']:,} tokens, over the budget of {report['budget']:,}: "
+            "what cannot be cut or clipped (the system messages) is larger than the budget"
+        )
+    return lines
 
 
 LONG_REPLAY = 2_000

@@ -416,7 +416,8 @@ class Compactor:
                 duration_ms=duration_ms,
                 fallback=report.fallback,
                 circuit=self.breaker.state,
-                clipped=tokens_after > limits.budget,
+                clipped=tokens_after > limits.budget or bool(self.view.clipped),
+                clipped_messages=len(self.view.clipped),
                 artifacts_kept=artifacts.kept_count,
                 artifacts_lost=artifacts.lost_count,
             )

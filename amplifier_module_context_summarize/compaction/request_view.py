@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..config import Config
 from ..core.budget import RequestBudget
-from ..core.clip import clip_tool_outputs
+from ..core.clip import Note, clip_tool_outputs
 from ..core.history import History, from_hook
 from ..core.invariants import last_allowed_cut
 from ..core.messages import Message
@@ -114,8 +114,12 @@ class RequestView:
     def _fit(self, view: list[Message], budget: int) -> Fitted:
         history, tool = self.history, self.config.recall_tool_name
         counted: dict[int, tuple[Message, int]] = {}
+        stand_in: dict[int, Message] = {}
+        """A stored message with a text no view could hold whole -> its copy clipped to the most any could (rungs
+        clip from the stored message, so a marker counts what the original lost; counting reads the copy)."""
 
         def count_one(message: Message) -> int:  # a message unchanged between rungs is counted once
+            message = stand_in.get(id(message), message)
             known = counted.get(id(message))
             if known is None or known[0] is not message:
                 known = counted[id(message)] = (message, self.counter.count_message(message))
@@ -124,10 +128,15 @@ class RequestView:
         def count(messages: list[Message]) -> int:
             return sum(count_one(m) for m in messages)
 
+        def standing_in(base: list[Message], sources: list[int | None], notes: list[Note | None]) -> None:
+            for original, copy in zip(base, pre_clip(base, sources, budget, notes), strict=True):
+                if copy is not original:
+                    stand_in[id(original)] = copy
+
         sources = self._sources()
         notes = handle_notes(history, sources, tool)
-        base = view
-        view = pre_clip(view, sources, budget, notes)  # nothing below counts a text that cannot fit whole
+        base = list(view)
+        standing_in(base, sources, notes)
         tokens, at = count(view), len(self.system_view())
         summary = self.shown().summary
         if tokens > budget and summary is not None and self.state.segments:
@@ -142,7 +151,8 @@ class RequestView:
         if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
             base, sources = self._truncated()
             notes = handle_notes(history, sources, tool)
-            view, _ = clip_tool_outputs(pre_clip(base, sources, budget, notes), budget, count, notes)
+            standing_in(base, sources, notes)
+            view, _ = clip_tool_outputs(list(base), budget, count, notes)
             tokens = count(view)
         if tokens > budget:  # pins give way before the budget does: the first request (the latest is kept)
             latest = history.latest_request
@@ -154,9 +164,10 @@ class RequestView:
         if tokens > budget:  # a message larger than the budget: clipped head and tail, with its handle
             view, _ = fit_rest(view, sources, budget, count_one, notes)
             tokens = count(view)
+        view = [stand_in.get(id(m), m) for m in view]
         pairs = zip(sources, view, base, strict=True)
         clipped = tuple(dict.fromkeys(s for s, a, b in pairs if s is not None and a is not b))
-        return Fitted(view, tokens, clipped)
+        return Fitted(view, count(view), clipped)
 
     def _sources(self) -> list[int | None]:
         """The stored index of each message of the view ``build`` shows; None for the system part and the summary,
@@ -175,7 +186,7 @@ class RequestView:
         history, cut = self.history, last_allowed_cut(self.history)
         pinned = pins_for(history, cut, self.counter, self.config.summary_output_tokens)
         indices = pinned_indices(history, cut)
-        marker = [truncation_marker(history, cut)] if cut > 0 else []
+        marker = [truncation_marker(history, cut)] if history.messages_before(cut) > 0 else []
         view = [
             *self.system_view(),
             *marker,

@@ -21,6 +21,9 @@ CHARS_PER_TOKEN_CAP = 8
 REFINE_STEPS = 6
 """Bisection steps between the last limit that did not fit and the first that did (keeps what can be kept)."""
 
+CLIP_MARKER = "\n[... "
+"""How a clip marker opens: the head kept is everything before it."""
+
 Note = Callable[[int | None], str]
 """The note a clip marker carries for one view message: block index (None: the message's own text) -> text,
 e.g. ``"; recall with context_recall, handle m5-3fa2b1"``."""
@@ -32,7 +35,7 @@ def clip_middle(text: str, limit: int, note: str = "") -> str:
     if len(text) <= limit:
         return text
     half = max(limit // 2, 1)
-    clipped = f"{text[:half]}\n[... {len(text) - 2 * half} characters clipped{note} ...]\n{text[-half:]}"
+    clipped = f"{text[:half]}{CLIP_MARKER}{len(text) - 2 * half} characters clipped{note} ...]\n{text[-half:]}"
     return clipped if len(clipped) < len(text) else text  # just over the limit, the marker would add more
 
 
@@ -84,7 +87,7 @@ def clip_tool_outputs(
     before = count(messages)
     if before <= budget:
         return messages, False
-    longest = max((len(str(m.get("content") or "")) for m in messages), default=0)
+    longest = max((_longest_text(m) for m in messages), default=0)
     # No output longer than ~8 characters per token of the whole budget can fit: start there, not at half
     # of a 10 MB output (every halving recounts the view).
     limit = max(min(longest // 2, budget * CHARS_PER_TOKEN_CAP), CLIP_FLOOR_CHARS)

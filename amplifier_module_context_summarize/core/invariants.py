@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from .clip import CLIP_MARKER
 from .history import History
 from .messages import Message, call_ids, message_text, result_ids
 
@@ -104,10 +105,18 @@ class LatestRequestKept:
         wanted = message_text(request)
         if any(m is request or m == request for m in view):
             return []
-        # A pinned request may be clipped head and tail, and carries no tool results.
+        # A pinned request may be clipped head and tail, and carries no tool results; one larger than the budget is
+        # clipped head and tail with a handle, however short its head.
         head = wanted[:200]
-        if head and any(m.get("role") == "user" and message_text(m).startswith(head) for m in view):
-            return []
+        for m in view:
+            if m.get("role") != "user":
+                continue
+            text = message_text(m)
+            if head and text.startswith(head):
+                return []
+            shown, marker, _ = text.partition(CLIP_MARKER)
+            if marker and shown and wanted.startswith(shown):
+                return []
         return ["the latest user request is not in the view"]
 
     def allows_cut(self, history: History, boundary: int) -> bool:

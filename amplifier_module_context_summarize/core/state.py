@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .clip import clip_text
+from .handles import handle_for
 from .history import History
 from .messages import Message, message_text, strip_tool_blocks
 from .tokens import TokenCounter
@@ -122,8 +123,24 @@ def pins_for(history: History, boundary: int, counter: TokenCounter, allowance: 
     and tail to about a summary's size). They depend on the history and the boundary alone, so a resumed
     session pins the same messages.
     """
-    pins = (_pin(history.messages[i], counter, allowance) for i in pinned_indices(history, boundary))
+    pins = (_pin(history, i, counter, allowance) for i in pinned_indices(history, boundary))
     return tuple(pin for pin in pins if pin is not None)
+
+
+_PIN_HANDLES: dict[tuple[int, int], tuple[Message, str]] = {}
+"""Handles of clipped pins, by the stored message (a handle hashes the whole message; a pin is re-derived often)."""
+PIN_HANDLES_KEPT = 64
+
+
+def _pin_handle(history: History, index: int) -> str:
+    message = history.messages[index]
+    key = (id(message), index)
+    known = _PIN_HANDLES.get(key)
+    if known is None or known[0] is not message:
+        if len(_PIN_HANDLES) >= PIN_HANDLES_KEPT:
+            _PIN_HANDLES.pop(next(iter(_PIN_HANDLES)))
+        known = _PIN_HANDLES[key] = (message, handle_for(history.messages, index))
+    return known[1]
 
 
 def pinned_indices(history: History, boundary: int) -> list[int]:
@@ -134,12 +151,13 @@ def pinned_indices(history: History, boundary: int) -> list[int]:
     return list(dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end))
 
 
-def _pin(request: Message, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
+def _pin(history: History, index: int, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
+    request = history.messages[index]
     message = strip_tool_blocks(request, keep_calls=set(), keep_results=set())
     if message is None:
         return None
     limit = PIN_MAX_CHARS_PER_TOKEN * allowance
-    clipped = clip_text(message, limit)
+    clipped = clip_text(message, limit, lambda _block: f"; handle {_pin_handle(history, index)}")
     tokens = counter.count_message(clipped)
     if clipped is not message and len(message_text(message)) <= 2 * limit:  # only just over: worth clipping?
         whole = counter.count_message(message)

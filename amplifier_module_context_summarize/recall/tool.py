@@ -1,9 +1,10 @@
 """The ``context_recall`` tool: search and fetch the originals that the current view summarizes or masks.
 
-Compaction never changes the stored history, so whatever a summary paraphrases or a placeholder stands
-for can be given back on request. The tool reads only its own session's manager, and only the groups
-before the verbatim tail (``state.tail_start``) for a search; a fetch takes a handle (as placeholders
-print them) and pages the original text. It costs no LLM call, and what it returns is data — excerpts,
+Compaction never changes the stored history, so whatever a summary paraphrases or a placeholder or a clip
+stands for can be given back on request. The tool reads only its own session's manager; a search reads only
+the groups before the verbatim tail (``state.tail_start``) and the messages the view last sent shows clipped
+(``RequestView.clipped``); a fetch takes a handle (as placeholders and clip markers print them) and pages the
+original text. It costs no LLM call, and what it returns is data — excerpts,
 text and where they come from — never instructions.
 """
 
@@ -45,8 +46,9 @@ which is what ``regex.compile`` spends memory and time on before any budget appl
 DESCRIPTION = (
     "Recall the original text of earlier parts of this conversation that the context now shows only as a "
     "[CONTEXT SUMMARY] or as masked placeholders ('[tool output masked: …; handle m12.0-abc123]', "
-    "'… [clipped: …; handle …]'). operation 'search': find a text (or a regex with regex: true, "
-    "case-insensitive) in the summarized or masked messages, tool calls and tool outputs; returns excerpts "
+    "'… [clipped: …; handle …]', '[... N characters clipped; … handle …]'). operation 'search': find a text "
+    "(or a regex with regex: true, "
+    "case-insensitive) in the summarized, masked or clipped messages, tool calls and tool outputs; returns excerpts "
     "with their handles. operation 'fetch': the original message or tool output behind a handle, in pages "
     f"of up to {PAGE_CHARS:,} characters (pass next_offset as offset for the next page). Messages still shown "
     "in full need no recall. Read-only; returns data from this session's history only."
@@ -184,7 +186,7 @@ class RecallTool:
         elif not complete:
             output["note"] = f"stopped at max_results={limit}; narrow the query for others"
         if not results and not timed_out:
-            output["note"] = "no match in the summarized or masked part of the conversation"
+            output["note"] = "no match in the summarized, masked or clipped part of the conversation"
         return output
 
     def fetch(self, input: dict[str, Any]) -> dict[str, Any]:
@@ -218,13 +220,23 @@ class RecallTool:
         return groups[tail - 1].end if tail > 0 and tail <= len(groups) else 0
 
     def _hidden_pieces(self) -> Iterator[Piece]:
+        """The groups before the verbatim tail, then the newer messages the last view sent showed clipped."""
         history = self.manager.history
         messages = history.messages
         system = set(history.system)
-        for index in range(self.hidden_end()):
+        end = self.hidden_end()
+        for index in range(end):
             if index in system:
                 continue
             yield from _pieces(messages, index)
+        for index in self._clipped():
+            if index >= end and index not in system:
+                yield from _pieces(messages, index)
+
+    def _clipped(self) -> tuple[int, ...]:
+        """Stored indices the view last sent shows clipped (the newest group larger than the budget)."""
+        clipped = self.manager.view.clipped
+        return tuple(i for i in clipped if 0 <= i < len(self.manager.history.messages))
 
     def _where(self, index: int, block: int | None, handle: str) -> dict[str, Any]:
         history, state = self.manager.history, self.manager.state
@@ -232,6 +244,8 @@ class RecallTool:
         group = _group_of(history.groups, index)
         if index in set(history.system):
             shown = "system"
+        elif index in self._clipped():
+            shown = "clipped"
         elif group is None or group >= state.tail_start:
             shown = "verbatim"
         elif group >= state.boundary:

@@ -1,0 +1,161 @@
+"""Issue 32 (items 1, 3, 4): the view fits the budget whatever the newest messages weigh.
+
+Pins give way before the budget does; a message larger than the budget is clipped head and tail with the handle
+that recalls it (the caller is told: the post-compact event, a CLI warning), in work linear in its size; every
+clip the model sees names a handle, and recall's search reaches the text a clip hides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+import pytest
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.cli import compact as compact_cli
+from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.recall.tool import RecallTool
+from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider
+
+STRATEGIES = ["summarize", "extractive", "mask", "truncate"]
+HANDLE = re.compile(r"characters clipped; recall with context_recall, handle (m\d+(?:\.\d+)?-[0-9a-f]{6}) \.\.\.\]")
+
+
+def manager_for(strategy: str, hooks: Any = None) -> Any:
+    summarizer = {"provider": "extractive"} if strategy != "summarize" else {}
+    config = {"max_tokens": 200_000, "compaction_strategy": strategy, "summarizer": summarizer}
+    return create_manager(config, hooks=hooks)
+
+
+def long_session(latest_lines: int) -> list[dict[str, Any]]:
+    """A task statement of ~2,700 tokens, thirty short turns, then a pasted request of ``latest_lines`` lines."""
+    task = "Task: " + " ".join(f"w{i}" for i in range(2_500))
+    history = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": task}]
+    for i in range(30):
+        history += [{"role": "assistant", "content": f"step {i} " + "x " * 200}, {"role": "user", "content": f"ok {i}"}]
+    history.append({"role": "user", "content": "Latest: " + " ".join(f"line{i}" for i in range(latest_lines))})
+    return history
+
+
+async def view_of(manager: Any, history: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    for message in history:
+        await manager.add_message(message)
+    return await manager.get_messages_for_request(token_budget=budget, provider=FakeProvider())
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_the_pinned_first_request_gives_way_to_a_large_latest_request(strategy):
+    history, budget = long_session(2_200), 8_000  # system + marker + latest request: ~5,640 tokens
+    manager = manager_for(strategy)
+    view = await view_of(manager, history, budget)
+    count = manager.counter.count_messages
+    assert count(view) <= budget, (count(view), budget)
+    assert history[-1] in view, "the latest request is kept whole: it fits"
+    pinned = [m for m in view if str(m.get("content", "")).startswith("Task: ")]
+    assert all(HANDLE.search(m["content"]) for m in pinned), "a pin that gave way names its handle"
+    assert not check_view(view, latest_request=history[-1])
+    # Every request after gives the same fitting view (the same history gives the same view).
+    again = await manager.get_messages_for_request(token_budget=budget, provider=FakeProvider())
+    assert again == view
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_message_larger_than_the_budget_is_clipped_with_a_handle_that_fetches_it(strategy):
+    recorder = EventRecorder(only={"context:post_compact"})
+    history, budget = long_session(9_000), 8_000  # the latest request alone is ~26,000 tokens
+    manager = manager_for(strategy, hooks=recorder)
+    view = await view_of(manager, history, budget)
+    assert manager.counter.count_messages(view) <= budget
+    latest = next(m for m in view if str(m.get("content", "")).startswith("Latest: "))
+    handle = HANDLE.search(latest["content"]).group(1)
+    fetched = await RecallTool(manager).execute({"operation": "fetch", "handle": handle})
+    assert fetched.success and fetched.output["total_chars"] == len(history[-1]["content"])
+    assert not check_view(view, latest_request=history[-1])
+    post = recorder.payloads("context:post_compact")[-1]
+    assert post["clipped"] is True and post["clipped_messages"] == 1
+    assert post["token_count"] <= budget
+
+
+async def test_a_clipped_newest_tool_output_names_its_handle_and_search_finds_what_the_clip_hides():
+    lines = [f"row {i:06d} status ok" for i in range(40_000)]
+    lines[20_000] = "row 020000 status NEEDLE-7731 failed"
+    history = [
+        {"role": "system", "content": "agent"},
+        {"role": "user", "content": "read the log"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "\n".join(lines)},
+    ]
+    manager = manager_for("summarize")
+    view = await view_of(manager, history, 4_000)
+    assert manager.counter.count_messages(view) <= 4_000
+    output = next(m for m in view if m.get("role") == "tool")["content"]
+    assert "NEEDLE-7731" not in output
+    handle = HANDLE.search(output).group(1)
+    tool = RecallTool(manager)
+    found = await tool.execute({"operation": "search", "query": "needle-7731"})
+    assert found.success and found.output["results"], found.output
+    assert found.output["results"][0]["handle"] == handle and found.output["results"][0]["shown"] == "clipped"
+    fetched = await tool.execute({"operation": "fetch", "handle": handle, "offset": output.index("\n[... ")})
+    assert fetched.success and fetched.output["total_chars"] == len(history[-1]["content"])
+
+
+@pytest.mark.parametrize("shape", ["string", "blocks"])
+async def test_no_clip_in_a_view_lacks_a_handle(shape):
+    """A view cut to its newest group at a tiny budget: the pinned request and each clipped text name a handle."""
+    text = "alpha beta gamma delta " * 3_000
+    content: Any = text if shape == "string" else [{"type": "text", "text": text}]
+    history = [{"role": "user", "content": content}]
+    for i in range(6):
+        history += [{"role": "assistant", "content": f"ok {i} " * 50}, {"role": "user", "content": content}]
+    manager = manager_for("summarize")
+    view = await view_of(manager, history, 300)
+    assert manager.counter.count_messages(view) <= 300
+    dumped = json.dumps(view)
+    assert dumped.count("characters clipped") == len(HANDLE.findall(dumped.replace('\\"', '"'))) > 0
+
+
+async def test_clipping_a_huge_message_counts_a_bounded_number_of_characters():
+    """Linear work: fitting a 3 MB pasted request counts at most the message once more than adding it does."""
+    manager = manager_for("summarize")
+    counted = [0]
+    count_text = manager.counter.count_text
+
+    def tally(text: str) -> int:
+        counted[0] += len(text)
+        return count_text(text)
+
+    manager.counter.count_text = tally
+    huge = "log line with some words 123\n" * 100_000  # ~2.9 MB
+    history = [{"role": "system", "content": "agent"}, {"role": "user", "content": huge}]
+    view = await view_of(manager, history, 2_000)
+    assert manager.counter.count_messages(view) <= 2_000
+    assert counted[0] <= 2 * len(huge), f"counted {counted[0]:,} characters for a {len(huge):,}-character message"
+
+
+def test_compact_cli_warns_when_a_message_is_clipped(tmp_path, capsys):
+    session = tmp_path / "s.json"
+    log = "".join(f"line {i} alpha beta gamma\n" for i in range(300))
+    session.write_text(json.dumps([{"role": "system", "content": "agent"}, {"role": "user", "content": log}]))
+    args = argparse.Namespace(
+        session=str(session),
+        example=False,
+        budget=100,
+        summarizer="extractive",
+        model=None,
+        base_url=None,
+        json=True,
+        no_summary=True,
+        progress=False,
+    )
+    assert compact_cli.run(args) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)["report"]
+    assert report["view_tokens"] <= 100 and report["clipped_messages"] == 1
+    assert "warning: 1 message(s) could not fit the budget of 100 tokens whole" in err
