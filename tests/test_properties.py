@@ -20,6 +20,7 @@ import functools
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +317,7 @@ def _clipped_text(view_value: Any, stored: Any) -> bool:
     if not (isinstance(view_value, str) and isinstance(stored, str)):
         return False
     head = view_value.split("\n[... ", 1)[0]
-    return "characters clipped ...]" in view_value and stored.startswith(head)
+    return "characters clipped; " in view_value and " handle m" in view_value and stored.startswith(head)
 
 
 def _masked_output(view_value: Any, stored: Any) -> bool:
@@ -953,3 +954,73 @@ def test_unhashable_fields_are_refused_naming_field_and_index(case, before):
         assert len(manager.history.messages) == before
 
     asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------------------------- the view fits (#32)
+# Example counts (max_examples): pins and request sizes against the budget 150 (every strategy, both content shapes,
+# a pasted request, a huge first request, a newest tool output, each from nothing to several budgets).
+
+CLIP_HANDLE = re.compile(
+    r"characters clipped; (?:recall with context_recall, )?handle (m\d+(?:\.\d+)?-[0-9a-f]{6}) \.\.\.\]"
+)
+
+
+def _sized_text(seed: int, tokens: int) -> str:
+    """About ``tokens`` tokens of varied words (sizes are drawn against the budget)."""
+    plain = [w for w in WORDS if encodable(w)]
+    return " ".join(plain[(seed + i * 7) % len(plain)] for i in range(tokens))
+
+
+@st.composite
+def pin_scenarios(draw) -> dict[str, Any]:
+    budget = draw(st.integers(300, 8_000))
+    share = st.sampled_from([0, 0.05, 0.3, 0.6, 0.9, 1.0, 1.5, 3.0])
+    first, latest, output = (int(budget * draw(share)) + 1 for _ in range(3))
+    blocks = draw(st.booleans())
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": [{"type": "text", "text": text}] if blocks else text}
+
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    history.append(user("Task: " + _sized_text(draw(st.integers(0, 30)), first)))
+    for i in range(draw(st.integers(0, 12))):
+        history += [{"role": "assistant", "content": f"step {i} " + "x " * draw(st.integers(1, 300))}, user(f"ok {i}")]
+    history.append(user("Latest: " + _sized_text(draw(st.integers(0, 30)), latest)))
+    if draw(st.booleans()):  # the newest group also holds a tool output of any size
+        call = {"id": "c_new", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        history.append({"role": "tool", "tool_call_id": "c_new", "content": _sized_text(7, output)})
+    strategy = draw(st.sampled_from(["summarize", "extractive", "mask", "truncate"]))
+    return {"history": history, "budget": budget, "strategy": strategy}
+
+
+async def check_pin_scenario(scenario: dict[str, Any]) -> None:
+    from amplifier_module_context_summarize.recall.tool import RecallTool
+
+    strategy, budget, history = scenario["strategy"], scenario["budget"], scenario["history"]
+    summarizer = {"provider": "extractive"} if strategy != "summarize" else {"max_retries": 0}
+    manager = create_manager(
+        {"max_tokens": 200_000, "compaction_strategy": strategy, "summarizer": summarizer}, store=MemoryStore()
+    )
+    for message in history:
+        await manager.add_message(message)
+    for _ in range(2):  # the same history gives the same fitting view on every request
+        view = await manager.get_messages_for_request(token_budget=budget, provider=FakeProvider())
+        tokens = manager.counter.count_messages(copy.deepcopy(view))  # counted afresh, not as the manager planned
+        assert tokens <= budget, (tokens, budget)
+        latest = history[latest_user(history)]
+        assert view_rules(view, latest_request=latest) == []
+        dumped = json.dumps(view, ensure_ascii=False)
+        handles = CLIP_HANDLE.findall(dumped)
+        assert dumped.count("characters clipped") == len(handles), "a clip without a handle"
+        tool = RecallTool(manager)
+        for handle in set(handles):
+            fetched = await tool.execute({"operation": "fetch", "handle": handle})
+            assert fetched.success, fetched
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=150)
+@given(pin_scenarios())
+def test_pins_and_requests_of_any_size_give_a_view_within_the_budget(scenario):
+    asyncio.run(check_pin_scenario(scenario))
