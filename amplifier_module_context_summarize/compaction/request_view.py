@@ -148,15 +148,18 @@ class RequestView:
         if tokens > budget and summary is not None and self.state.segments:
             view[at] = base[at] = truncation_marker(history, self.state.boundary)
             tokens = count(view)
-        if tokens > budget:  # the smallest view there is: the marker, the pinned requests, the newest groups
+        cut = self.state.boundary
+        if tokens > budget and summary is not None and self.state.segments:
+            # the smallest view there is: the marker, the pinned requests, the newest groups
             base, sources = self._truncated()
+            cut = last_allowed_cut(history)
             notes = handle_notes(history, sources, tool)
             standing_in(base, sources, notes)
             view, _ = clip_tool_outputs(list(base), budget, count, notes)
             tokens = count(view)
         if tokens > budget:  # pins give way before the budget does: the first request (the latest is kept)
             latest = history.latest_request
-            pinned = set(pinned_indices(history, last_allowed_cut(history))) - {latest}
+            pinned = set(pinned_indices(history, cut)) - {latest}
             positions = [i for i, s in enumerate(sources) if s in pinned]
             view, kept = pins_give_way(view, positions, budget, count_one, notes)
             base, sources, notes = [base[i] for i in kept], [sources[i] for i in kept], [notes[i] for i in kept]
