@@ -53,7 +53,16 @@ TEXT_KINDS = [
     "input_file_text",
     "unknown_block",
 ]
-MEDIA_KINDS = ["pdf_document", "pdf_object_streams", "pdf_url", "file_pdf", "input_file_pdf", "image", "image_url", "input_image"]
+MEDIA_KINDS = [
+    "pdf_document",
+    "pdf_object_streams",
+    "pdf_url",
+    "file_pdf",
+    "input_file_pdf",
+    "image",
+    "image_url",
+    "input_image",
+]
 ALL_KINDS = TEXT_KINDS + MEDIA_KINDS
 
 
@@ -100,7 +109,11 @@ def attachment(kind: str, size: int, needle: str) -> dict[str, Any]:
     if kind == "input_text":
         return {"type": "input_text", "text": body}
     if kind == "output_text":
-        return {"type": "output_text", "text": body, "annotations": [{"type": "url_citation", "url": "https://x.example"}]}
+        return {
+            "type": "output_text",
+            "text": body,
+            "annotations": [{"type": "url_citation", "url": "https://x.example"}],
+        }
     if kind == "input_file_text":
         data = base64.b64encode(body.encode()).decode()
         return {"type": "input_file", "filename": "notes.txt", "file_data": f"data:text/plain;base64,{data}"}
@@ -111,7 +124,10 @@ def attachment(kind: str, size: int, needle: str) -> dict[str, Any]:
         source = {"type": "base64", "media_type": "application/pdf", "data": pdf(pages)}
         return {"type": "document", "source": source, "title": "report.pdf"}
     if kind == "pdf_object_streams":
-        return {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf(pages, True)}}
+        return {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": pdf(pages, True)},
+        }
     if kind == "pdf_url":
         return {"type": "document", "source": {"type": "url", "url": "https://example.com/paper.pdf"}}
     if kind == "file_pdf":
@@ -122,7 +138,10 @@ def attachment(kind: str, size: int, needle: str) -> dict[str, Any]:
     if kind == "image":
         return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png(width, height)}}
     if kind == "image_url":
-        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png(width, height)}", "detail": "high"}}
+        return {
+            "type": "image_url",
+            "image_url": {"url": f"data:image/png;base64,{png(width, height)}", "detail": "high"},
+        }
     assert kind == "input_image"
     return {"type": "input_image", "image_url": f"data:image/png;base64,{png(width, height)}"}
 
@@ -178,7 +197,11 @@ def wire_floor(value: Any) -> int:
     if kind in ("file", "input_file"):
         data = (value.get("file") or value)["file_data"]
         media_type, payload = data[5:].split(";base64,")
-        return 1500 * _pdf_pages(payload) if media_type == "application/pdf" else ENCODE(base64.b64decode(payload).decode())
+        return (
+            1500 * _pdf_pages(payload)
+            if media_type == "application/pdf"
+            else ENCODE(base64.b64decode(payload).decode())
+        )
     if kind == "image":
         return anthropic_image_tokens(*_png_size(value["source"]["data"]))
     if kind in ("image_url", "input_image"):

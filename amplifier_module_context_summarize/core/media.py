@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import math
 import re
 import struct
+import threading
 import zlib
 
 IMAGE_MAX_TOKENS = 1600
@@ -52,6 +52,7 @@ text per byte and a token ~4 of them, so about one token a byte at most."""
 HEADER_CHARS = 87_384
 """Base64 characters decoded to find an image's size: 64 KB of bytes, past a JPEG's EXIF block and thumbnail."""
 
+PAGE_CACHE_SIZE = 1024
 DICTIONARY_CHARS = 4096
 """How far before a stream its dictionary (``/Type /ObjStm``) is looked for."""
 
@@ -59,6 +60,8 @@ _DATA_URL = re.compile(r"data:([^;,]{0,200})((?:;[^;,]{0,200}){0,8}),", re.ASCII
 _PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 _OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm(?![A-Za-z])")
 _STREAM_START = re.compile(rb"stream\r?\n")
+_PAGES: dict[tuple[int, int], int] = {}
+_PAGES_LOCK = threading.Lock()
 
 
 def data_url(url: str) -> tuple[str, str] | None:
@@ -178,16 +181,24 @@ def pdf_tokens(data: str) -> int:
     return PDF_PAGE_TOKENS * pdf_pages(data)
 
 
-@functools.lru_cache(maxsize=64)
 def pdf_pages(data: str) -> int:
     """Pages of a base64 PDF: its page objects, else an estimate from its decoded size (at least one).
 
-    Cached per string: a view is counted at every request, and the history holds the same string each time
-    (the key's hash is computed once per string object).
+    Remembered per string: a view is counted at every request and the history holds the same string each
+    time. The key is the string's hash (computed once per string object) and length, so the cache never keeps
+    a PDF alive after its history lets it go.
     """
-    raw = _decode(data) or b""
-    pages = count_pdf_pages(raw)
-    return pages if pages > 0 else max(1, math.ceil(decoded_size(data) / PDF_BYTES_PER_PAGE))
+    key = (hash(data), len(data))
+    pages = _PAGES.get(key)
+    if pages is None:
+        pages = count_pdf_pages(_decode(data) or b"")
+        if pages <= 0:
+            pages = max(1, math.ceil(decoded_size(data) / PDF_BYTES_PER_PAGE))
+        with _PAGES_LOCK:  # counts run in worker threads too
+            if len(_PAGES) >= PAGE_CACHE_SIZE:
+                _PAGES.pop(next(iter(_PAGES)))
+            _PAGES[key] = pages
+    return pages
 
 
 def count_pdf_pages(raw: bytes) -> int:
