@@ -25,7 +25,7 @@ import zlib
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import RecallTool, create_manager
@@ -356,9 +356,9 @@ def attachment_sessions(draw) -> dict[str, Any]:
             result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": [block]}
             history.append({"role": "user", "content": [result]})
             history.append({"role": "assistant", "content": f"Fetched part {i}."})
-    for t in range(draw(st.integers(3, 8))):
-        history.append({"role": "user", "content": f"Step {t}: {words(200, t)}"})
-        history.append({"role": "assistant", "content": f"Done step {t}: {words(120, t + 1)}"})
+    for t in range(draw(st.integers(3, 8))):  # together about the budget again: the attachments must give way
+        history.append({"role": "user", "content": f"Step {t}: {words(budget // 16, t)}"})
+        history.append({"role": "assistant", "content": f"Done step {t}: {words(budget // 24, t + 1)}"})
     history.append({"role": "user", "content": "Now summarize what the material required."})
     return {"budget": budget, "history": history, "needles": needles}
 
@@ -374,7 +374,7 @@ async def run_session(session: dict[str, Any]) -> tuple[Any, list[list[dict[str,
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(attachment_sessions())
 def test_views_fit_when_counted_independently_and_recall_finds_every_hidden_attachment(session):
     check_session(session)
@@ -390,6 +390,7 @@ def check_session(session: dict[str, Any]) -> None:
         if needle in hidden:
             found = tool.search({"query": needle})
             assert found["results"], (kind, needle)
+            event(f"recall found a hidden {kind}")
 
 
 def test_a_fixed_session_of_every_kind_fits_and_is_searchable():
