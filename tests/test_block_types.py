@@ -377,10 +377,10 @@ async def run_session(session: dict[str, Any]) -> tuple[Any, list[list[dict[str,
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(attachment_sessions())
 def test_views_fit_when_counted_independently_and_recall_finds_every_hidden_attachment(session):
-    check_session(session)
+    check_session(session, report=event)
 
 
-def check_session(session: dict[str, Any]) -> None:
+def check_session(session: dict[str, Any], report=lambda note: None) -> None:
     manager, views = asyncio.run(run_session(session))
     for view in views:
         assert view_floor(view) <= session["budget"], (view_floor(view), session["budget"])
@@ -390,7 +390,7 @@ def check_session(session: dict[str, Any]) -> None:
         if needle in hidden:
             found = tool.search({"query": needle})
             assert found["results"], (kind, needle)
-            event(f"recall found a hidden {kind}")
+            report(f"recall found a hidden {kind}")
 
 
 def test_a_fixed_session_of_every_kind_fits_and_is_searchable():
