@@ -1,6 +1,7 @@
 """The core: what a conversation is, what a view may be, and what it costs. Pure functions and small values.
 
-Owns the message shapes and their groups (``messages``), token counting (``tokens``), what the orchestrator adds
+Owns the message shapes and their groups (``messages``), what each attachment block carries (``blocks``) and
+what its binary parts cost (``media``: image sizes, PDF pages), token counting (``tokens``), what the orchestrator adds
 on the wire and its calibration (``wire``), the request budget (``budget``), the stored history (``history``), the
 frozen compaction state and the splice it shows (``state``), the rules every view obeys (``invariants``), the
 boundary plan (``plan``), clipping (``clip``), handles to masked outputs (``handles``), secret redaction

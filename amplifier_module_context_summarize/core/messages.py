@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .blocks import TEXT_FIELDS, carried
+
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call"})
 RESULT_BLOCK_TYPE = "tool_result"
@@ -646,13 +648,17 @@ def message_text(message: Message) -> str:
 
 
 def block_text(block: Any) -> str:
+    """The text a block carries, for transcripts, search and the summaries: a text block's text, a call as
+    ``name(arguments)``, a result's body, an attachment named by a label and followed by its text (a document's
+    context and data, a search result's content, a text file's contents; see ``blocks.py``). Binary parts (an
+    image, a PDF's pages) are only named. A block of an unknown type is the JSON of what it carries."""
     if isinstance(block, str):
         return block
     if not isinstance(block, dict):
         return _as_text(block)
     kind = block_kind(block)
-    if kind == "text":
-        return str(block.get("text", ""))
+    if kind in TEXT_FIELDS:
+        return str(block.get(TEXT_FIELDS[kind], ""))
     if kind == "thinking":
         return str(block.get("thinking", ""))
     if kind in CALL_BLOCK_TYPES:
@@ -663,7 +669,10 @@ def block_text(block: Any) -> str:
         if isinstance(body, list):
             return "\n".join(block_text(b) for b in body)
         return _as_text(body)
-    if kind in ("image", "image_url", "document", "redacted_thinking"):
+    found = carried(block, kind)
+    if found is not None:
+        return "\n".join(p for p in (found.label, *found.texts, *(block_text(b) for b in found.nested)) if p)
+    if kind == "redacted_thinking":
         return ""
     return _as_text({k: v for k, v in block.items() if k != "type"})
 

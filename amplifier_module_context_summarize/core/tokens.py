@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .blocks import BLOCK_OVERHEAD, TEXT_FIELDS, carried, citation_texts
 from .messages import (
     CALL_BLOCK_TYPES,
     RESULT_BLOCK_TYPE,
@@ -27,15 +28,12 @@ from .messages import (
 
 logger = logging.getLogger(__name__)
 
-IMAGE_TOKENS = 1600
-"""Flat cost of one image or document block: about what providers bill for a large image."""
 MESSAGE_OVERHEAD = 4
 """Role and framing tokens each message costs on the wire."""
 CHARS_PER_TOKEN = 3.5
 """Calibrated on code-heavy agent transcripts with cl100k_base (slightly conservative)."""
 LOAD_DEADLINE_S = 5.0
 
-_BINARY_BLOCKS = frozenset({"image", "image_url", "input_image", "document", "file"})
 _encoders: dict[str, Callable[[str], int] | None] = {}
 _lock = threading.Lock()
 
@@ -95,7 +93,8 @@ def text_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
 
 
 class TokenCounter:
-    """Counts messages the way a provider would see them, with images at a fixed cost."""
+    """Counts messages the way a provider would see them: text with the tokenizer, each attachment by what it
+    carries (``blocks.py``: a document's text, a PDF's pages, an image's pixels; ``media.py`` has the rules)."""
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.encoding = encoding
@@ -143,10 +142,9 @@ class TokenCounter:
         if not isinstance(block, dict):
             return self._count_value(block)
         kind = block_kind(block)
-        if kind in _BINARY_BLOCKS:
-            return IMAGE_TOKENS
-        if kind == "text":
-            return self.count_text(str(block.get("text", "")))
+        if kind in TEXT_FIELDS:
+            text = self.count_text(str(block.get(TEXT_FIELDS[kind], "")))
+            return text + sum(self.count_text(c) for c in citation_texts(block))
         if kind == "thinking":
             return self.count_text(str(block.get("thinking", ""))) + len(str(block.get("signature") or "")) // 8
         if kind in CALL_BLOCK_TYPES:
@@ -154,4 +152,12 @@ class TokenCounter:
             return self.count_text(name) + self._count_value(args)
         if kind == RESULT_BLOCK_TYPE:
             return 4 + self._count_value(block.get("content", block.get("output")))
+        found = carried(block, kind)
+        if found is not None:
+            return (
+                BLOCK_OVERHEAD
+                + sum(self.count_text(t) for t in (*found.meta, *found.texts))
+                + sum(self._count_block(b) for b in found.nested)
+                + sum(part.tokens() for part in found.parts)
+            )
         return self.count_text(canonical_json(block))

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..core.blocks import ATTACHMENT_TYPES, TEXT_FIELDS
 from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_calls, parse_embedded_json
 from .definitions import changed_names
 
@@ -278,14 +279,25 @@ def extract(messages: list[Message]) -> Facts:
     return Facts(tuple(files), tuple(outcomes), tuple(urls), tuple(ids), tuple(workdirs), tuple(definitions))
 
 
+ATTACHMENT_CHARS = 300
+"""How much of an attached document, file or search result a user or assistant turn's text shows (its label
+and the opening of its text): the summary names the attachment without letting it crowd out the request."""
+
+
 def authored_text(message: Message) -> str:
-    """What a user or assistant wrote, leaving out tool traffic and hidden reasoning."""
+    """What a user or assistant wrote, leaving out tool traffic and hidden reasoning; attachments (a document,
+    a file, a search result) are named with the opening of their text."""
     content = message.get("content")
     if isinstance(content, str):
         return content.strip()
-    return "\n".join(
-        block_text(b) for b in content or [] if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-    ).strip()
+    parts: list[str] = []
+    for block in content or []:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(block, str) or kind in TEXT_FIELDS:
+            parts.append(block_text(block))
+        elif kind in ATTACHMENT_TYPES:
+            parts.append(clip(block_text(block)[: ATTACHMENT_CHARS * 8], ATTACHMENT_CHARS))
+    return "\n".join(parts).strip()
 
 
 def _parse_args(raw: Any) -> Any:
