@@ -22,4 +22,6 @@ def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:
 
 def missing_key(cfg: SummarizerConfig) -> ValueError:
     """The error naming the variable to set (never a value, nor a key pasted where its name belongs)."""
-    return unset_variable("summarizer.api_key_env", cfg.key_env, f" (the API key of summarizer provider {cfg.provider!r})")
+    return unset_variable(
+        "summarizer.api_key_env", cfg.key_env, f" (the API key of summarizer provider {cfg.provider!r})"
+    )
