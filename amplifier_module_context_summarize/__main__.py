@@ -24,7 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     add_eval(commands)
     add_bench(commands)
     args = parser.parse_args(argv)
-    return args.run(args)
+    from .cli.output import OutputError, report
+
+    try:
+        return args.run(args)
+    except OutputError as exc:  # any output a subcommand did not catch itself: still one line, exit 2
+        return report(exc)
 
 
 if __name__ == "__main__":

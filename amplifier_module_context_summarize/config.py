@@ -9,12 +9,14 @@ from typing import Any
 
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
 from .backends.registry import SummarizerConfig
-from .core.redact import ENV_NAME, describe
+from .core.redact import describe, env_name, env_name_key
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
 RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
+ENV_NAME_KEYS = ("storage_password_env", "summarizer.api_key_env")
+"""Every key whose value names an environment variable (never a secret): each is checked by ``env_name_key``."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,13 @@ class Config:
     """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
     recall_tool: bool = True
     """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""
+
+    def __repr__(self) -> str:
+        """Fields as the dataclass shows them, but a secret pasted as ``storage_password_env`` is hidden."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.storage_password_env is not None:
+            shown["storage_password_env"] = env_name(self.storage_password_env)
+        return f"Config({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def masking(self) -> bool:
@@ -212,12 +221,8 @@ def parse_summarizer(value: Any) -> SummarizerConfig:
     for key in ("model", "base_url", "api_key_env", "session_provider"):
         if options.get(key) is not None and (not isinstance(options[key], str) or not options[key]):
             raise _fail(f"summarizer.{key}", "must be a non-empty string", options[key])
-    if options.get("api_key_env") is not None and not ENV_NAME.fullmatch(options["api_key_env"]):
-        raise _fail(
-            "summarizer.api_key_env",
-            "must be the name of an environment variable (letters, digits, _), not the key itself",
-            options["api_key_env"],
-        )
+    if options.get("api_key_env") is not None:
+        env_name_key("summarizer.api_key_env", options["api_key_env"])
     return SummarizerConfig(**options)
 
 
@@ -251,7 +256,9 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             options[key] = parse_summarizer(value)
         elif key == "storage_url":
             options[key] = _check_storage_url(value)
-        elif key in ("prompt_dir", "storage_path", "token_encoding", "storage_password_env"):
+        elif key == "storage_password_env":
+            options[key] = None if value is None else env_name_key(key, value)
+        elif key in ("prompt_dir", "storage_path", "token_encoding"):
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(key, "must be a non-empty string", value)
             options[key] = value

@@ -136,7 +136,7 @@ def test_transcript_and_text_show_tool_name_and_arguments(shape: str) -> None:
     assert transcript.count("[tool call call_1] read_file(") == 1, transcript
     assert '"path": "src/app.py"' in transcript or '"path":"src/app.py"' in transcript
     assert "def handle_request(self, request: Request)" in transcript
-    assert "TOOL RESULT call_1: def handle_request" in transcript
+    assert "TOOL RESULT call_1]\ndef handle_request" in transcript
     text = message_text(message)
     assert text.count("read_file(") == 1 and "src/app.py" in text
 

@@ -138,8 +138,19 @@ def _private_reaches(path: Path) -> list[str]:
     return found
 
 
+ENGINE_PARSER = {"_regex_core", "_parse_pattern", "_UnscopedFlagSet"}
+"""The one reach past a public API: the recall tool judges a model's regex on the tree the ``regex`` engine
+itself parses (it has no public parser; judging the spelling let verbose-mode bombs through, issue 32). Only in
+``recall/tool.py``; if the engine's parser changes shape, the check refuses every regex rather than guess."""
+
+
 def test_no_module_reaches_into_another_objects_private_members():
-    reaches = [r for path in sorted(PACKAGE.rglob("*.py")) for r in _private_reaches(path)]
+    reaches = [
+        r
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for r in _private_reaches(path)
+        if not (path.name == "tool.py" and path.parent.name == "recall" and r.split(" .")[-1] in ENGINE_PARSER)
+    ]
     assert reaches == []
 
 
@@ -364,6 +375,8 @@ def test_no_module_imports_another_modules_private_names():
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
-        if alias.name.startswith("_") and not alias.name.startswith("__")
+        if alias.name.startswith("_")
+        and not alias.name.startswith("__")
+        and not (module == "recall.tool" and alias.name in ENGINE_PARSER)
     )
     assert reaches == []

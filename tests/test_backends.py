@@ -478,7 +478,8 @@ def test_registry_names_missing_anthropic_variable() -> None:
     with pytest.raises(ValueError) as info:
         build_backend(SummarizerConfig(provider="anthropic"), environ={})
     assert str(info.value) == (
-        "summarizer provider 'anthropic' needs an API key in environment variable ANTHROPIC_API_KEY"
+        "config key 'summarizer.api_key_env': environment variable ANTHROPIC_API_KEY "
+        "(the API key of summarizer provider 'anthropic') is not set"
     )
 
 

@@ -94,5 +94,8 @@ def test_raw_sessions_are_read_in_every_recorded_format(tmp_path):
 
     assert sorted(s.name.split(":")[0] for s in sessions) == ["claude-code", "gemini-cli", "swe-agent"]
     assert all(s.messages for s in sessions)
-    with pytest.raises(ValueError, match="no recorded sessions"):
+    with pytest.raises(ValueError, match="is not a folder"):
         load_raw(tmp_path / "agent" / "nothing-here")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no recorded sessions"):
+        load_raw(tmp_path / "empty")

@@ -76,7 +76,7 @@ def test_parses_the_prompts_the_module_sends():
     prompt = summarize_prompt(mixed_history(4, size=8), 150, previous)
     parsed = parse_prompt(PROMPTS.system("summarize"), prompt)
     assert parsed.kind == "summarize" and parsed.word_limit == 150 and parsed.token_limit is None
-    assert parsed.previous == previous and "USER:" in parsed.transcript and "Ship it" not in parsed.transcript
+    assert parsed.previous == previous and "[#2 USER]\n" in parsed.transcript and "Ship it" not in parsed.transcript
     merge = PROMPTS.user("merge", transcript="### Goal\nA\n\n---\n\n### Goal\nB", max_words="90")
     parsed = parse_prompt(PROMPTS.system("merge"), merge)
     assert parsed.kind == "merge" and parsed.word_limit == 90 and parsed.previous is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..core.redact import env_name
+from ..core.redact import unset_variable
 
 if TYPE_CHECKING:
     from .registry import SummarizerConfig
@@ -22,6 +22,6 @@ def read_api_key(cfg: SummarizerConfig, environ: Mapping[str, str]) -> str:
 
 def missing_key(cfg: SummarizerConfig) -> ValueError:
     """The error naming the variable to set (never a value, nor a key pasted where its name belongs)."""
-    return ValueError(
-        f"summarizer provider {cfg.provider!r} needs an API key in environment variable {env_name(cfg.key_env)}"
+    return unset_variable(
+        "summarizer.api_key_env", cfg.key_env, f" (the API key of summarizer provider {cfg.provider!r})"
     )

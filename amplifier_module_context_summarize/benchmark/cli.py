@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from typing import Any
 
 
@@ -77,7 +78,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "cost", False):
         from .cost_compare import run_cost
 
-        return run_cost(args)
+        try:
+            return run_cost(args)
+        except ValueError as exc:  # a bad --raw, --budgets: one line, as the other subcommands say it
+            print(f"bench: error: {exc}", file=sys.stderr)
+            return 2
     if args.fleet:
         return run_fleet(args)
     if args.latency:

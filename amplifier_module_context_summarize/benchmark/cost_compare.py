@@ -25,6 +25,7 @@ from statistics import mean
 from typing import Any
 
 from .. import create_manager
+from ..core.messages import scrub_text
 from ..evaluation.loader import Session
 from ..evaluation.models import SIMULATED, ModelSpec, build_backend
 from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
@@ -408,6 +409,8 @@ def load_raw(folder: str | Path) -> list[Session]:
     README for one, are passed over)."""
     from ..cli.session_io import SessionFileError, load_session
 
+    if not Path(folder).is_dir():
+        raise ValueError(f"--raw: {scrub_text(str(folder))} is not a folder")
     sessions = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")):
         try:
@@ -416,7 +419,7 @@ def load_raw(folder: str | Path) -> list[Session]:
             continue
         sessions.append(Session(f"{loaded.format}:{path.name[:24]}", path, loaded.messages))
     if not sessions:
-        raise ValueError(f"--raw: no recorded sessions under {folder}")
+        raise ValueError(f"--raw: no recorded sessions under {scrub_text(str(folder))}")
     return sessions
 
 

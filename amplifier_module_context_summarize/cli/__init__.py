@@ -1,7 +1,8 @@
 """The command line (``python -m amplifier_module_context_summarize <subcommand>``) for users' own sessions.
 
 Owns ``compact``, ``inspect`` and ``convert``, and the reading of session files: our own (``session_io``) and
-every common agent recording (``formats/``, one reader per format). The ``eval`` and ``bench``
+every common agent recording (``formats/``, one reader per format), and where every command writes (``output``:
+one line and exit 2 for a path that cannot be written). The ``eval`` and ``bench``
 subcommands live with their harnesses (``evaluation.cli``, ``benchmark.cli``).
 
 May import: the package's public API (``create_manager``, the manager), ``core``, ``compaction`` (its account of

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.messages import scrub_text
 from .formats import dump_line, formats_read
+from .output import OutputError, check_file, emit, json_line_safe, report, write_bytes
 from .session_io import SessionFileError, load_session
 
 
@@ -24,20 +26,30 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.output:
+            check_file(args.output)
         loaded = load_session(args.session)
     except SessionFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    text = "".join(dump_line(m) + "\n" for m in loaded.messages)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8", newline="\n")
-    else:
-        sys.stdout.write(text)
+    except OutputError as exc:
+        return report(exc)
+    # A lone surrogate (a JSON "\ud83d" escape in the recording) is written as that escape: same message, valid UTF-8.
+    text = "".join(json_line_safe(dump_line(m)) + "\n" for m in loaded.messages)
+    try:
+        if args.output:
+            write_bytes(args.output, text.encode("utf-8"))
+        else:
+            emit(text)
+    except OutputError as exc:
+        return report(exc)
     calls = sum(len(m.get("tool_calls") or []) for m in loaded.messages)
     print(
-        f"{Path(args.session).name}: read as {loaded.format}, {len(loaded.messages)} messages"
-        + (f", {calls} OpenAI-shape tool calls" if calls else "")
-        + (f" -> {args.output}" if args.output else ""),
+        scrub_text(
+            f"{Path(args.session).name}: read as {loaded.format}, {len(loaded.messages)} messages"
+            + (f", {calls} OpenAI-shape tool calls" if calls else "")
+            + (f" -> {args.output}" if args.output else "")
+        ),
         file=sys.stderr,
     )
     return 0

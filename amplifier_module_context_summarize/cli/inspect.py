@@ -29,6 +29,7 @@ from ..testing import EventRecorder, replay_steps
 from . import inspect_chart, inspect_table
 from .args import token_count
 from .compact import DEFAULT_BUDGET, session_from_args
+from .output import OutputError, check_file, emit, report, write_file
 
 DISPLAY_CHARS = 3_000
 """Longest message text the HTML page shows (head and tail; the history itself is untouched)."""
@@ -300,21 +301,22 @@ def _chart(found: Inspection) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = session_from_args(args)
-    if loaded is None:
-        return 2
-    path, messages = loaded
-    found = asyncio.run(inspect_session(messages, args.budget, str(path)))
-    # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
-    # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
-    print(scrub_text(render_markdown(found)), end="")
-    if args.html:
-        html = scrub_text(render_html(found))
-        try:
-            Path(args.html).write_text(html, encoding="utf-8")
-        except OSError as exc:
-            print(f"error: cannot write {scrub_text(args.html)} ({exc.__class__.__name__})", file=sys.stderr)
+    try:
+        if args.html:
+            check_file(args.html)  # before the replay: a wrong path is said at once
+        loaded = session_from_args(args)
+        if loaded is None:
             return 2
+        path, messages = loaded
+        found = asyncio.run(inspect_session(messages, args.budget, str(path)))
+        # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
+        # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
+        emit(render_markdown(found))
+        if args.html:
+            write_file(args.html, render_html(found))
+    except OutputError as exc:
+        return report(exc)
+    if args.html:
         print(f"\nHTML written to {scrub_text(args.html)}", file=sys.stderr)
     return 0
 

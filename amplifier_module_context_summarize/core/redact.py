@@ -37,6 +37,26 @@ def env_name(name: str | None) -> str:
     return name if ENV_NAME.fullmatch(name) else "(not a variable name: hidden)"
 
 
+def env_name_key(key: str, value: Any) -> str:
+    """``value`` of config key ``key``, which names an environment variable; else the error naming the key.
+
+    The one check of every such key (``config.ENV_NAME_KEYS``): a secret pasted where its variable's name
+    belongs is refused by its kind and length, never repeated.
+    """
+    if not isinstance(value, str) or not ENV_NAME.fullmatch(value):
+        raise ValueError(
+            f"config key '{key}': must be the name of an environment variable (letters, digits, _), "
+            f"not the secret itself, got {describe(value)}"
+        )
+    return value
+
+
+def unset_variable(key: str, name: str | None, purpose: str = "") -> ValueError:
+    """The error for a variable named by config key ``key`` that is not set: the name when it is one, never
+    the value (it may be the secret itself)."""
+    return ValueError(f"config key '{key}': environment variable {env_name(name)}{purpose} is not set")
+
+
 def redact_url(url: str | None) -> str | None:
     """``url`` without userinfo and with every query value and the fragment hidden (they can carry keys)."""
     if url is None:

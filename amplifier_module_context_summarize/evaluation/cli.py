@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli.args import token_count
+from ..cli.output import OutputError, check_folder, report
 from ..core.budget import MAX_REPORTED_TOKENS, budget_problem
 from ..core.redact import describe
 from .cassette import Cassette, CassetteMiss
@@ -106,10 +107,13 @@ def run(args: argparse.Namespace) -> int:
     except (CorpusError, ValueError, CassetteMiss) as exc:
         print(f"eval: error: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        return report(exc, "eval: error")
 
 
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    check_folder(args.out)  # before the replays: a wrong --out is said at once, not after minutes of work
     cassette = _open_cassette(args)
     budget = args.budget if args.budget is not None else DEFAULT_BUDGET
     if budget < 1000 or budget_problem(budget):
@@ -155,7 +159,12 @@ def _run(args: argparse.Namespace) -> int:
         "seconds": seconds,
     }
     summary = write_results(args.out, runs, settings, extra)
-    plotted = plot_view_tokens(runs, budget, args.out / "view_tokens.png")
+    try:
+        plotted = plot_view_tokens(runs, budget, args.out / "view_tokens.png")
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {args.out / 'view_tokens.png'} ({exc.strerror or type(exc).__name__})"
+        ) from None
     if plotted is None:
         print("eval: matplotlib is not installed: no view_tokens.png", file=sys.stderr)
     print(console_summary(summary, {"budget": budget, "summarizer": summarizer.label, **extra}), end="")

@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from ..cli.output import check_folder, write_file
 from .cost_report import cost_summary, cost_table
 from .loader import PROBE_KINDS
 from .retention import BUCKETS, KINDS, MATCH_CHARS, combine
@@ -605,7 +606,7 @@ def console_summary(summary: dict[str, Any], settings: dict[str, Any]) -> str:
 
 def write_results(out: Path, runs: list[Run], settings: Settings, extra: dict[str, Any]) -> dict[str, Any]:
     """Write results.md and results.json into ``out``; return the summary."""
-    out.mkdir(parents=True, exist_ok=True)
+    check_folder(out)
     summary = summarize_runs(runs)
     described = {
         "budget": settings.budget,
@@ -613,9 +614,9 @@ def write_results(out: Path, runs: list[Run], settings: Settings, extra: dict[st
         "summarizer": settings.summarizer.label,
         **extra,
     }
-    (out / "results.md").write_text(markdown(summary, described), encoding="utf-8")
+    write_file(out / "results.md", markdown(summary, described))
     data = {"settings": described, "summary": summary, "runs": [run.as_dict() for run in runs]}
-    (out / "results.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_file(out / "results.json", json.dumps(data, ensure_ascii=False, indent=1) + "\n")
     return summary
 
 

@@ -142,8 +142,8 @@ class RecallTool:
             if problem:
                 raise RecallError(f"regular expression refused: {problem}")
         try:
-            pattern = regex.compile(query if use_regex else regex.escape(query), regex.IGNORECASE | regex.V0)
-        except regex.error as exc:
+            pattern = regex.compile(query if use_regex else regex.escape(query), SEARCH_FLAGS)
+        except (regex.error, ValueError) as exc:
             raise RecallError(f"invalid regular expression: {exc}") from None
         except (MemoryError, RecursionError, OverflowError):
             raise RecallError("regular expression refused: too large to compile") from None
@@ -261,10 +261,18 @@ class RecallTool:
         return where
 
 
+SEARCH_FLAGS = regex.IGNORECASE | regex.V0
+"""How a search compiles its pattern; the cost check parses with the same flags."""
 _COUNTED_REPEAT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
-_FUZZY = regex.compile(r"\{[^}]*[deis]\s*[<=]")
 _SUBROUTINE = regex.compile(r"\(\?(?:R|&|P>|[+-]?\d)")
 _NO_RECURSION = "recursion and subroutine calls ((?R), (?1), (?&name), \\g<name>) are not allowed"
+_NO_FUZZY = "fuzzy matching ({e<=n}) is not allowed"
+_REFUSED_NODES = {"CallGroup": _NO_RECURSION, "CallRef": _NO_RECURSION, "Fuzzy": _NO_FUZZY}
+"""Node kinds of the parsed pattern whose memory grows with the text searched, by class name."""
+
+
+class _TooCostly(Exception):
+    """Why the parsed pattern is refused (raised from deep in the walk)."""
 
 
 def pattern_problem(pattern: str) -> str | None:
@@ -274,62 +282,80 @@ def pattern_problem(pattern: str) -> str | None:
     subroutine calls (``(?R)``, ``(?1)``, ``(?&name)``) and fuzzy matching can exhaust memory while matching,
     before any timeout is checked. So repeats are bounded in count and in their nested product (the size the
     compiled pattern unrolls to), and the constructs whose memory grows with the text are refused.
+
+    All of it is judged on the tree the engine itself parses, not on the pattern's spelling: in verbose mode
+    a space, a newline or a ``# comment`` may stand between a group and its ``{n}``, and so may an inline
+    ``(?#…)`` comment, and ``(?x)`` may come last yet apply to the whole pattern. A spelling that calls
+    another group (``\\g<name>``, ``(?R)``) is refused even where the engine would read a backreference.
     """
-    sizes = [0]  # size of the sequence read so far in each open group
-    last = 0  # size of the item a following quantifier repeats
-    i, end = 0, len(pattern)
-    while i < end:
-        char = pattern[i]
-        if char == "\\":
-            if pattern[i + 1 : i + 2] == "g":
-                return _NO_RECURSION
-            step = 2
-            if pattern[i + 1 : i + 2] in ("p", "P", "N", "x") and pattern[i + 2 : i + 3] == "{":
-                close = pattern.find("}", i)
-                step = end - i if close < 0 else close + 1 - i
-            last = 1
-            sizes[-1] += 1
-            i += step
-            continue
-        if char == "[":
-            j = i + 1
-            j += pattern[j : j + 1] == "^"
-            j += pattern[j : j + 1] == "]"
-            while j < end and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            last = 1
-            sizes[-1] += 1
-            i = j + 1
-            continue
-        if char == "(":
-            if _SUBROUTINE.match(pattern, i):
-                return _NO_RECURSION
-            sizes.append(0)
-            i += 1
-            continue
-        if char == ")" and len(sizes) > 1:
-            last = max(sizes.pop(), 1)
-            sizes[-1] += last
-            i += 1
-            continue
-        if char == "{" and _FUZZY.match(pattern, i):
-            return "fuzzy matching ({e<=n}) is not allowed"
-        repeat = _COUNTED_REPEAT.match(pattern, i) if char == "{" else None
-        if repeat and (repeat.group(1) or repeat.group(2)):
-            count = max(int(n) for n in repeat.groups() if n)
-            if count > MAX_REPEAT:
-                return f"a repeat count of {count:,} is over the {MAX_REPEAT:,} allowed"
-            sizes[-1] += last * max(count - 1, 0)
-            last *= max(count, 1)
-            i = repeat.end()
-        else:
-            if char not in "*+?|^$":
-                last = 1
-                sizes[-1] += 1
-            i += 1
-        if sum(sizes) > MAX_PATTERN_COST:
-            return f"its repeats unroll to more than {MAX_PATTERN_COST:,} items"
+    if "\\g" in pattern or _SUBROUTINE.search(pattern):
+        return _NO_RECURSION
+    counts = [int(n) for found in _COUNTED_REPEAT.finditer(pattern) for n in found.groups() if n]
+    if max(counts, default=0) > MAX_REPEAT:  # spelled so: the engine may refuse it (too big) or unroll it
+        return f"a repeat count of {max(counts):,} is over the {MAX_REPEAT:,} allowed"
+    try:
+        tree = _parsed(pattern)
+    except regex.error:
+        return None  # the compile that follows reports it, with its position
+    except ValueError as exc:  # incompatible flags ((?V1) here) are a ValueError, not a regex.error
+        return f"invalid flags ({exc})"
+    except RecursionError:
+        return "it nests too deeply"
+    except (AttributeError, TypeError, ImportError):  # the engine's parser changed shape: judge nothing unseen
+        return "its cost cannot be judged with this version of the regex module"
+    try:
+        cost = _cost(tree)
+    except _TooCostly as exc:
+        return str(exc)
+    except RecursionError:
+        return "it nests too deeply"
+    if cost > MAX_PATTERN_COST:
+        return f"its repeats unroll to more than {MAX_PATTERN_COST:,} items"
     return None
+
+
+def _parsed(pattern: str) -> Any:
+    """The tree ``regex.compile(pattern, SEARCH_FLAGS)`` builds from, parsed as it parses it (a flag such as
+    ``(?x)`` set anywhere but at the start applies to the whole pattern: the parse starts again with it)."""
+    from regex import _regex_core as core  # the engine's own parser: what it compiles is what is judged
+
+    flags = SEARCH_FLAGS
+    for _ in range(8):  # each pass can only add global flags, and there are few
+        source = core.Source(pattern)
+        info = core.Info(flags, source.char_type, {})
+        info.guess_encoding = core.UNICODE
+        source.ignore_space = bool(info.flags & core.VERBOSE)
+        try:
+            return core._parse_pattern(source, info)
+        except core._UnscopedFlagSet:
+            flags = info.global_flags
+    raise ValueError("its inline flags do not settle")
+
+
+def _cost(node: Any) -> int:
+    """Items ``node`` unrolls to: leaves count one, sequences and alternatives add, a counted repeat
+    multiplies its body by its largest count (an unbounded ``*``/``+`` loops over one copy)."""
+    from regex._regex_core import RegexBase
+
+    kind = type(node).__name__
+    if kind in _REFUSED_NODES:
+        raise _TooCostly(_REFUSED_NODES[kind])
+    children = [
+        child
+        for value in vars(node).values()
+        for child in (value if isinstance(value, list | tuple) else (value,))
+        if isinstance(child, RegexBase)
+    ]
+    body = sum(_cost(child) for child in children) if children else 1
+    if hasattr(node, "min_count") and hasattr(node, "max_count"):
+        counts = [n for n in (node.min_count, node.max_count) if isinstance(n, int)]
+        count = max(counts, default=1)
+        if count > MAX_REPEAT:
+            raise _TooCostly(f"a repeat count of {count:,} is over the {MAX_REPEAT:,} allowed")
+        body = max(body, 1) * max(count, 1)
+    if body > MAX_PATTERN_COST:
+        raise _TooCostly(f"its repeats unroll to more than {MAX_PATTERN_COST:,} items")
+    return body
 
 
 def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:

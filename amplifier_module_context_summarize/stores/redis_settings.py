@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from urllib.parse import parse_qs, urlsplit
+
+from ..core.redact import env_name
 
 SCHEMES = ("redis", "rediss")
 
@@ -20,6 +22,12 @@ class RedisSettings:
     """Longest wait to connect and for any answer; past it Redis counts as unreachable."""
     retry_s: float = 30.0
     """While Redis is unreachable, how often (at most) to check whether it is back."""
+
+    def __repr__(self) -> str:
+        """Fields as the dataclass shows them, but a password pasted as ``password_env`` is hidden."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["password_env"] = None if self.password_env is None else env_name(self.password_env)
+        return f"RedisSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
 def url_problem(url: str) -> str | None:

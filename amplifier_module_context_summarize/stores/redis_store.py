@@ -33,6 +33,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import DataError, ResponseError
 
 from .. import events
+from ..core.redact import unset_variable
 from .base import CachedSummary, SummaryStore, is_valid_entry
 from .redis_settings import RedisSettings, describe, url_problem
 from .sqlite import SqliteStore
@@ -78,9 +79,7 @@ class RedisStore:
         if settings.password_env:
             password = (os.environ if environ is None else environ).get(settings.password_env)
             if not password:
-                raise ValueError(
-                    f"config key 'storage_password_env': environment variable {settings.password_env} is not set"
-                )
+                raise unset_variable("storage_password_env", settings.password_env)
         self.settings = settings
         self.where = describe(settings.url)
         self.local = local

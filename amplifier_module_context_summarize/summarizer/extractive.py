@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from ..core.messages import Message, block_text, is_user_turn
+from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn
 from ..working_set.facts import authored_text, clip
 
 REQUEST_CLIPS = (300, 150, 80, 40)
@@ -223,12 +223,23 @@ def _squeeze(requests: list[str], conclusions: list[str], max_tokens: int, count
 
 def _requests(messages: list[Message], previous_summary: str, pinned: Collection[str] = ()) -> list[str]:
     """User asks, oldest first: a repeat keeps its latest place, asks already quoted are left out, and a
-    pinned one is named by its opening words."""
+    pinned one is named by its opening words. A user message that carries tool results is the tools' turn:
+    text beside them (a harness's note, a tool's own text) is not listed as the user's."""
     shown = {" ".join(text.split()) for text in pinned}
-    asks = [" ".join(text.split()) for text in (authored_text(m) for m in messages if is_user_turn(m)) if text]
+    asks = [" ".join(text.split()) for text in (authored_text(m) for m in messages if _asked(m)) if text]
     asks = [_named(a) if a in shown else a for a in asks]
     kept = [a for a in asks if len(a) < QUOTE_MIN_CHARS or _quote(a) not in previous_summary]
     return _dedup_keep_last(kept)
+
+
+def _asked(message: Message) -> bool:
+    """A user turn that carries no tool result: only then are its words a request of the user's."""
+    content = message.get("content")
+    if not is_user_turn(message):
+        return False
+    return not (
+        isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == RESULT_BLOCK_TYPE for b in content)
+    )
 
 
 def _named(request: str) -> str:

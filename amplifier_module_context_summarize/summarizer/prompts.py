@@ -6,6 +6,7 @@ The wheel ships ``prompts/`` inside the package; a source checkout reads the rep
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -27,6 +28,15 @@ from ..core.messages import (
 
 FENCE_OPEN = "<<<TRANSCRIPT"
 FENCE_CLOSE = "TRANSCRIPT>>>"
+ENTRY_OPEN = "[#"
+"""How a transcript entry's header line starts: ``[#3 TOOL RESULT call_1]``, alone on its line. No line of an
+entry's body starts so (``_body_safe`` escapes it), so content cannot open an entry of its own."""
+_ENTRY_HEADER = re.compile(r"^\[#(\d+) ([^\]\n]*)\]$", re.MULTILINE)
+_LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+"""Every break ``str.splitlines`` (and a reader) sees that is not ``\\n``: bodies use ``\\n`` only."""
+_HEADER_LOOKALIKE = re.compile(r"^([ \t]*)(?=\[#)", re.MULTILINE)
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9 _.:()@/+-]")
+LABEL_MAX_CHARS = 80
 TEMPLATE_NAMES = ("summarize_system", "summarize_user", "merge_system", "merge_user")
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -95,20 +105,78 @@ def _block_line(block: object) -> str:
 
 
 def render_transcript(messages: list[Message], max_chars_per_message: int = 12_000) -> str:
-    """Plain-text transcript of a span: one entry per message, tool traffic labelled, huge outputs clipped."""
+    """Plain-text transcript of a span: numbered entries, tool traffic labelled, huge outputs clipped.
+
+    Each entry is a header line ``[#n ROLE]`` and its body. Tool results get entries of their own, also when
+    they arrive inside a user message (Anthropic ``tool_result`` blocks), so nothing a tool returned is shown
+    under ``USER``. The structure cannot be forged from content: header labels keep only a safe alphabet, and
+    in bodies every line break is ``\\n`` and a line opening like a header is escaped with a backslash
+    (``_body_safe``); the prompt tells the model so. Linear in the span's size.
+    """
     entries: list[str] = []
     for message in messages:
-        role = str(message.get("role", "?")).upper()
-        if message.get("role") == "tool":
-            role = f"TOOL RESULT {message.get('tool_call_id', '')}".strip()
-        content = unique_content(message)  # a call stored both as a block and in tool_calls is shown once
-        parts = [content] if isinstance(content, str) else [_block_line(b) for b in content or []]
-        parts += [f"[tool call {i}] {name}({arguments_text(args)})" for i, name, args in listed_calls(message)]
-        if message.get("reasoning_content"):
-            parts.append(f"(reasoning) {message['reasoning_content']}")
-        thinking = extra_thinking(message)
-        if thinking:
-            parts.append(f"(reasoning) {block_text(thinking)}")
-        body = "\n".join(p for p in parts if p)
-        entries.append(f"{role}: {clip_middle(body, max_chars_per_message)}")
+        for label, body in _message_entries(message):
+            entries.append(
+                f"{ENTRY_OPEN}{len(entries) + 1} {label}]\n{_body_safe(clip_middle(body, max_chars_per_message))}"
+            )
     return fence_safe("\n\n".join(entries))
+
+
+def parse_transcript(transcript: str) -> list[tuple[str, str]]:
+    """``(label, body)`` of each entry of a ``render_transcript`` text, in order (text before the first
+    header, if any, is left out)."""
+    headers = list(_ENTRY_HEADER.finditer(transcript))
+    out = []
+    for i, match in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(transcript)
+        out.append((match.group(2), transcript[match.end() + 1 : end].removesuffix("\n\n")))
+    return out
+
+
+def _message_entries(message: Message) -> list[tuple[str, str]]:
+    """The entries one message makes: its own (role) entry, and one per tool result it carries."""
+    role = message.get("role")
+    own = _label(str(role).upper() if role is not None else "?") or "?"
+    if role == "tool":
+        own = _label(f"TOOL RESULT {_text_id(message.get('tool_call_id'))}".strip())
+    content = unique_content(message)  # a call stored both as a block and in tool_calls is shown once
+    entries: list[tuple[str, list[str]]] = []
+    if isinstance(content, str):
+        entries.append((own, [content]))
+    else:
+        for block in content or []:
+            if role != "tool" and isinstance(block, dict) and block_kind(block) == RESULT_BLOCK_TYPE:
+                ref = _text_id(block.get("tool_use_id") or block.get("tool_call_id"))
+                entries.append(
+                    (_label(f"TOOL RESULT {ref}{' (error)' if block.get('is_error') else ''}"), [block_text(block)])
+                )
+            elif entries and entries[-1][0] == own:
+                entries[-1][1].append(_block_line(block))
+            else:
+                entries.append((own, [_block_line(block)]))
+    extra = [f"[tool call {i}] {name}({arguments_text(args)})" for i, name, args in listed_calls(message)]
+    if message.get("reasoning_content"):
+        extra.append(f"(reasoning) {message['reasoning_content']}")
+    thinking = extra_thinking(message)
+    if thinking:
+        extra.append(f"(reasoning) {block_text(thinking)}")
+    if extra or not entries:
+        if entries and entries[-1][0] == own:
+            entries[-1][1].extend(extra)
+        else:
+            entries.append((own, extra))
+    return [(label, "\n".join(p for p in parts if p)) for label, parts in entries]
+
+
+def _text_id(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _label(text: str) -> str:
+    """A header label: a safe alphabet only (an id or a role may hold anything), one line, bounded."""
+    return " ".join(_LABEL_UNSAFE.sub("_", text[: LABEL_MAX_CHARS * 2]).split())[:LABEL_MAX_CHARS]
+
+
+def _body_safe(body: str) -> str:
+    """``body`` with ``\\n`` as its only line break and no line opening like an entry header."""
+    return _HEADER_LOOKALIKE.sub(r"\1\\", _LINE_BREAKS.sub("\n", body))

@@ -53,7 +53,7 @@ from typing import Any
 
 from ..backends.base import SERVER_ERROR, BackendError, Completion
 from ..core.tokens import TokenCounter
-from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN
+from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN, parse_transcript
 
 __all__ = ["PREAMBLES", "REFUSAL_TEXT", "SimulatedBehaviour", "SimulatedLLM", "parse_limits", "parse_prompt"]
 
@@ -68,7 +68,6 @@ PREVIOUS_MARK = "Summary of the conversation before this part"
 FRAMING_TOKENS = 7
 """Tokens a provider bills for the role framing of a system + user request."""
 
-_ROLE = re.compile(r"^(USER|ASSISTANT|SYSTEM|DEVELOPER|TOOL RESULT[^\n:]*|\?):[ \t]?", re.MULTILINE)
 _WORDS = re.compile(r"stay\s+under\s+(?:about\s+)?([\d,]+)\s+words", re.IGNORECASE)
 _TOKENS = re.compile(r"([\d,]+)\s+tokens", re.IGNORECASE)
 _PATH = re.compile(r"(?<![\w/.<-])(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|(?<![\w/<])/(?:[\w.-]+/)+[\w.-]+")
@@ -330,14 +329,10 @@ class SimulatedLLM:
 
 def _entries(transcript: str) -> list[tuple[str, str]]:
     """(role, body) of each transcript entry, in order."""
-    starts = list(_ROLE.finditer(transcript))
-    if not starts:
+    entries = [(label, body.strip()) for label, body in parse_transcript(transcript)]
+    if not entries:
         return [("USER", transcript)] if transcript.strip() else []
-    out = []
-    for i, match in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(transcript)
-        out.append((match.group(1), transcript[match.end() : end].strip()))
-    return out
+    return entries
 
 
 def _sentences(text: str, max_words: int = 40) -> list[str]:
