@@ -6,7 +6,7 @@ Mount it from a mount plan as ``context-summarize``; see README.md for the confi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import events
@@ -18,8 +18,9 @@ from .core.invariants import check_view
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
 from .manager import SUMMARY_MARKER, SummarizingContextManager
+from .notify import Notifier
 from .recall.tool import RecallTool
-from .stores import RedisSettings, SummaryStore, open_store
+from .stores import MEMORY, RedisSettings, SummaryStore, default_store_path, open_store
 from .summarizer.prompts import load_prompts
 from .summarizer.span import SpanSummarizer, SummarizerSettings
 
@@ -49,8 +50,12 @@ def create_manager(
     http_client: Any | None = None,
     clock: Callable[[], float] | None = None,
     strategy: Strategy | None = None,
+    default_store: bool = False,
 ) -> SummarizingContextManager:
-    """Build a manager outside a session (CLI, evaluation, tests); ``mount`` uses the same path."""
+    """Build a manager outside a session (CLI, evaluation, tests); ``mount`` uses the same path.
+
+    ``default_store``: without a ``storage_path``, keep summaries in the per-user cache file
+    (``stores.default_store_path``) rather than in memory, as a mounted session does."""
     cfg = config if isinstance(config, Config) else parse_config(config)
     counter = TokenCounter(cfg.token_encoding)
     settings = SummarizerSettings(
@@ -65,7 +70,10 @@ def create_manager(
     if hooks is None and coordinator is not None:
         hooks = getattr(coordinator, "hooks", None)
     if store is None:
-        store = open_store(cfg.storage_path, cfg.cache_max_entries, _redis_settings(cfg), hooks)
+        path = cfg.storage_path
+        if path is None and default_store:
+            path = str(default_store_path() or MEMORY)
+        store = open_store(path, cfg.cache_max_entries, _redis_settings(cfg), hooks)
     tools = ToolSchemaMeter(lambda: coordinator.get("tools"), counter.count_text) if coordinator is not None else None
     return SummarizingContextManager(
         cfg,
@@ -87,10 +95,16 @@ def _redis_settings(cfg: Config) -> RedisSettings | None:
     )
 
 
-async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> SummarizingContextManager:
-    """Validate the config, mount the manager at ``context`` (and its recall tool) and advertise its events."""
-    manager = create_manager(config or {}, coordinator=coordinator)
-    manager.listen_to_usage(getattr(coordinator, "hooks", None))
+CLOSE_WAIT_S = 10.0
+"""Longest a session's cleanup waits for background summaries to reach the store."""
+
+
+async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Callable[[], Awaitable[None]]:
+    """Validate the config, mount the manager at ``context`` (and its recall tool), advertise its events, show
+    compactions on the user's screen (``notify``); return the cleanup the kernel calls when the session ends."""
+    manager = create_manager(config or {}, coordinator=coordinator, default_store=True)
+    hooks = getattr(coordinator, "hooks", None)
+    manager.listen_to_usage(hooks)
     await coordinator.mount("context", manager)
     if manager.config.recall_tool:
         tool = RecallTool(manager)
@@ -98,5 +112,12 @@ async def mount(coordinator: Any, config: Mapping[str, Any] | None = None) -> Su
     register = getattr(coordinator, "register_contributor", None)
     if callable(register):
         register("observability.events", "context-summarize", lambda: list(events.EMITTED))
+    if manager.config.notify and hooks is not None:
+        Notifier(coordinator).register(hooks)
     logger.info("mounted context-summarize (%r)", manager)
-    return manager
+
+    async def cleanup() -> None:
+        await manager.close(min(CLOSE_WAIT_S, manager.config.compaction_deadline_s))
+
+    cleanup.manager = manager  # type: ignore[attr-defined]
+    return cleanup

@@ -10,6 +10,7 @@ from typing import Any
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
 from .backends.registry import SummarizerConfig
 from .core.redact import describe, env_name, env_name_key
+from .stores.default_path import MEMORY
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
@@ -34,6 +35,8 @@ class Config:
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     prompt_dir: str | None = None
     storage_path: str | None = None
+    """SQLite file of the summary cache; unset, a mounted session uses the per-user cache
+    (``stores.default_path``); ``memory`` (or ``null``) keeps summaries in the process only."""
     cache_max_entries: int = 20_000
     prefetch: bool = False
     prefetch_threshold: float = 0.8
@@ -66,6 +69,8 @@ class Config:
     """The newest tool outputs, which stay verbatim unless the next rung would take their groups whole."""
     ledger_share: float = 0.6
     """Share of the summary's room (``budget × summary_budget_ratio``) the working set may take; 0 leaves it out."""
+    notify: bool = True
+    """Show one line on the user's screen per compaction, and when summaries fall back or the circuit opens."""
     recall_tool: bool = True
     """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""
 
@@ -167,6 +172,7 @@ _BOOLEANS = (
     "observation_masking",
     "recall_tool",
     "background_compaction",
+    "notify",
 )
 
 
@@ -258,6 +264,8 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             options[key] = _check_storage_url(value)
         elif key == "storage_password_env":
             options[key] = None if value is None else env_name_key(key, value)
+        elif key == "storage_path" and value is None:
+            options[key] = MEMORY  # said explicitly: no file, not even the default one
         elif key in ("prompt_dir", "storage_path", "token_encoding"):
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(key, "must be a non-empty string", value)

@@ -216,6 +216,26 @@ class SummarizingContextManager:
             await self.compactor.in_band(limits, None, force=True)
             return max(before - self.view.sent_tokens(limits.budget), 0)
 
+    async def close(self, wait_s: float = 10.0) -> None:
+        """End of the session: let summaries still being written in the background reach the store (for up to
+        ``wait_s``; a summary landing after the last request is then found by the next process), cancel what is
+        still running, then close the store and the summarizer's own client. Never raises."""
+        deadline = time.monotonic() + wait_s
+        try:
+            await self.background.wait(deadline)
+            await self.prefetcher.drain(deadline)
+            flight = self.background.cancel()
+            if flight is not None:
+                await asyncio.wait({flight.task}, timeout=1.0)  # let the cancellation run before the store closes
+        except Exception as exc:
+            logger.warning("waiting for background summaries at close failed (%s)", type(exc).__name__)
+        for closer in (getattr(self.store, "close", None), getattr(self.summarizer.backend, "aclose", None)):
+            if callable(closer):
+                try:
+                    await closer()
+                except Exception as exc:
+                    logger.warning("closing %s failed (%s)", type(closer.__self__).__name__, type(exc).__name__)
+
     def listen_to_usage(self, hooks: Any) -> None:
         """Calibrate our counts against the usage the provider reports in ``llm:response`` events."""
         if not self.config.calibrate_from_usage or not callable(getattr(hooks, "register", None)):

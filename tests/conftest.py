@@ -16,6 +16,10 @@ settings.register_profile("fixed", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
+# A mounted session keeps its summaries in a per-user cache file by default; the suite never writes to the real
+# home, and each test starts cold: mounted managers keep summaries in memory unless a test names a file.
+os.environ["AMPLIFIER_CONTEXT_SUMMARIZE_CACHE"] = "memory"
+
 
 @pytest.fixture
 def redis_server(tmp_path: Path):

@@ -206,7 +206,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "compaction": {"core", "working_set", "summarizer", "backends", "stores", "config", "events"},
     "manager": {"core", "working_set", "summarizer", "compaction", "backends", "stores", "config", "events"},
     "recall": {"core", "config", "manager"},
-    "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall"},
+    "notify": {"events"},
+    "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall", "notify"},
     "testing": {"", "core", "backends", "summarizer"},
     "cli": {"", "core", "compaction", "summarizer", "manager", "testing"},
 }

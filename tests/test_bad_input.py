@@ -391,6 +391,7 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "storage_retry_s": [0, -5, "30"],
     "ledger_share": [-0.1, 0.9, "0.4", True],
     "recall_tool": ["yes", 1],
+    "notify": ["no", 0],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],

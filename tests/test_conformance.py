@@ -28,7 +28,7 @@ class TestStructure(ContextStructuralTests):
 
 async def test_mount_registers_context_and_events():
     coordinator = MockCoordinator()
-    manager = await mount(coordinator, {"compaction_strategy": "summarize"})
+    manager = (await mount(coordinator, {"compaction_strategy": "summarize"})).manager
     assert isinstance(manager, SummarizingContextManager)
     assert coordinator.mount_points["context"] is manager
     advertised = [name for names in await coordinator.collect_contributions("observability.events") for name in names]
@@ -38,12 +38,12 @@ async def test_mount_registers_context_and_events():
 async def test_mount_plan_shape_is_accepted():
     coordinator = MockCoordinator()
     plan = {"session": {"context": {"module": "context-summarize", "config": {"max_tokens": 5000}}}}
-    manager = await mount(coordinator, plan)
+    manager = (await mount(coordinator, plan)).manager
     assert manager.config.max_tokens == 5000
 
 
 async def test_truncate_strategy_mounts():
-    manager = await mount(MockCoordinator(), {"compaction_strategy": "truncate"})
+    manager = (await mount(MockCoordinator(), {"compaction_strategy": "truncate"})).manager
     assert manager.config.compaction_strategy == "truncate"
 
 
@@ -75,11 +75,11 @@ async def test_summaries_use_the_mounted_provider_named_in_config():
     first, named = FakeProvider(name="first"), FakeProvider(name="named")
     await coordinator.mount("providers", first, name="first")
     await coordinator.mount("providers", named, name="named")
-    by_name = await mount(coordinator, {"max_tokens": 12_000, "summarizer": {"session_provider": "named"}})
+    by_name = (await mount(coordinator, {"max_tokens": 12_000, "summarizer": {"session_provider": "named"}})).manager
     await replay(by_name, mixed_history(60), provider=None, budget=12_000)
     assert named.requests and not first.requests
 
-    default = await mount(coordinator, {"max_tokens": 12_000})
+    default = (await mount(coordinator, {"max_tokens": 12_000})).manager
     await replay(default, mixed_history(60), provider=None, budget=12_000)
     assert first.requests
 
@@ -90,6 +90,6 @@ async def test_the_request_provider_wins_over_mounted_ones():
     coordinator = MockCoordinator()
     mounted, passed = FakeProvider(name="mounted"), FakeProvider(name="passed")
     await coordinator.mount("providers", mounted, name="mounted")
-    manager = await mount(coordinator, {"max_tokens": 12_000})
+    manager = (await mount(coordinator, {"max_tokens": 12_000})).manager
     await replay(manager, mixed_history(60), provider=passed, budget=12_000)
     assert passed.requests and not mounted.requests

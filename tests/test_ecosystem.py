@@ -48,7 +48,7 @@ async def mounted(config: dict[str, Any], **provider_options: Any):
 
     for name in ("context:pre_compact", "context:post_compact", "context:compaction", "llm:stream_block_delta"):
         coordinator.hooks.register(name, record, name=f"test-{name}")
-    manager = await mount(coordinator, config)
+    manager = (await mount(coordinator, config)).manager
     return manager, provider, LoopLike(manager, provider, tools), events
 
 

@@ -156,7 +156,7 @@ async def test_mounted_manager_and_its_log_line_do_not_show_keys(caplog, monkeyp
         {"provider": "extractive"},
     ):
         coordinator = MockCoordinator()
-        manager = await mount(coordinator, {"summarizer": summarizer})
+        manager = (await mount(coordinator, {"summarizer": summarizer})).manager
         assert_clean(
             manager, manager.summarizer.backend, manager.config, vars(manager.config), str(manager.summarizer.backend)
         )

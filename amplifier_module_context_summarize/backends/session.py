@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ from .base import (
 
 if TYPE_CHECKING:
     from .registry import SummarizerConfig
+
+logger = logging.getLogger(__name__)
 
 # Most specific first: several of these subclass each other.
 _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
@@ -65,15 +68,55 @@ def response_text(response: Any) -> str:
 
 BACKGROUND_METADATA = {"stream": False, "source": "context-summarize"}
 """How the real orchestrators mark their own background calls: the providers then skip ``llm:stream_*``."""
+STREAMED_METADATA = {"source": "context-summarize"}
+"""The provider's default (streaming) path: the one that works when its non-streaming path is broken."""
 BACKGROUND_KWARGS = {"extended_thinking": False, "enable_response_chaining": False, "store": False}
 """No thinking, and no OpenAI response chain: a summary is one self-contained call."""
+
+PATH_FAULTS = (TypeError, AttributeError)
+"""What a provider raises when its code does not match the SDK installed beside it (never a network fault)."""
+_SIGNATURES = (
+    ("'coroutine' object has no attribute", "'coroutine' object has no attribute ..."),
+    ("can't be used in 'await' expression", "... can't be used in 'await' expression"),
+)
+PIN_ADVICE = (
+    "provider-anthropic and the anthropic SDK installed beside it disagree about the non-streaming response: "
+    "releases of provider-anthropic that ask for anthropic>=0.96 call parse() without await and need "
+    "'anthropic<1'; releases that ask for anthropic>=1 await it and need 'anthropic>=1'. Install the one your "
+    "provider-anthropic asks for (pip install 'anthropic<1' for the first), or set summarizer.provider: anthropic "
+    "to let this module call the Messages API itself"
+)
+
+
+def path_fault(exc: BaseException) -> BaseException | None:
+    """The ``TypeError``/``AttributeError`` behind a provider failure (raised as is, or wrapped by the provider's
+    error translation, e.g. into a retryable ``LLMError``), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, PATH_FAULTS):
+            return current
+        current = current.__cause__ or current.__context__
+    text = str(exc)
+    return exc if any(signature in text for signature, _ in _SIGNATURES) else None
+
+
+def describe_fault(fault: BaseException) -> str:
+    """The fault's type and, when it is one of the known SDK-mismatch messages, that message's fixed shape
+    (never the raw text: it is the provider's, and may quote anything)."""
+    text = str(fault)
+    shape = next((shown for signature, shown in _SIGNATURES if signature in text), None)
+    return f"{type(fault).__name__}: {shape}" if shape else type(fault).__name__
 
 
 class SessionBackend:
     """Calls ``provider.complete(ChatRequest, **kwargs)`` on the provider of the request, else a mounted one.
 
     The real providers take the model from ``kwargs["model"]`` (``ChatRequest.model`` is ignored), retry
-    on their own, and stream unless the request's metadata says ``stream: False``.
+    on their own, and stream unless the request's metadata says ``stream: False``. A summary asks for the quiet
+    non-streaming path first; a provider whose non-streaming path breaks on the SDK installed beside it (see
+    ``PIN_ADVICE``) is told once, at WARNING, and asked on its streaming path from then on.
     """
 
     name = "session"
@@ -85,6 +128,10 @@ class SessionBackend:
         self.configured_model = model
         self.default_model: str | None = None
         """The session provider's own default, learned from it when no model is configured."""
+        self.streamed: set[str] = set()
+        """Names of providers whose non-streaming path failed: they are asked on their streaming path."""
+        self.broken: set[str] = set()
+        """Names of providers that failed on both paths (said once; summaries fall back)."""
 
     @property
     def model(self) -> str | None:
@@ -124,22 +171,35 @@ class SessionBackend:
         provider = provider if provider is not None and hasattr(provider, "complete") else self.mounted_provider()
         if provider is None:
             raise BackendError(NO_PROVIDER)
-        model = self.configured_model
-        request = ChatRequest(
-            messages=[Message(role="system", content=system), Message(role="user", content=prompt)],
-            max_output_tokens=max_output_tokens,
-            model=model,
-            metadata=dict(BACKGROUND_METADATA),
-        )
-        kwargs: dict[str, Any] = dict(BACKGROUND_KWARGS)
-        if model:
-            kwargs["model"] = model
+        label = provider_label(provider)
+        streamed = label in self.streamed
         try:
-            response = await provider.complete(request, **kwargs)
+            response = await self._ask(provider, system, prompt, max_output_tokens, streamed)
         except BackendError:
             raise
         except Exception as exc:
-            raise classify(exc) from None
+            fault = path_fault(exc)
+            if fault is None:
+                raise classify(exc) from None
+            if streamed:
+                raise self._broken(label, fault) from None
+            self.streamed.add(label)
+            logger.warning(
+                "summaries through provider %r failed on its non-streaming path (%s); asking on its streaming "
+                "path from now on. %s",
+                label,
+                describe_fault(fault),
+                PIN_ADVICE,
+            )
+            try:
+                response = await self._ask(provider, system, prompt, max_output_tokens, True)
+            except BackendError:
+                raise
+            except Exception as again:
+                fault = path_fault(again)
+                if fault is None:
+                    raise classify(again) from None
+                raise self._broken(label, fault) from None
         usage = getattr(response, "usage", None)
         return Completion(
             text=response_text(response),
@@ -147,6 +207,40 @@ class SessionBackend:
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
             model=answering_model(response),
         )
+
+    async def _ask(self, provider: Any, system: str, prompt: str, max_output_tokens: int, streamed: bool) -> Any:
+        model = self.configured_model
+        request = ChatRequest(
+            messages=[Message(role="system", content=system), Message(role="user", content=prompt)],
+            max_output_tokens=max_output_tokens,
+            model=model,
+            metadata=dict(STREAMED_METADATA if streamed else BACKGROUND_METADATA),
+        )
+        kwargs: dict[str, Any] = dict(BACKGROUND_KWARGS)
+        if model:
+            kwargs["model"] = model
+        return await provider.complete(request, **kwargs)
+
+    def _broken(self, label: str, fault: BaseException) -> BackendError:
+        if label not in self.broken:
+            self.broken.add(label)
+            logger.warning(
+                "summaries through provider %r fail on both its paths (%s): a fault of the provider's code, "
+                "not of the network; summaries fall back to the extractive summary. %s",
+                label,
+                describe_fault(fault),
+                PIN_ADVICE,
+            )
+        return BackendError(ERROR)
+
+
+def provider_label(provider: Any) -> str:
+    """A provider's name for logs and bookkeeping (its ``name``, else its class)."""
+    try:
+        name = getattr(provider, "name", None)
+    except Exception:
+        name = None
+    return name if isinstance(name, str) and name else type(provider).__name__
 
 
 def build(

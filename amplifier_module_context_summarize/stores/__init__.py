@@ -1,6 +1,7 @@
 """Summary stores behind one async interface, so the manager needn't know where summaries live.
 
-Owns the interface and the entry checks (``base``), memory, SQLite and Redis stores.
+Owns the interface and the entry checks (``base``), memory, SQLite and Redis stores, and where a mounted session's
+default store lives (``default_path``).
 
 May import: ``core`` and ``events``.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import CachedSummary, CheckedStore, Claims, SummaryStore, is_valid_entry
+from .default_path import MEMORY, default_store_path
 from .memory import MemoryStore
 from .redis_settings import RedisSettings
 from .sqlite import SqliteStore
@@ -18,25 +20,28 @@ from .sqlite import SqliteStore
 __all__ = [
     "CachedSummary",
     "CheckedStore",
+    "MEMORY",
     "Claims",
     "MemoryStore",
     "RedisSettings",
     "SqliteStore",
     "SummaryStore",
+    "default_store_path",
     "is_valid_entry",
     "open_store",
 ]
 
 
 def open_store(
-    storage_path: str | None, max_entries: int, redis: RedisSettings | None = None, hooks: Any | None = None
+    storage_path: str | Path | None, max_entries: int, redis: RedisSettings | None = None, hooks: Any | None = None
 ) -> SummaryStore:
-    """The store a config names: process memory without a ``storage_path``, a SQLite file (``~`` expanded) with one;
+    """The store a config names: process memory without a ``storage_path`` (or with ``memory``), a SQLite file
+    (``~`` expanded) with one;
     with ``redis`` settings, a Redis store shared by a fleet over that local store (``hooks`` hear it degrade).
 
     Touches no disk and no network: ``SqliteStore`` opens its file and ``RedisStore`` connects on first use.
     """
-    if storage_path:
+    if storage_path and storage_path != MEMORY:
         local: SummaryStore = SqliteStore(Path(storage_path).expanduser(), max_entries=max_entries)
     else:
         local = MemoryStore(max_entries)

@@ -20,13 +20,27 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import DEADLINE, EMPTY, ERROR, INPUT_TOO_LONG, NOT_SMALLER, REFUSAL, Backend, BackendError
+from ..backends.base import (
+    DEADLINE,
+    EMPTY,
+    ERROR,
+    INPUT_TOO_LONG,
+    NOT_SMALLER,
+    REFUSAL,
+    RETRYABLE,
+    Backend,
+    BackendError,
+)
 from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .prompts import PromptSet, fence_safe, render_transcript
 
 logger = logging.getLogger(__name__)
+
+TRANSIENT = RETRYABLE | {DEADLINE}
+"""Faults of the moment (the provider busy or slow): logged at INFO, the event says them; any other fault of a
+summary is a WARNING."""
 
 _REFUSAL = re.compile(
     r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply|do that)|i won'?t|as an ai\b|sorry, but)",
@@ -184,7 +198,8 @@ class SpanSummarizer:
                 messages, previous_summary, provider, outcome, 0, deadline, max_tokens
             )
         except BackendError as exc:
-            logger.info("summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
+            level = logging.INFO if exc.category in TRANSIENT else logging.WARNING  # anything else is never silent
+            logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
             fallback = await self.extractive_off_loop(messages, previous_summary, exc.category, pinned, max_tokens)
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens

@@ -1,0 +1,120 @@
+"""One short line on the user's screen when the context is compacted, and when summaries fall back or the
+circuit opens, through Amplifier's own display path.
+
+amplifier-core shows a hook result's ``user_message`` through the session's display system when the result is
+processed (``coordinator.process_hook_result``: amplifier-app-cli's ``CLIDisplaySystem.show_message`` prints it
+as ``[context-summarize] ...``). Results of ``hooks.emit`` are not processed, and app-cli registers no handler
+for ``context:*``; so the notifier listens to the module's own events and hands each line to
+``process_hook_result`` itself. ``notify: false`` mounts none.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from amplifier_core.models import HookResult
+
+from .events import POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "context-summarize"
+CIRCUIT_OPEN = "circuit_open"
+TRANSIENT = frozenset({"rate_limited", "server_error", "timeout", "connection", "deadline"})
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.1f}k" if tokens < 10_000 else f"{round(tokens / 1000)}k"
+
+
+def compaction_line(data: dict[str, Any]) -> str:
+    """``context compacted: 152k → 71k tokens (budget 180k); 84 messages summarized: 2 by the LLM, 1 from cache``."""
+    line = (
+        f"context compacted: {_k(data.get('tokens_before', 0))} → {_k(data.get('token_count', 0))} tokens "
+        f"(budget {_k(data.get('budget', 0))})"
+    )
+    summarized = data.get("summarized_messages", 0)
+    if summarized:
+        written, cached = data.get("summaries", 0), data.get("cache_hits", 0)
+        line += f"; {summarized} messages summarized"
+        parts = [f"{written} by the LLM"] if written else []
+        parts += [f"{cached} from cache"] if cached else []
+        if data.get("fallback"):
+            parts.append(f"offline summary ({data['fallback']})")
+        if parts:
+            line += ": " + ", ".join(parts)
+    elif data.get("strategy"):
+        line += f" by {data['strategy']}"
+    return line
+
+
+def failure_line(data: dict[str, Any]) -> str:
+    fallback = data.get("fallback") or "error"
+    if fallback == CIRCUIT_OPEN:
+        return "summaries paused: recent summaries kept failing; the offline summary stands in for a while"
+    why = "the provider is busy or slow" if fallback in TRANSIENT else "see the log"
+    return f"summary fell back to the offline summary ({fallback}: {why})"
+
+
+class Notifier:
+    """Listens to the module's events on ``coordinator.hooks``; shows a compaction every time, a fallback once per
+    run of failures (again after a summary is written), and the circuit opening once each time it opens."""
+
+    def __init__(self, coordinator: Any) -> None:
+        self.coordinator = coordinator
+        self.failing = False
+        self.circuit_open = False
+        self.shown: list[tuple[str, str]] = []
+
+    def register(self, hooks: Any) -> None:
+        register = getattr(hooks, "register", None)
+        if not callable(register):
+            return
+        for event in (POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED):
+            register(event, self.on_event, priority=1000, name=f"{SOURCE}-notify")
+
+    async def on_event(self, event: str, data: Any) -> HookResult:
+        data = data if isinstance(data, dict) else {}
+        try:
+            line = self.line_for(event, data)
+            if line is not None:
+                await self.show(event, *line)
+        except Exception as exc:  # the screen is a courtesy: never a fault of the agent loop
+            logger.debug("showing %s failed (%s)", event, type(exc).__name__)
+        return HookResult(action="continue")
+
+    def line_for(self, event: str, data: dict[str, Any]) -> tuple[str, str] | None:
+        if event == SUMMARY_PREFETCHED:
+            self.failing = self.circuit_open = False
+            return None
+        if event == SUMMARY_FAILED:
+            opening = data.get("fallback") == CIRCUIT_OPEN
+            if (opening and self.circuit_open) or (not opening and self.failing):
+                return None
+            self.circuit_open = self.circuit_open or opening
+            self.failing = True
+            return failure_line(data), "warning"
+        if event == POST_COMPACT:
+            if data.get("summaries") and not data.get("fallback"):
+                self.failing = False
+            if data.get("circuit") != "open":
+                self.circuit_open = False
+            return compaction_line(data), "info"
+        return None
+
+    async def show(self, event: str, message: str, level: str) -> None:
+        self.shown.append((message, level))
+        display = getattr(self.coordinator, "display_system", None)
+        if display is None:
+            return
+        if inspect.iscoroutinefunction(getattr(display, "show_message", None)):  # an async display: await it here
+            await display.show_message(message, level, f"hook:{SOURCE}")
+            return
+        process = getattr(self.coordinator, "process_hook_result", None)
+        if callable(process):
+            result = HookResult(
+                action="continue", user_message=message, user_message_level=level, user_message_source=SOURCE
+            )
+            await process(result, event, SOURCE)

@@ -1,0 +1,98 @@
+"""Summaries through provider-anthropic beside either generation of the anthropic SDK: its non-streaming path
+breaks on one of them (``testing.sdk_paths``); the session backend says so once and asks on the streaming path."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from amplifier_core import llm_errors
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.backends.base import BackendError
+from amplifier_module_context_summarize.backends.session import SessionBackend
+from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
+from amplifier_module_context_summarize.testing.sdk_paths import AwaitedParseProvider, UnawaitedParseProvider
+
+BUDGET = 12_000
+LOGGER = "amplifier_module_context_summarize"
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(LOGGER)]
+
+
+@pytest.mark.parametrize("provider_class", [UnawaitedParseProvider, AwaitedParseProvider])
+async def test_a_broken_non_streaming_path_is_said_once_and_the_streaming_path_writes_the_summaries(
+    provider_class, caplog
+):
+    caplog.set_level(logging.INFO)
+    recorder = EventRecorder()
+    provider = provider_class(recorder)
+    manager = create_manager({"max_tokens": BUDGET}, hooks=recorder)
+    await replay(manager, mixed_history(90), provider, budget=BUDGET)
+
+    assert manager.stats["summaries"] >= 2
+    assert manager.stats["summary_failures"] == 0  # every summary written by the LLM, none fell back
+    assert recorder.payloads("context:summary_failed") == []
+    assert provider.quiet_calls == 1  # the first summary found the fault; every later one streamed
+    assert provider.stream_calls == manager.stats["provider_calls"]  # the first one asked twice, counted once
+    said = [w for w in _warnings(caplog) if "non-streaming path" in w]
+    assert len(said) == 1
+    assert "anthropic<1" in said[0] and "summarizer.provider: anthropic" in said[0]
+    assert ("AttributeError" if provider_class is UnawaitedParseProvider else "TypeError") in said[0]
+
+
+async def test_a_working_non_streaming_path_stays_quiet(caplog):
+    caplog.set_level(logging.INFO)
+    provider = FakeProvider()
+    manager = create_manager({"max_tokens": BUDGET})
+    await replay(manager, mixed_history(90), provider, budget=BUDGET)
+    assert provider.requests and all(r.metadata.get("stream") is False for r in provider.requests)
+    assert _warnings(caplog) == []
+
+
+class BrokenEverywhere(UnawaitedParseProvider):
+    async def complete(self, request, **kwargs):
+        raise TypeError("unsupported operand type(s)")
+
+
+async def test_a_provider_broken_on_both_paths_is_said_once_and_summaries_fall_back(caplog):
+    caplog.set_level(logging.INFO)
+    backend = SessionBackend(None)
+    provider = BrokenEverywhere()
+    for _ in range(3):
+        with pytest.raises(BackendError) as raised:
+            await backend.complete("system", "prompt", 100, provider=provider)
+        assert raised.value.category == "error"
+    warnings = _warnings(caplog)
+    assert len([w for w in warnings if "non-streaming path" in w]) == 1
+    assert len([w for w in warnings if "both its paths" in w]) == 1
+    assert all("unsupported operand" not in w for w in warnings)  # the provider's text is never quoted
+
+
+async def test_a_network_fault_is_not_taken_for_a_broken_path(caplog):
+    backend = SessionBackend(None)
+    provider = FakeProvider(fail_with=llm_errors.ProviderUnavailableError("503", provider="fake"))
+    with pytest.raises(BackendError) as raised:
+        await backend.complete("system", "prompt", 100, provider=provider)
+    assert raised.value.category == "server_error"
+    assert backend.streamed == set()
+    assert all(r.metadata.get("stream") is False for r in provider.requests)
+
+
+async def test_a_fallback_that_is_not_a_provider_fault_is_a_warning(caplog):
+    caplog.set_level(logging.INFO)
+    manager = create_manager({"max_tokens": BUDGET})
+    await replay(manager, mixed_history(90), FakeProvider(reply=""), budget=BUDGET)  # empty answers
+    assert manager.stats["summary_failures"] >= 1
+    assert any("failed (empty)" in w for w in _warnings(caplog))
+
+
+async def test_a_transient_provider_fault_stays_at_info(caplog):
+    caplog.set_level(logging.INFO)
+    manager = create_manager({"max_tokens": BUDGET})
+    failing = FakeProvider(fail_with=llm_errors.ProviderUnavailableError("503", provider="fake"))
+    await replay(manager, mixed_history(90), failing, budget=BUDGET)
+    assert manager.stats["summary_failures"] >= 1
+    assert not any("failed (server_error)" in w for w in _warnings(caplog))
