@@ -64,7 +64,8 @@ def claude_code_summaries() -> None:
             continue
         span = loaded.messages[: reference["boundary"]]
         started = time.perf_counter()
-        verdict = check(model_written(reference["summary"]), Source.of(render_transcript(span, max_chars_per_message=10**9)))
+        source = Source.of(render_transcript(span, max_chars_per_message=10**9))
+        verdict = check(model_written(reference["summary"]), source)
         ms = (time.perf_counter() - started) * 1000
         checked += 1
         rejected += verdict.problem is not None and not verdict.usable_cut
@@ -72,7 +73,8 @@ def claude_code_summaries() -> None:
         print(
             f"claude-code {path.name[:8]}: {len(reference['summary']):,} chars over a {len(span)}-message span: "
             f"{verdict.problem or 'accepted'}{', cut' if verdict.problem and verdict.usable_cut else ''} "
-            f"({verdict.cut} sentences, {verdict.kept_share:.0%} kept; {ms:.0f} ms){' invented: ' + ', '.join(verdict.invented[:8]) if verdict.invented else ''}"
+            f"({verdict.cut} sentences, {verdict.kept_share:.0%} kept; {ms:.0f} ms)"
+            + (f" invented: {', '.join(verdict.invented[:8])}" if verdict.invented else "")
         )
     print(f"claude-code summaries: {checked}: {rejected} rejected, {cut} cut to their sound sentences")
 
@@ -81,7 +83,8 @@ def previous_section(previous: str | None) -> str:
     """The previous summary as the module's prompt fences it."""
     if not previous:
         return ""
-    return f"Summary of the conversation before this part, for context only:\n<<<TRANSCRIPT\n{previous}\nTRANSCRIPT>>>\n"
+    head = "Summary of the conversation before this part, for context only:"
+    return f"{head}\n<<<TRANSCRIPT\n{previous}\nTRANSCRIPT>>>\n"
 
 
 async def simulated(behaviour: SimulatedBehaviour, spans: int, label: str) -> tuple[int, int, int]:

@@ -8,12 +8,13 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
 * **Names.** A name is what a summary cannot paraphrase: the content of a backticked span or a fenced code block
   (each word in it), a file-like token (a dot-extension or a slash: ``src/app.py``, ``/api/hooks``), an identifier
   in snake_case, camelCase or PascalCase of three or more humps (``toggle_filters``, ``assertEqual``,
-  ``ActiveSessionRegistry``), a word glued to ``(`` (``render(``), a ``--flag``, a token mixing letters and digits
-  (six or more characters, two of each: ``a1b2c3d``), a recall handle, and the command after a ``$`` prompt. Plain English words are
-  never names, whatever their case. A name is grounded when the span or the previous summary has it, compared
-  without case, as a path suffix (``app.py`` for ``src/app.py``), with ``_`` and ``-`` ignored
-  (``session_end`` for ``session-end``); a dotted name that is not a file (``Port.open``) also when each of its
-  parts is there, and a path when each of its components is.
+  ``ActiveSessionRegistry``), a word glued to ``(`` (``render(``), a ``--flag``, a token mixing letters and
+  digits (six or more characters, two of each: ``a1b2c3d``), a recall handle, and the command after a ``$``
+  prompt. Plain English words are never names, whatever their case (``compiled/tested/committed`` neither).
+  A name is grounded when the span or the previous summary has it, compared without case, as a path suffix
+  (``app.py`` for ``src/app.py``), with ``_`` and ``-`` ignored (``session_end`` for ``session-end``); a dotted
+  name that is not a file (``Port.open``) also when each of its parts is there, and a path when each of its
+  components is.
 * **Loops.** A sentence of three or more words said ``REPEAT_LIMIT`` times or more, repeats that make up
   ``REPEAT_SHARE`` of the text, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's summary
   repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
@@ -44,12 +45,13 @@ WORD_RUN_LIMIT = 8
 """One word said this many times in a row does ("HEREBY HEREBY HEREBY …")."""
 CUT_KEEP_SHARE = 0.5
 """A faulty answer is accepted cut to its sound sentences when they keep at least this share of its text."""
-FILE_EXTENSIONS = frozenset(
+_EXTENSIONS = (
     "py pyi ipynb js jsx mjs cjs ts tsx vue svelte ex exs erl heex eex rb go rs java kt kts scala c h cc cpp hpp cs "
     "swift m mm php pl lua r sql sh bash zsh fish ps1 bat md rst txt json jsonl yaml yml toml ini cfg conf env lock "
     "xml html htm css scss sass less svg png jpg jpeg gif csv tsv log db sqlite gradle mk cmake dockerfile proto "
-    "graphql tf patch diff".split()
+    "graphql tf patch diff"
 )
+FILE_EXTENSIONS = frozenset(_EXTENSIONS.split(" "))
 """Extensions that make a dotted token a file, checked whole; other dotted names (``Port.open``) part by part."""
 
 _MARKUP = re.compile(
@@ -65,8 +67,7 @@ _MARKUP = re.compile(
             "<<\u200b<TRANSCRIPT",
             "TRANSCRIPT>\u200b>>",
         )
-    )
-    ,
+    ),
     re.IGNORECASE,
 )
 _ROLE_LINE = re.compile(r"[ \t]{0,8}(?:USER|ASSISTANT|SYSTEM|TOOL RESULT(?: [\w.:-]{1,120})?):")
