@@ -15,9 +15,9 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
   (``app.py`` for ``src/app.py``), with ``_`` and ``-`` ignored (``session_end`` for ``session-end``); a dotted
   name that is not a file (``Port.open``) also when each of its parts is there, and a path when each of its
   components is.
-* **Loops.** A sentence of three or more words said ``REPEAT_LIMIT`` times or more, repeats that make up
-  ``REPEAT_SHARE`` of the text, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's summary
-  repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
+* **Loops.** A sentence (three or more words, or 16 characters) said ``REPEAT_LIMIT`` times or more, repeats
+  that make up ``REPEAT_SHARE`` of the text, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's
+  summary repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
 * **Markup.** The module's own markers (``[tool call``, ``[tool result``, ``[tool output masked:``, ``[clipped:``,
   ``[CONTEXT SUMMARY]``, ``[CONTEXT TRUNCATED]``, the transcript fences, a line opening with ``USER:`` or
   ``TOOL RESULT``) written as text: in the view they would pass for real ones. Inside backticks they are a quote
@@ -334,9 +334,10 @@ def _squash(word: str) -> str:
 
 
 def _repeat_key(sentence: str) -> str | None:
-    """The sentence as compared for repeats (bullets, numbering, case and spacing ignored); None when short."""
+    """The sentence as compared for repeats (bullets, numbering, case and spacing ignored); None when too short to
+    be a loop (``Done.``)."""
     key = _SPACES.sub(" ", _LEAD.sub("", sentence)).strip().rstrip(".!?;:,").lower()
-    return key if len(key.split()) >= 3 else None
+    return key if len(key) >= 16 or len(key.split()) >= 3 else None
 
 
 def _word_run(text: str) -> bool:
