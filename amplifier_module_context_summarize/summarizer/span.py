@@ -1,7 +1,8 @@
 """Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
 
 LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one more ask after a rejected
-summary (asked for half the size when it came back no smaller than its span) → extractive summary → a bare
+summary (asked for half the size when it came back no smaller than its span; an ungrounded or degenerate one,
+``grounding``, is first cut to its sound sentences when they are most of it) → extractive summary → a bare
 omission marker. Nothing here raises for provider faults; the outcome says which rung produced the text so
 events can report it.
 
