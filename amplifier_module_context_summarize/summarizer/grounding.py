@@ -8,20 +8,23 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
 * **Names.** A name is what a summary cannot paraphrase: the content of a backticked span or a fenced code block
   (each word in it), a file-like token (a dot-extension or a slash: ``src/app.py``, ``/api/hooks``), an identifier
   in snake_case, camelCase or PascalCase of three or more humps (``toggle_filters``, ``assertEqual``,
-  ``ActiveSessionRegistry``), a word glued to ``(`` (``render(``), a ``--flag``, a token mixing letters and
-  digits (six or more characters, two of each: ``a1b2c3d``), a recall handle, and the command after a ``$``
-  prompt. Plain English words are never names, whatever their case (``compiled/tested/committed`` neither).
+  ``ActiveSessionRegistry``), a word glued to ``(`` (``render(``), a ``--flag``, a recall handle, and the
+  command after a ``$`` prompt. Plain English words are never names, whatever their case
+  (``compiled/tested/committed`` neither).
   A name is grounded when the span or the previous summary has it, compared without case, as a path suffix
   (``app.py`` for ``src/app.py``), with ``_`` and ``-`` ignored (``session_end`` for ``session-end``); a dotted
   name that is not a file (``Port.open``) also when each of its parts is there, and a path when each of its
   components is.
-* **Loops.** A sentence (three or more words, or 16 characters) said ``REPEAT_LIMIT`` times or more, repeats
+* **Loops.** A sentence (three or more words, or 16 characters) said ``REPEAT_LIMIT`` times or more (more than
+  the span itself says it), repeats
   that make up ``REPEAT_SHARE`` of the text, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's
   summary repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
-* **Markup.** The module's own markers (``[tool call``, ``[tool result``, ``[tool output masked:``, ``[clipped:``,
-  ``[CONTEXT SUMMARY]``, ``[CONTEXT TRUNCATED]``, the transcript fences, a line opening with ``USER:`` or
-  ``TOOL RESULT``) written as text: in the view they would pass for real ones. Inside backticks they are a quote
-  (its names are checked like any others).
+* **Markup.** The module's own markup written as text where the span has none like it: ``[CONTEXT SUMMARY]`` or
+  ``[CONTEXT TRUNCATED]``, a ``[tool call X]`` / ``[tool result X]`` / ``TOOL RESULT X:`` line whose id is not the
+  span's, a ``[tool output masked: …]`` or ``[clipped: …]`` placeholder without one of the span's handles. In the
+  view they would pass for real ones. A line copied from the span with its real id is an echo, and inside
+  backticks markup is a quote (its names are checked like any others). The transcript fences are neutralised
+  wherever a summary is fenced again (``prompts.fence_safe``), so they are not markup here.
 
 Everything here is linear in the text: the source is read once into sets of tokens, the summary once into
 sentences, and every pattern is a bounded character class or a literal.
@@ -35,7 +38,6 @@ from dataclasses import dataclass, field
 
 from ..backends.base import DEGENERATE, UNGROUNDED
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
-from .prompts import FENCE_CLOSE, FENCE_OPEN
 
 REPEAT_LIMIT = 5
 """A sentence said this many times makes the summary a loop."""
@@ -54,23 +56,17 @@ _EXTENSIONS = (
 FILE_EXTENSIONS = frozenset(_EXTENSIONS.split(" "))
 """Extensions that make a dotted token a file, checked whole; other dotted names (``Port.open``) part by part."""
 
-_MARKUP = re.compile(
-    r"\[tool (?:call|result|output masked)\b|\[clipped: |\[\.\.\. \d{1,12} characters clipped"
-    + "|"
-    + "|".join(
-        re.escape(m)
-        for m in (
-            SUMMARY_MARKER,
-            TRUNCATION_MARKER.split("{", 1)[0].strip(),
-            FENCE_OPEN,
-            FENCE_CLOSE,
-            "<<\u200b<TRANSCRIPT",
-            "TRANSCRIPT>\u200b>>",
-        )
-    ),
-    re.IGNORECASE,
+_STATE_MARKERS = re.compile(
+    "|".join(re.escape(m) for m in (SUMMARY_MARKER, TRUNCATION_MARKER.split("{", 1)[0].strip())), re.IGNORECASE
 )
-_ROLE_LINE = re.compile(r"[ \t]{0,8}(?:USER|ASSISTANT|SYSTEM|TOOL RESULT(?: [\w.:-]{1,120})?):")
+"""Markers only the module writes into a view: a summary never has a reason to."""
+_TOOL_REF = re.compile(
+    r"\[tool (?:call|result)[ \t]{1,4}([^\]\s]{1,120})|^[ \t>*-]{0,8}TOOL RESULT[ \t]{1,4}([\w.:-]{1,120}):"
+)
+"""A transcript's tool-call line: forged when its id is not the span's."""
+_PLACEHOLDER = re.compile(r"\[(?:tool output masked|clipped):([^\]\n]{0,600})", re.IGNORECASE)
+"""A masked or clipped placeholder: forged unless it carries a handle of the span."""
+_HANDLE_IN = re.compile(r"\bm\d{1,9}(?:\.\d{1,6})?-[0-9a-f]{6}\b")
 _ATOM = re.compile(r"[A-Za-z0-9_]+")
 _TOKEN = re.compile(r"[\w.~-]+")
 _PIECE = re.compile(r"[\w./~-]+")
@@ -95,6 +91,8 @@ class Source:
     tokens: frozenset[str]
     """Lower-cased ``[\\w.~-]`` runs (dotted and hyphenated names whole; a path's components)."""
     squashed: frozenset[str]
+    repeated: dict[str, int] = field(default_factory=dict)
+    """Sentences the source itself says more than once, and how often: a summary echoing them is not looping."""
     """``tokens`` and ``atoms`` with ``_`` and ``-`` removed."""
 
     @classmethod
@@ -116,7 +114,16 @@ class Source:
                 if token:
                     tokens.add(token)
         squashed = {_squash(t) for t in tokens} | {_squash(a) for a in atoms}
-        return cls(frozenset(atoms), frozenset(tokens), frozenset(squashed))
+        said: Counter[str] = Counter(
+            key
+            for text in texts
+            if text
+            for line in text.splitlines()
+            for sentence in _SENTENCE_END.split(line)
+            if (key := _repeat_key(sentence)) is not None
+        )
+        repeated = {key: n for key, n in said.items() if n > 1}
+        return cls(frozenset(atoms), frozenset(tokens), frozenset(squashed), repeated)
 
     def has(self, name: str) -> bool:
         """Whether ``name`` (a name as ``names_in`` gives it) appears here, up to case and the variations above."""
@@ -174,6 +181,8 @@ def check(summary: str, source: Source) -> Check:
                 counts[key] += 1
             row.append(key)
         keys.append(row)
+    for key in counts:  # a sentence the span says n times may be said n times
+        counts[key] -= source.repeated.get(key, 1) - 1
     total = sum(len(s.text) for sentences in lines for s in sentences) or 1
     repeated_chars = 0
     for sentences, row in zip(lines, keys, strict=True):
@@ -188,17 +197,17 @@ def check(summary: str, source: Source) -> Check:
     kept_lines: list[str] = []
     kept_chars = 0
     cut = 0
-    seen: set[str] = set()
+    seen: Counter[str] = Counter()
     for sentences, row in zip(lines, keys, strict=True):
         kept: list[str] = []
         for sentence, key in zip(sentences, row, strict=True):
             bad = [n for n in sentence.names if not source.has(n)]
             invented.update(dict.fromkeys(bad))
-            forged = _forges(sentence.text)
+            forged = _forges(sentence.text, source)
             markup += forged
-            again = key is not None and counts[key] > 1 and key in seen
+            again = key is not None and counts[key] > 1 and seen[key] >= source.repeated.get(key, 1)
             if key is not None:
-                seen.add(key)
+                seen[key] += 1
             if bad or forged or again or (degenerate and _word_run(sentence.text)):
                 cut += 1
                 continue
@@ -300,7 +309,8 @@ def _is_name(piece: str) -> bool:
 
 
 def _is_identifier(word: str) -> bool:
-    """snake_case, camelCase, PascalCase of 3+ humps, or letters mixed with digits."""
+    """snake_case, camelCase or PascalCase of 3+ humps (a hash or ``utf8`` is not: models write versions and
+    digests in prose)."""
     if not word or not _ATOM.fullmatch(word):
         return False
     letters = sum(c.isalpha() for c in word)
@@ -310,10 +320,7 @@ def _is_identifier(word: str) -> bool:
         return True
     if _CAMEL.search(word) and not word[0].isupper():
         return True
-    if word[0].isupper() and len(_PASCAL_HUMPS.findall(word)) >= 3:
-        return True
-    digits = sum(c.isdigit() for c in word)
-    return digits >= 2 and letters >= 2 and len(word) >= 6
+    return word[0].isupper() and len(_PASCAL_HUMPS.findall(word)) >= 3
 
 
 def _identifier_like(word: str) -> bool:
@@ -344,7 +351,8 @@ def _word_run(text: str) -> bool:
     run, previous = 0, None
     for word in text.split():
         word = word.strip(".,;:!?\"'()[]*").lower()
-        if not word:
+        if not any(c.isalpha() for c in word):  # rows of numbers or rules in echoed output are not words
+            run, previous = 0, None
             continue
         run = run + 1 if word == previous else 1
         previous = word
@@ -353,12 +361,18 @@ def _word_run(text: str) -> bool:
     return False
 
 
-def _forges(sentence: str) -> int:
-    """Markers of the module's own in the sentence (a role prefix only in the transcript's capitals). One inside
-    backticks is quoted, not forged: the names in it are still checked (a quoted line with a real tool-call id
-    is the span's; one with a garbled id is not)."""
+def _forges(sentence: str, source: Source) -> int:
+    """The module's own markup in the sentence that the span does not hold: a view marker, a tool-call line whose
+    id is not the span's, a placeholder without one of its handles. Inside backticks markup is a quote (its names
+    are still checked); a line copied from the span with its real id is an echo, not a forgery."""
     bare = _CODE_SPAN.sub(" ", sentence)
-    return len(_MARKUP.findall(bare)) + (1 if _ROLE_LINE.match(bare) else 0)
+    found = len(_STATE_MARKERS.findall(bare))
+    for match in _TOOL_REF.finditer(bare):
+        found += not source.has(match.group(1) or match.group(2))
+    for match in _PLACEHOLDER.finditer(bare):
+        handle = _HANDLE_IN.search(match.group(1))
+        found += handle is None or not source.has(handle.group())
+    return found
 
 
 def _drop_empty_sections(text: str) -> str:
