@@ -91,7 +91,8 @@ class Compaction(Payload):
 @dataclass(frozen=True)
 class SummaryFailed(Payload):
     """A summary the LLM was asked for fell back: ``reason`` says where (``prefetch`` or ``compaction``), ``fallback``
-    the category (a provider fault, or a rejected answer: ``empty``, ``refusal``, ``not_smaller``)."""
+    the category (a provider fault, or a rejected answer: ``empty``, ``refusal``, ``not_smaller``, ``ungrounded``,
+    ``degenerate``)."""
 
     event: ClassVar[str] = SUMMARY_FAILED
     reason: str

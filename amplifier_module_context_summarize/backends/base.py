@@ -22,6 +22,10 @@ NO_PROVIDER = "no_provider"
 EMPTY = "empty"
 REFUSAL = "refusal"
 NOT_SMALLER = "not_smaller"
+UNGROUNDED = "ungrounded"
+"""The answer named files, identifiers or commands that its span and the previous summary never name."""
+DEGENERATE = "degenerate"
+"""The answer looped (one sentence over and over) or forged the module's own markup."""
 ERROR = "error"
 DEADLINE = "deadline"
 """The compaction's deadline passed before the summarizer answered."""
@@ -32,7 +36,7 @@ COOLDOWN = "cooldown"
 RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
 PROVIDER_FAULTS = RETRYABLE | {DEADLINE, AUTH, NO_PROVIDER, ERROR}
 """Faults of the summarizer's provider: only these count toward opening the circuit breaker."""
-CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER})
+CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER, UNGROUNDED, DEGENERATE})
 """The provider answered, but the answer was not a usable summary: reported, never held against its health."""
 
 

@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help="summarizer model (default: the backend's default)")
     parser.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio) to summarize with, as compact's "
+        "(implies --summarizer openai; no key needed)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=0, help="--summarizer simulated: the seed its answers derive from (default 0)"
     )
     parser.add_argument(
@@ -121,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     strategies = _strategies(args.strategies)
     sessions = _sessions(args)
     grown = sum(enlarge_session(s) for s in sessions) if getattr(args, "large_outputs", False) else 0
-    summarizer, note = choose_summarizer(args.summarizer, args.model)
+    summarizer, note = choose_summarizer(args.summarizer, args.model, base_url=getattr(args, "base_url", None))
     if summarizer.provider == SIMULATED:
         summarizer = replace(summarizer, seed=getattr(args, "seed", 0) or 0)
     if note and not (cassette and cassette.mode == "replay"):

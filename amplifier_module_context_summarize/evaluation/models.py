@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..backends import registry
 from ..backends.base import Backend
 from ..backends.registry import DEFAULT_KEY_ENV, SummarizerConfig
+from ..core.redact import redact_url
 from .cassette import Cassette, CassetteBackend
 
 SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive", "simulated")
@@ -28,23 +29,37 @@ class ModelSpec:
     model: str | None = None
     seed: int | None = None
     """``simulated``: the seed its answers derive from."""
+    base_url: str | None = None
+    """``openai``: the OpenAI-compatible server (a local llama.cpp, vLLM, Ollama) instead of OpenAI's API."""
 
     @property
     def label(self) -> str:
         if self.provider == SIMULATED:
             return f"{SIMULATED}(seed={self.seed or 0})"
-        return self.provider if self.model is None else f"{self.provider}:{self.model}"
+        name = self.provider if self.model is None else f"{self.provider}:{self.model}"
+        return f"{name} at {redact_url(self.base_url)}" if self.base_url else name
 
 
 def choose_summarizer(
-    requested: str | None, model: str | None, environ: Mapping[str, str] | None = None
+    requested: str | None,
+    model: str | None,
+    environ: Mapping[str, str] | None = None,
+    base_url: str | None = None,
 ) -> tuple[ModelSpec, str | None]:
     """The summarizer spec, and a note for stderr when it was picked for the user.
 
     ``session`` (the default) means what a session would use; outside a session that is the direct
     backend whose key is in the environment (Anthropic first), else the offline extractive summarizer.
+    ``base_url`` (an OpenAI-compatible server, as ``compact --base-url``) means ``openai`` at that server; it
+    needs no key.
     """
     env = os.environ if environ is None else environ
+    if base_url:
+        if requested not in (None, "session", "openai"):
+            raise ValueError(
+                f"--base-url names an OpenAI-compatible server: it needs --summarizer openai, not {requested}"
+            )
+        return replace(resolve(ModelSpec("openai", model)), base_url=base_url), None
     if requested in (None, "session"):
         for provider in DIRECT:
             if (env.get(DEFAULT_KEY_ENV[provider]) or "").strip():
@@ -80,7 +95,8 @@ def resolve(spec: ModelSpec) -> ModelSpec:
     """Fill in the provider's default model, so cassette keys name the model really used."""
     if spec.provider not in DIRECT:
         return spec
-    return ModelSpec(spec.provider, SummarizerConfig(provider=spec.provider, model=spec.model).effective_model)
+    model = SummarizerConfig(provider=spec.provider, model=spec.model).effective_model
+    return replace(spec, model=model)
 
 
 def build_backend(
@@ -102,7 +118,8 @@ def build_backend(
         return None
     inner: Backend | None = None
     if cassette is None or cassette.mode == "record":
-        inner = registry.build_backend(SummarizerConfig(provider=spec.provider, model=spec.model), environ=environ)
+        config = SummarizerConfig(provider=spec.provider, model=spec.model, base_url=spec.base_url)
+        inner = registry.build_backend(config, environ=environ)
     if cassette is None:
         return inner
     return CassetteBackend(cassette, inner, spec.provider, spec.model)

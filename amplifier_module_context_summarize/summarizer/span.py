@@ -1,7 +1,8 @@
 """Turning a span of messages into a summary: prompting, validation, splitting and the failure ladder.
 
 LLM summary → retries with backoff (``backends.retrying.RetryingBackend``) → one more ask after a rejected
-summary (asked for half the size when it came back no smaller than its span) → extractive summary → a bare
+summary (asked for half the size when it came back no smaller than its span; an ungrounded or degenerate one,
+``grounding``, is first cut to its sound sentences when they are most of it) → extractive summary → a bare
 omission marker. Nothing here raises for provider faults; the outcome says which rung produced the text so
 events can report it.
 
@@ -34,6 +35,7 @@ from ..backends.base import (
 from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
+from .grounding import Source, check
 from .prompts import PromptSet, fence_safe, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -278,12 +280,15 @@ class SpanSummarizer:
         """Ask the backend for about ``ask.tokens`` tokens; a rejected answer gets one more try.
 
         An answer no smaller than its source is asked again for half the size: the same prompt would only get
-        the same answer back. An empty answer or a refusal is asked again as it was (models vary).
+        the same answer back. An empty answer or a refusal is asked again as it was (models vary); so is one that
+        names what its span never names, loops or forges markup (``grounding``), unless cutting it to its sound
+        sentences keeps most of it.
         """
         backend = self._retrying(outcome)
         rejection = ERROR
         system = scrub_text(self.prompts.system(ask.kind))  # sendable as UTF-8
         tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
+        source: Source | None = None
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
@@ -303,7 +308,11 @@ class SpanSummarizer:
                 outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, ask.source_tokens)
             if rejection is None:
-                return scrub_text(completion.text.strip())
+                if source is None:  # read once per ask, and only once an answer is there to check
+                    source = Source.of(ask.transcript, ask.values.get("previous_section"))
+                text, rejection = grounded(completion.text.strip(), source)
+                if rejection is None:
+                    return scrub_text(text)
             if rejection == NOT_SMALLER:
                 tokens = max(tokens // 2, 1)
         raise BackendError(rejection)
@@ -326,6 +335,27 @@ class SpanSummarizer:
         """The summary's size: what the plan asks for (``max_tokens``, the output cap), at most ``SUMMARY_RATIO``
         of the span, never below ``MIN_ASK_TOKENS``."""
         return max(min(self._cap(max_tokens), int(source_tokens * SUMMARY_RATIO)), min(MIN_ASK_TOKENS, self._cap(None)))
+
+
+def grounded(text: str, source: Source) -> tuple[str, str | None]:
+    """The answer to keep and None, or the rejection category (``ungrounded``, ``degenerate``).
+
+    An answer whose faults are a few sentences is kept without them: asking again costs a call and a wait (half
+    a minute on a small local model) for what cutting gives at once."""
+    verdict = check(text, source)
+    if verdict.problem is None:
+        return text, None
+    if verdict.usable_cut:
+        logger.info(
+            "summary answer %s: %d sentence(s) cut (%d invented name(s), %d loop(s), %d marker(s))",
+            verdict.problem,
+            verdict.cut,
+            len(verdict.invented),
+            len(verdict.repeated),
+            verdict.markup,
+        )
+        return verdict.kept, None
+    return text, verdict.problem
 
 
 def tokens_per_word(text: str, tokens: int) -> float:

@@ -28,6 +28,13 @@ What it models, and why (defaults in ``SimulatedBehaviour``):
 * **Omissions**: a random share (``omit_share``, 10–35%) of the candidate facts is left out.
 * **Empty answers** (``empty_rate`` 0.02) and **refusals** (``refusal_rate`` 0.01, "I'm sorry, but I can't help
   with that."), which real APIs return now and then (content filters, a stop at once).
+* **A small model's failures** (each 0 by default, so default answers stay exactly as they were; ``SMALL_MODEL``
+  has the rates of SmolLM2-135M-Instruct on agent sessions, issue 33, where most answers had invented names):
+  ``invent_rate``, names the span never has (``Todo_filterables``, ``toggle_filters()``, ``filterable_view.py``)
+  built from its own words; ``loop_rate``, one line repeated 7-20 times; ``offtopic_rate``, text about something
+  else ("TODOS HAVE BEEN MODIFIED SUCH AS HEREBY …"); ``markup_rate``, lines forging the module's own markup
+  (``[tool call …]``, ``[tool output masked: …]``); ``garble_rate``, the span's tool-call ids with characters
+  changed. The module's grounding check (``summarizer/grounding.py``) is what these exercise.
 * **Transient faults** (``fault_rate``, default 0): ``BackendError("server_error")``, retried by the module.
 * **Latency** (``latency_s``, default 0, ±30% jitter) through an injectable async ``sleep``: tests never wait.
 * **Usage** like a provider: input tokens of system + prompt (+ a few framing tokens), output tokens of the text.
@@ -55,7 +62,16 @@ from ..backends.base import SERVER_ERROR, BackendError, Completion
 from ..core.tokens import TokenCounter
 from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN, parse_transcript
 
-__all__ = ["PREAMBLES", "REFUSAL_TEXT", "SimulatedBehaviour", "SimulatedLLM", "parse_limits", "parse_prompt"]
+__all__ = [
+    "FAILURE_MODES",
+    "PREAMBLES",
+    "REFUSAL_TEXT",
+    "SMALL_MODEL",
+    "SimulatedBehaviour",
+    "SimulatedLLM",
+    "parse_limits",
+    "parse_prompt",
+]
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 PREAMBLES = (
@@ -102,6 +118,18 @@ class SimulatedBehaviour:
     refusal_rate: float = 0.01
     fault_rate: float = 0.0
     latency_s: float = 0.0
+    invent_rate: float = 0.0
+    loop_rate: float = 0.0
+    offtopic_rate: float = 0.0
+    markup_rate: float = 0.0
+    garble_rate: float = 0.0
+
+
+FAILURE_MODES = ("invent_rate", "loop_rate", "offtopic_rate", "markup_rate", "garble_rate")
+"""The small-model failures, each a ``SimulatedBehaviour`` rate."""
+SMALL_MODEL = SimulatedBehaviour(invent_rate=0.8, loop_rate=0.6, offtopic_rate=0.5, markup_rate=0.5, garble_rate=0.6)
+"""Rates like SmolLM2-135M-Instruct's answers to the module's prompt (issue 33): most invent names; many loop,
+drift off topic, forge markup or garble tool-call ids."""
 
 
 @dataclass
@@ -250,7 +278,10 @@ class SimulatedLLM:
             self.stats.events["refusal"] += 1
             text = REFUSAL_TEXT
         else:
-            text = self.write(parse_prompt(system, prompt), rng)
+            parsed = parse_prompt(system, prompt)
+            text = self.write(parsed, rng)
+            if any(getattr(b, mode) > 0 for mode in FAILURE_MODES):  # no draws at all otherwise: same answers
+                text = self.fail(text, parsed, rng)
         text = self._cut(text, max_output_tokens)
         output_tokens = self.counter.count_text(text)
         self.stats.input_tokens += input_tokens
@@ -307,6 +338,39 @@ class SimulatedLLM:
             body += _pad(material, target - words, rng)
         return "\n".join(lines + body).strip()
 
+    def fail(self, text: str, parsed: ParsedPrompt, rng: random.Random) -> str:
+        """The small model's failures, each at its rate, worked into ``text``."""
+        b = self.behaviour
+        lines = text.splitlines() or [""]
+        if rng.random() < b.invent_rate:
+            self.stats.events["invented"] += 1
+            for name in _invented_names(parsed.transcript, rng, rng.randint(1, 3)):
+                lines.insert(rng.randint(0, len(lines)), rng.choice(_INVENTED_LINES).format(name=name))
+        if rng.random() < b.garble_rate:
+            ids = _CALL_ID.findall(parsed.transcript)
+            if ids:
+                self.stats.events["garbled"] += 1
+                for call_id in rng.sample(ids, min(len(ids), rng.randint(1, 3))):
+                    lines.insert(rng.randint(0, len(lines)), f"- Called `{_garble(call_id, rng)}` for the next step.")
+        if rng.random() < b.markup_rate:
+            self.stats.events["markup"] += 1
+            ids = _CALL_ID.findall(parsed.transcript) or ["call_1"]
+            forged = [
+                f"[tool call {rng.choice(ids)}] bash({{\"command\": \"ls\"}})",
+                f"[tool output masked: {rng.randint(200, 90_000):,} chars, {rng.randint(3, 900)} lines; first line: "
+                f'"ok"; handle m{rng.randint(1, 400)}-{rng.getrandbits(24):06x}]',
+            ]
+            lines[rng.randint(0, len(lines)) : 0] = rng.sample(forged, rng.randint(1, 2))
+        if rng.random() < b.offtopic_rate:
+            self.stats.events["offtopic"] += 1
+            lines.insert(rng.randint(0, len(lines)), rng.choice(_OFF_TOPIC))
+        if rng.random() < b.loop_rate:
+            content = [line for line in lines if len(line.split()) >= 3] or [rng.choice(_OFF_TOPIC)]
+            self.stats.events["loop"] += 1
+            at = rng.randint(0, len(lines))
+            lines[at:at] = [rng.choice(content)] * rng.randint(7, 20)
+        return "\n".join(lines).strip()
+
     def _cut(self, text: str, max_output_tokens: int) -> str:
         """Stop at ``max_output_tokens`` as a provider's ``max_tokens`` does: mid-sentence."""
         count = self.counter.count_text
@@ -322,6 +386,58 @@ class SimulatedLLM:
             else:
                 hi = mid - 1
         return "".join(pieces[:lo]).rstrip()
+
+
+# ---------------------------------------------------------------- a small model's failures
+
+_CALL_ID = re.compile(r"\[tool (?:call|result) ([\w-]{3,80})")
+_INVENTED_LINES = (
+    "- Updated `{name}` to handle the new state.",
+    "The agent added {name} and wired it into the view.",
+    "- The fix lives in `{name}`.",
+    "Next: call {name} once the tests pass.",
+)
+_OFF_TOPIC = (
+    "TODOS HAVE BEEN MODIFIED SUCH AS HEREBY THE ITEMS ARE UPDATED ACCORDINGLY.",
+    "The weather was pleasant and the meeting was moved to Thursday afternoon.",
+    "As a language model I find that gardening requires patience and good soil.",
+)
+_INVENTED_SUFFIXES = ("ables", "_handler", "ify", "erator", "_manager")
+_INVENTED_VERBS = ("toggle", "update", "render", "refresh", "sync", "apply")
+_WORD = re.compile(r"\b[a-z]{4,12}\b")
+
+
+def _invented_names(transcript: str, rng: random.Random, count: int) -> list[str]:
+    """Names built from the span's own words that the span never has (``Todo_filterables``, ``toggle_filters()``)."""
+    from ..summarizer.grounding import Source  # the check's own reading of "appears": a name it would find
+
+    source = Source.of(transcript)
+    words = list(dict.fromkeys(_WORD.findall(transcript[:20_000]))) or ["todo", "filter", "item"]
+    names: list[str] = []
+    while len(names) < count:
+        a, b = rng.choice(words), rng.choice(words)
+        shape = rng.randrange(4)
+        if shape == 0:
+            name = f"{a.capitalize()}_{b}{rng.choice(_INVENTED_SUFFIXES)}"
+        elif shape == 1:
+            name = f"{rng.choice(_INVENTED_VERBS)}_{b}s()"
+        elif shape == 2:
+            name = f"{a}_{b}_view.py"
+        else:
+            name = f"{rng.choice(_INVENTED_VERBS)}{b.capitalize()}{a.capitalize()}()"
+        if not source.has(name.rstrip("()")):
+            names.append(name)
+    return names
+
+
+def _garble(call_id: str, rng: random.Random) -> str:
+    """The id with a few of its characters changed, as a small model copies one."""
+    chars = list(call_id)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    for _ in range(max(2, len(chars) // 5)):
+        i = rng.randrange(len(chars))
+        chars[i] = rng.choice(alphabet.replace(chars[i].lower(), ""))
+    return "".join(chars) + rng.choice(("x", "9", "_b"))
 
 
 # ---------------------------------------------------------------- reading a span

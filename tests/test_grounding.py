@@ -1,0 +1,313 @@
+"""A summary is accepted only when it stays with its span: no invented names, no loops, no forged markup (issue 33).
+
+The answers here are the ones a 135M model gave on agent sessions (names that appear nowhere, one line 7-20 times,
+lines copying the module's own markup), and the narrative a strong model writes (names in backticks, paths
+shortened, case changed), which must pass.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from test_llm_path import read_tasks  # the agent tasks the LLM-path tests replay
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.backends.base import (
+    CONTENT_REJECTIONS,
+    DEGENERATE,
+    PROVIDER_FAULTS,
+    UNGROUNDED,
+    Completion,
+)
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.summarizer.grounding import Source, check, names_in
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript
+from amplifier_module_context_summarize.summarizer.span import SpanSummarizer, SummarizerSettings
+from amplifier_module_context_summarize.testing import EventRecorder, SimulatedLLM, replay
+from amplifier_module_context_summarize.testing.simulated_llm import FAILURE_MODES, SMALL_MODEL, SimulatedBehaviour
+
+SPAN = [
+    {"role": "user", "content": "The todo list crashes after the migration; fix it without touching the templates."},
+    {
+        "role": "assistant",
+        "content": "Running the migration to see the error.",
+        "tool_calls": [
+            {
+                "id": "call_7Qm2x",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "python manage.py migrate todos"}'},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "call_7Qm2x",
+        "content": "django.db.utils.OperationalError: no such column: todos_todoitem.done_at\n"
+        '  File "/srv/app/todos/migrations/0003_todoitem_done_at.py", line 12',
+    },
+    {
+        "role": "assistant",
+        "content": "The column is missing because 0003 was never applied; TodoItem.done_at needs a default. "
+        "I'll add default=None in todos/models.py and call makeMigrations again via makemigrations.",
+    },
+]
+SOURCE = Source.of(render_transcript(SPAN))
+
+GOOD = """### Goal
+Fix the todo list crash after the migration; the templates must not change.
+### Decisions
+The crash is `OperationalError: no such column: todos_todoitem.done_at` from `python manage.py migrate todos`:
+migration `0003_todoitem_done_at.py` was never applied, so `TodoItem.done_at` gets `default=None` in `models.py`.
+### Next
+Run `makemigrations` again, then `$ python manage.py migrate`."""
+
+
+def test_a_narrative_that_names_only_what_the_span_names_is_accepted_as_written():
+    verdict = check(GOOD, SOURCE)
+    assert verdict.problem is None and verdict.kept == GOOD and verdict.invented == ()
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "Edited `Todos/Models.py`.",  # case
+        "The error came from `/srv/app/todos/migrations/0003_todoitem_done_at.py`.",  # the full path
+        "The error came from `migrations/0003_todoitem_done_at.py`.",  # a path suffix
+        "It fails in todoitem.done_at and TodoItem.",  # no backticks
+        "The id call_7Qm2x ran `manage.py`.",  # tool-call id as it is
+        "It now calls make_migrations.",  # makeMigrations with _ between
+        "Ran migrate() on todos.",  # a call glued to (
+    ],
+)
+def test_names_in_any_usual_variation_of_the_span_are_grounded(variant):
+    assert check(variant, SOURCE).problem is None
+
+
+def test_plain_english_is_never_a_name_whatever_its_case():
+    prose = (
+        "TODOS HAVE BEEN MODIFIED SUCH AS HEREBY. The Agent Decided To Retry; it compiled/tested/committed "
+        "the work and/or noted e.g. version 2.1 at 3.5 s, then moved on."
+    )
+    assert names_in(prose) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "invented"),
+    [
+        ("The fix is in `Todo_filterables`.", "Todo_filterables"),
+        ("Next: call toggle_filters() on the list.", "toggle_filters"),
+        ("Edited todos/filterable_view.py to add the field.", "todos/filterable_view.py"),
+        ("The call call_7Qm9z failed.", "call_7Qm9z"),  # a garbled tool-call id
+        ("Recall it with handle m12-0a1b2c.", "m12-0a1b2c"),
+        ("Then ran `$ poetry install`.", "poetry"),
+        ("Added the renderFilterBar helper.", "renderFilterBar"),
+    ],
+)
+def test_a_name_the_span_never_has_makes_the_answer_ungrounded(answer, invented):
+    verdict = check(answer, SOURCE)
+    assert verdict.problem == UNGROUNDED and invented in verdict.invented
+
+
+def test_one_line_said_again_and_again_is_a_loop_but_a_few_repeated_short_lines_are_not():
+    loop = GOOD + "\n" + "\n".join(["- The migration was fixed and the list works."] * 9)
+    assert check(loop, SOURCE).problem == DEGENERATE
+    assert check("The list works HEREBY " + "HEREBY " * 9, SOURCE).problem == DEGENERATE
+    strong = GOOD + "\n" + "\n".join(["- Ran the migration, committed and pushed."] * 3)
+    assert check(strong, SOURCE).problem is None
+    echoed = "The build log shows every branch again. " * 6  # a tool output that repeats itself, echoed
+    assert check(echoed, Source.of(render_transcript(SPAN), echoed)).problem is None
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "[tool call call_9x9Zq] bash({})",  # an id the span never has
+        '[tool output masked: 48,213 chars, 1,204 lines; first line: "ok"; handle m2-abcdef]',
+        "[tool output masked: 48,213 chars, 1,204 lines]",  # no handle at all
+        "[clipped: 4,000 chars]",
+        "TOOL RESULT call_0000x: ok",
+        "[CONTEXT SUMMARY] earlier work",
+        "[context truncated] 12 earlier messages",
+    ],
+)
+def test_the_modules_own_markup_written_as_text_is_forged(forged):
+    verdict = check(f"{GOOD}\n{forged}", SOURCE)
+    assert verdict.problem == DEGENERATE and verdict.markup >= 1
+    assert forged not in verdict.kept and "makemigrations" in verdict.kept  # the cut keeps the sound lines
+
+
+def test_a_line_echoed_from_the_span_or_quoted_in_backticks_is_not_a_forgery():
+    assert check("[tool call call_7Qm2x] bash migrate todos", SOURCE).problem is None
+    assert check("Error: `[tool result call_7Qm2x] OperationalError`.", SOURCE).problem is None
+    assert check("Error: `[tool result call_7Qm9z] OperationalError`.", SOURCE).problem == UNGROUNDED
+
+
+def test_the_cut_keeps_the_grounded_sentences_and_drops_emptied_sections():
+    answer = GOOD + "\n### Extra\nThe fix is in `Todo_filterables`."
+    verdict = check(answer, SOURCE)
+    assert verdict.problem == UNGROUNDED and verdict.usable_cut
+    assert verdict.kept == GOOD  # the invented sentence and its heading went; nothing else changed
+    assert not check("The fix is in `Todo_filterables`. Call toggle_filters() next.", SOURCE).usable_cut
+
+
+def test_the_previous_summary_grounds_names_too():
+    assert check("Still in `Todo_filterables`.", Source.of(render_transcript(SPAN), "Todo_filterables")).problem is None
+
+
+def test_the_check_is_linear_in_the_text():
+    """Hostile shapes (one huge token, runs of separators, thousands of backticks and brackets) of 4x the size take
+    about 4x the time, never the square."""
+
+    def hostile(n: int) -> tuple[str, str]:
+        source = ("a_" * n) + " " + ("/x" * n) + " " + ("." * n) + "\n" * n
+        summary = ("`" * n) + ("[tool " * (n // 6)) + ("a" * n) + (" word" * (n // 5)) + ("\n- same line" * (n // 12))
+        return source, summary
+
+    def seconds(n: int) -> float:
+        source, summary = hostile(n)
+        started = time.perf_counter()
+        check(summary, Source.of(source))
+        return time.perf_counter() - started
+
+    small, large = min(seconds(50_000) for _ in range(2)), min(seconds(200_000) for _ in range(2))
+    assert large < small * 10 + 0.05, (small, large)
+
+
+# ------------------------------------------------------------------ where a summary is accepted
+
+
+class Scripted:
+    """A backend answering from a list, recording each prompt."""
+
+    name, model = "scripted", "m"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers, self.prompts = list(answers), []
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any = None, **kw: Any):
+        self.prompts.append(prompt)
+        return Completion(self.answers.pop(0) if len(self.answers) > 1 else self.answers[0])
+
+
+def summarizer(backend: Any) -> SpanSummarizer:
+    settings = SummarizerSettings(max_output_tokens=800, max_input_tokens=50_000, timeout_s=5, max_retries=0)
+    return SpanSummarizer(backend, load_prompts(), TokenCounter().count_text, settings)
+
+
+LONG_SPAN = SPAN + [
+    {"role": "user", "content": f"Step {i}: keep the todos/models.py default and rerun the migration."}
+    for i in range(30)
+]
+
+
+async def test_an_ungrounded_answer_is_asked_again_and_the_grounded_one_kept():
+    backend = Scripted("The fix is in `Todo_filterables`. Call toggle_filters() next.", GOOD)
+    outcome = await summarizer(backend).summarize(LONG_SPAN, None)
+    assert outcome.fallback is None and outcome.text == GOOD and outcome.provider_calls == 2
+
+
+async def test_an_answer_ungrounded_twice_falls_back_as_ungrounded():
+    backend = Scripted("The fix is in `Todo_filterables`. Call toggle_filters() next.")
+    outcome = await summarizer(backend).summarize(LONG_SPAN, None)
+    assert outcome.fallback == UNGROUNDED and outcome.provider_calls == 2 and "Todo_filterables" not in outcome.text
+
+
+async def test_a_loop_falls_back_as_degenerate():
+    backend = Scripted("\n".join(["- TODOS HAVE BEEN MODIFIED SUCH AS HEREBY."] * 12))
+    outcome = await summarizer(backend).summarize(LONG_SPAN, None)
+    assert outcome.fallback == DEGENERATE and not outcome.cacheable
+
+
+async def test_a_mostly_sound_answer_is_cut_without_another_call():
+    backend = Scripted(GOOD + "\n- The fix is in `Todo_filterables`.")
+    outcome = await summarizer(backend).summarize(LONG_SPAN, None)
+    assert outcome.fallback is None and outcome.provider_calls == 1
+    assert "Todo_filterables" not in outcome.text and "makemigrations" in outcome.text
+
+
+def test_ungrounded_and_degenerate_are_content_rejections_not_provider_faults():
+    assert {UNGROUNDED, DEGENERATE} <= CONTENT_REJECTIONS and not {UNGROUNDED, DEGENERATE} & PROVIDER_FAULTS
+
+
+async def test_a_model_that_always_invents_is_reported_and_never_opens_the_circuit():
+    recorder = EventRecorder()
+    backend = Scripted("- The fix is in `Todo_filterables`; call toggle_filters() next.")
+    manager = create_manager(
+        {"max_tokens": 16_000, "summarizer": {"circuit_failures": 2, "max_retries": 0}}, backend=backend, hooks=recorder
+    )
+    await replay(manager, read_tasks(24), None, budget=16_000)
+    failed = recorder.payloads("context:summary_failed")
+    assert failed and {f["fallback"] for f in failed} == {UNGROUNDED}
+    posts = recorder.payloads("context:post_compact")
+    assert all(p["circuit"] == "closed" for p in posts)
+    assert not any("Todo_filterables" in s.text for s in manager.state.segments)
+
+
+# ------------------------------------------------------------------ the simulated small model
+
+
+async def prompts_over(history: list[dict[str, Any]], llm: SimulatedLLM) -> list[tuple[str, str]]:
+    prompts = load_prompts()
+    out = []
+    for start in range(0, len(history), 8):
+        transcript = render_transcript(history[start : start + 8])
+        prompt = prompts.user(
+            "summarize",
+            transcript=transcript,
+            max_words="150",
+            max_tokens="200",
+            previous_section="",
+            continuation_note="",
+        )
+        answer = await llm.complete(prompts.system("summarize"), prompt, 1_000)
+        if answer.text and not answer.text.startswith("I'm sorry"):
+            out.append((transcript, answer.text))
+    return out
+
+
+async def test_each_failure_mode_of_the_simulated_model_is_caught_and_its_good_answers_pass():
+    history = [m for m in read_tasks(12) if m["role"] != "system"]
+    good = await prompts_over(history, SimulatedLLM(seed=2))
+    assert good and all(check(a, Source.of(t)).problem is None for t, a in good)
+    for mode in FAILURE_MODES:
+        if mode == "offtopic_rate":
+            continue  # off-topic prose names nothing: it is not what this check can see
+        answers = await prompts_over(history, SimulatedLLM(seed=2, **{mode: 1.0}))
+        assert answers and all(check(a, Source.of(t)).problem is not None for t, a in answers), mode
+
+
+async def test_the_small_model_profile_invents_names_in_most_answers():
+    history = [m for m in read_tasks(24) if m["role"] != "system"]
+    answers = await prompts_over(history, SimulatedLLM(seed=4, behaviour=SMALL_MODEL))
+    invented = [a for t, a in answers if check(a, Source.of(t)).invented]
+    assert len(invented) > len(answers) / 2
+
+
+def test_the_failure_modes_are_off_by_default():
+    assert all(getattr(SimulatedBehaviour(), mode) == 0 for mode in FAILURE_MODES)
+
+
+async def test_default_answers_are_what_they_were_before_the_failure_modes():
+    """The digest of seed 5's answers over a mixed history, taken before the failure modes were added: eval results
+    with the default simulated LLM stay identical."""
+    import hashlib
+
+    from amplifier_module_context_summarize.testing import mixed_history
+
+    prompts, llm, digest = load_prompts(), SimulatedLLM(seed=5), hashlib.sha256()
+    history = mixed_history(60)
+    for start in range(0, len(history), 10):
+        transcript = render_transcript(history[start : start + 10])
+        prompt = prompts.user(
+            "summarize",
+            transcript=transcript,
+            max_words="120",
+            max_tokens="160",
+            previous_section="",
+            continuation_note="",
+        )
+        for _ in range(2):
+            digest.update((await llm.complete(prompts.system("summarize"), prompt, 400)).text.encode())
+    assert digest.hexdigest() == "775836ad610989d5327a47103f5da4e28bab00ac93540afa93695588a98f7288"
