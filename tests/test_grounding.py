@@ -290,8 +290,8 @@ def test_the_failure_modes_are_off_by_default():
 
 
 async def test_default_answers_are_what_they_were_before_the_failure_modes():
-    """The digest of seed 5's answers over a mixed history, taken before the failure modes were added: eval results
-    with the default simulated LLM stay identical."""
+    """The digest of seed 5's answers over a mixed history, taken on the code without the failure modes (with the
+    numbered transcript of issue 32): eval results with the default simulated LLM stay identical."""
     import hashlib
 
     from amplifier_module_context_summarize.testing import mixed_history
@@ -310,4 +310,4 @@ async def test_default_answers_are_what_they_were_before_the_failure_modes():
         )
         for _ in range(2):
             digest.update((await llm.complete(prompts.system("summarize"), prompt, 400)).text.encode())
-    assert digest.hexdigest() == "775836ad610989d5327a47103f5da4e28bab00ac93540afa93695588a98f7288"
+    assert digest.hexdigest() == "1b36a80ce6d3d56930b82598ef28c5d64ac9d2ed3dbd35518fe9795639dddc70"

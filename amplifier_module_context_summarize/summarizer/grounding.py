@@ -17,7 +17,8 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
   components is.
 * **Loops.** A sentence (three or more words, or 16 characters) said ``REPEAT_LIMIT`` times or more (more than
   the span itself says it), repeats
-  that make up ``REPEAT_SHARE`` of the text, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's
+  that make up ``REPEAT_SHARE`` of the text, one line of any length (a heading too) said ``REPEAT_LIMIT`` times in a
+  row, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's
   summary repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
 * **Markup.** The module's own markup written as text where the span has none like it: ``[CONTEXT SUMMARY]`` or
   ``[CONTEXT TRUNCATED]``, a ``[tool call X]`` / ``[tool result X]`` / ``TOOL RESULT X:`` line whose id is not the
@@ -190,7 +191,7 @@ def check(summary: str, source: Source) -> Check:
             if key is not None and counts[key] > 1:
                 repeated_chars += len(sentence.text) * (counts[key] - 1) / counts[key]
     looping = [k for k, n in counts.items() if n >= REPEAT_LIMIT]
-    degenerate = bool(looping) or repeated_chars / total >= REPEAT_SHARE or _word_run(summary)
+    degenerate = bool(looping) or repeated_chars / total >= REPEAT_SHARE or _word_run(summary) or _line_run(summary)
 
     invented: dict[str, None] = {}
     markup = 0
@@ -213,8 +214,12 @@ def check(summary: str, source: Source) -> Check:
                 continue
             kept.append(sentence.text)
             kept_chars += len(sentence.text)
+        line = " ".join(kept)
+        if degenerate and line and kept_lines and _line_key(line) == _line_key(kept_lines[-1]):
+            cut += 1  # a line said again right below itself: the loop's copies go, one stays
+            continue
         if kept or not sentences:
-            kept_lines.append(" ".join(kept))
+            kept_lines.append(line)
     problem = DEGENERATE if degenerate or markup else UNGROUNDED if invented else None
     text = "\n".join(kept_lines).strip() if problem else summary
     return Check(
@@ -357,6 +362,25 @@ def _word_run(text: str) -> bool:
         run = run + 1 if word == previous else 1
         previous = word
         if run >= WORD_RUN_LIMIT:
+            return True
+    return False
+
+
+def _line_key(line: str) -> str:
+    return _SPACES.sub(" ", line).strip().lower()
+
+
+def _line_run(text: str) -> bool:
+    """One line, however short (a heading, "Done."), said ``REPEAT_LIMIT`` times in a row: blank lines between
+    the copies do not break the run, any other line does."""
+    run, previous = 0, None
+    for line in text.splitlines():
+        key = _line_key(line)
+        if not key:
+            continue
+        run = run + 1 if key == previous else 1
+        previous = key
+        if run >= REPEAT_LIMIT:
             return True
     return False
 
