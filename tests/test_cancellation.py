@@ -4,6 +4,7 @@ deadline, and a request cancelled mid-compaction leaves every ``context:pre_comp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from typing import Any
 
@@ -161,3 +162,118 @@ async def test_compact_waits_no_longer_than_the_deadline_for_a_stubborn_summariz
     assert clock.now - started <= 2.0 + 0.01, f"compact() took {clock.now - started:.2f} s against a 2 s deadline"
     [(_, post)] = recorder.get_events("context:post_compact")
     assert post["fallback"] == "deadline"
+
+
+# --- Every pre gets its post ------------------------------------------------------------------------------------
+
+
+class TurnTakingProvider(FakeProvider):
+    """Answers after a few loop turns, so a cancel can fall while a compaction waits for its summary."""
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().complete(request, **kwargs)
+
+
+MODES = {
+    "in_band": {"background_compaction": False, "observation_masking": False},
+    "masking": {"background_compaction": False},
+    "soft_threshold": {},
+    "background": {"observation_masking": False},
+}
+
+
+def paired(recorder: EventRecorder, manager: Any) -> None:
+    pres = recorder.get_events("context:pre_compact")
+    posts = [data for _, data in recorder.get_events("context:post_compact")]
+    assert len(pres) == len(posts), f"{len(pres)} pre, {len(posts)} post"
+    done = [p for p in posts if p["outcome"] == "compacted"]
+    cancelled = [p for p in posts if p["outcome"] == "cancelled"]
+    assert len(done) + len(cancelled) == len(posts)
+    assert manager.stats["compactions"] == len(done)
+    assert manager.stats["compactions_cancelled"] == len(cancelled)
+    assert len(recorder.get_events("context:compaction")) == len(done), "the kernel's event: compactions made"
+
+
+async def cancel_after(turns: int, work: Any) -> bool:
+    """Run ``work`` as a task and cancel it after ``turns`` loop turns; True when the cancel fell inside it."""
+    task = asyncio.ensure_future(work)
+    for _ in range(turns):
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    fell = not task.done()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return fell
+
+
+async def session(mode: str) -> tuple[Any, EventRecorder, FakeProvider, list[dict[str, Any]]]:
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": BUDGET, **MODES[mode]}, hooks=recorder)
+    return manager, recorder, TurnTakingProvider(), mixed_history(60, size=8)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+async def test_a_request_cancelled_at_any_turn_leaves_every_pre_compact_paired(mode: str) -> None:
+    """Each request is cancelled after k loop turns, for k from 0 up, across a session that compacts several times:
+    the cancel falls at every await of planning, summarizing, installing, landing and reporting."""
+    manager, recorder, provider, history = await session(mode)
+    fell, turns, cancelled = 0, 0, 0
+    for message in history:
+        await manager.add_message(message)
+        before, posts = manager.state, len(recorder.get_events("context:post_compact"))
+        if await cancel_after(turns, manager.get_messages_for_request(BUDGET, provider)):
+            fell += 1
+        turns = (turns + 1) % 40
+        paired(recorder, manager)
+        outcomes = [data["outcome"] for _, data in recorder.get_events("context:post_compact")[posts:]]
+        if outcomes == ["cancelled"]:
+            cancelled += 1
+            assert manager.state == before, "a compaction reported cancelled was not installed"
+        flight = manager.background.flight
+        if flight is not None:
+            await asyncio.wait({flight.task}, timeout=5)
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    paired(recorder, manager)
+    assert manager.counter.count_messages(view) <= BUDGET
+    assert fell > 0 and recorder.get_events("context:pre_compact")
+    if not MODES[mode].get("background_compaction", True):  # in the background, a landing's pre is installed at once
+        assert cancelled > 0, "some cancel fell between a pre and its post"
+
+
+class TurnTakingBackend:
+    """A summarizer backend answering after a few loop turns."""
+
+    name = "turns"
+    model: str | None = "fake"
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any = None) -> Completion:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return Completion("SUMMARY: " + prompt[-200:], 10, 10)
+
+
+async def test_compact_cancelled_at_any_turn_leaves_its_pre_compact_paired() -> None:
+    outcomes: set[str] = set()
+    for turns in range(1, 200):
+        recorder = EventRecorder()
+        manager = create_manager(
+            {"max_tokens": BUDGET, **MODES["in_band"]}, hooks=recorder, backend=TurnTakingBackend()
+        )
+        for message in mixed_history(30, size=8):
+            await manager.add_message(message)
+        before = manager.state
+        fell = await cancel_after(turns, manager.compact())
+        paired(recorder, manager)
+        posts = [data["outcome"] for _, data in recorder.get_events("context:post_compact")]
+        assert len(posts) <= 1
+        outcomes.update(posts)
+        if posts == ["cancelled"] or not posts:
+            assert manager.state == before
+        if not fell:
+            break
+    assert outcomes == {"cancelled", "compacted"} and not fell, "cancels fell at every turn until compact() ended"
+    assert turns > 5
