@@ -36,7 +36,7 @@ from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
-from .resume import walk
+from .resume import CUT_MARK, plan_tag, walk
 from .segments import SegmentSource
 from .warm import Warmer, fold_ahead, let_loop_run
 
@@ -282,6 +282,7 @@ class Compactor:
         )
 
     async def _after_install(self, before: CompactionState) -> None:
+        await self._record_cuts(before)
         if self.view.masks is not None:
             self.view.masks.forget_before(self.view.state.boundary)
             await self._record_mask_end(before)
@@ -486,13 +487,15 @@ class Compactor:
             )
         )
 
-    async def resumed(self, history: History) -> CompactionState:
-        """The state stored summaries and the mask end give ``history`` (none for ``truncate``: it stores nothing)."""
+    async def resumed(self, history: History, wire_budget: int) -> CompactionState:
+        """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``
+        (none for ``truncate``: it stores nothing): only cuts and masking that plan installed are taken."""
         if self.config.compaction_strategy == "truncate":
             return CompactionState()
-        state = await walk(history, self.segments.store, history.last_cuttable)
+        tag = plan_tag(self.config, wire_budget)
+        state = await walk(history, self.segments.store, history.last_cuttable, CUT_MARK + tag)
         if self.mask_settings is not None:
-            state = state.masked_to(await self._stored_mask_end(history, state.boundary))
+            state = state.masked_to(await self._stored_mask_end(history, state.boundary, tag))
         if state.segments:
             await self._seed_working_set(history, state)
         return state
@@ -555,14 +558,27 @@ class Compactor:
         await self._working_set_store(tokens).put(CachedSummary(key[0], key[1], row, tokens, end))
         self._working_set_recorded = key
 
-    async def _stored_mask_end(self, history: History, boundary: int) -> int:
-        """The furthest mask end recorded for this history at ``boundary`` (0 when none)."""
+    async def _stored_mask_end(self, history: History, boundary: int, tag: str) -> int:
+        """The furthest mask end the plan ``tag`` recorded for this history at ``boundary`` (0 when none)."""
         best = 0
-        for entry in await self.segments.store.starting_at(MASK_MARK + history.chain_at(boundary)):
+        for entry in await self.segments.store.starting_at(MASK_MARK + tag + history.chain_at(boundary)):
             end = boundary + entry.groups
             if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
                 best = end
         return best
+
+    async def _record_cuts(self, before: CompactionState) -> None:
+        """Store the segments this plan installed (``CUT_MARK``), so a resume with the same plan takes them and one
+        with another does not."""
+        state, history = self.view.state, self.view.history
+        if self.config.compaction_strategy == "truncate":
+            return
+        known = set(before.segments)
+        tag = CUT_MARK + plan_tag(self.config, self.view.budget.wire)
+        for segment in state.segments:
+            if segment not in known:
+                start, end = history.chain_at(segment.start), history.chain_at(segment.end)
+                await self.segments.store.put(CachedSummary(tag + start, end, "", 0, segment.end - segment.start))
 
     async def _record_mask_end(self, before: CompactionState) -> None:
         """Store where masking reached, so a resumed session shows the same masked view."""
@@ -571,7 +587,7 @@ class Compactor:
             return
         if state.mask_end == before.mask_end and state.boundary == before.boundary:
             return
-        start = MASK_MARK + history.chain_at(state.boundary)
+        start = MASK_MARK + plan_tag(self.config, self.view.budget.wire) + history.chain_at(state.boundary)
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
