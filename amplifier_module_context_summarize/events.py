@@ -14,6 +14,8 @@ from amplifier_core.events import CONTEXT_COMPACTION, CONTEXT_POST_COMPACT, CONT
 
 SUMMARY_FAILED = "context:summary_failed"
 SUMMARY_PREFETCHED = "context:summary_prefetched"
+COMPACTED, CANCELLED = "compacted", "cancelled"
+"""``PostCompact.outcome``."""
 STORE_DEGRADED = "context:store_degraded"
 STORE_RESTORED = "context:store_restored"
 BACKGROUND_COMPACTION = "context:background_compaction"
@@ -67,6 +69,9 @@ class PostCompact(Payload):
     clipped_messages: int
     artifacts_kept: int
     artifacts_lost: int
+    outcome: str = "compacted"
+    """``compacted``, or ``cancelled``: the request was cancelled before the compaction was installed (the view is
+    as it was; every ``context:pre_compact`` gets its post either way)."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,9 @@ class Stats:
     """Running totals folded from the payloads the manager emits."""
 
     compactions: int = 0
+    """Compactions installed (a ``context:post_compact`` whose outcome is ``cancelled`` is not one)."""
+    compactions_cancelled: int = 0
+    """Compactions whose request was cancelled before they were installed."""
     provider_calls: int = 0
     cache_hits: int = 0
     summaries: int = 0
@@ -174,7 +182,10 @@ class Stats:
 
     def observe(self, payload: Payload) -> None:
         if isinstance(payload, PostCompact):
-            self.compactions += 1
+            if payload.outcome == CANCELLED:
+                self.compactions_cancelled += 1
+            else:
+                self.compactions += 1
             self.cache_hits += payload.cache_hits
             self.summaries += payload.summaries
         if isinstance(payload, SummaryPrefetched):

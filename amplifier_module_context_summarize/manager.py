@@ -84,6 +84,8 @@ class SummarizingContextManager:
         self._system_prompt_factory: SystemPromptFactory | None = None
         """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
         self._lock = asyncio.Lock()
+        self._resumed_at: int | None = None
+        """The budget ``set_messages`` resumed under, until the first request says which one the session has."""
         self.mask_settings = (
             MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if c.masking else None
         )
@@ -153,10 +155,11 @@ class SummarizingContextManager:
         async with self._lock:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
             history = self._history_of([copy_message(m) for m in messages], counting=False)
-            state = await self.compactor.resumed(history)
+            state = await self.compactor.resumed(history, self.budget.wire)
             history.count_from(state.boundary)  # what the state summarizes is counted only if a plan reads it
             await self.compactor.cancel_background("replaced")
             self._install(history, state)
+            self._resumed_at = self.budget.wire
             self.compactor.fold_after_resume(history, state)
 
     async def clear(self) -> None:
@@ -173,7 +176,10 @@ class SummarizingContextManager:
         system_prompt = await self.budget.render_system_prompt(factory) if factory is not None else None
         async with self._lock:
             if self._learns_model(provider) and await self._rekeyed():
-                await self._resume()
+                await self._resume(wire_budget)
+            elif self._resumed_at is not None and self._resumed_at != wire_budget:
+                await self._resume(wire_budget)  # resumed before the budget was known: take that plan's cuts
+            self._resumed_at = None
             self.budget.use_system_prompt(system_prompt)
             limits = self.budget.limits(self.budget.plan(wire_budget))
             if self.compactor.may_land():
@@ -305,9 +311,10 @@ class SummarizingContextManager:
         self.compactor.in_band_next = False
         self.view.install(history, Masks(history, self.mask_settings) if self.mask_settings else None, state)
 
-    async def _resume(self) -> None:
+    async def _resume(self, wire_budget: int) -> None:
         if self.config.compaction_strategy != "truncate":
-            self.state = await self.compactor.resumed(self.history)
+            self.state = await self.compactor.resumed(self.history, wire_budget)
+            self.compactor.fold_after_resume(self.history, self.state)
 
     async def _report_prefetch(self, outcome: Outcome) -> None:
         if outcome.cacheable:

@@ -170,7 +170,7 @@ async def test_lone_surrogates_are_summarized_cached_and_sent_as_replacement_cha
     prompts = [m.content for r in provider.requests for m in r.messages]
     assert all(encodable(p) for p in prompts)
     assert await manager.get_messages() == history, "history keeps exactly what was added"
-    resumed = make(store=store)
+    resumed = make({"max_tokens": BUDGET}, store=store)  # resumed under the budget the session ran at
     await resumed.set_messages(history)
     assert resumed.state == manager.state and resumed.state.segments
 
@@ -553,16 +553,18 @@ async def test_an_oversized_or_lying_row_is_never_served():
     assert entries
     for entry in entries:  # the same keys, now 400k characters that claim to be 2,000 tokens
         await store.put(dataclasses.replace(entry, text="word " * 80_000, tokens=2_000))
-    resumed = make(config, store=store)
+    resumed = make({**config, "max_tokens": budget}, store=store)  # resumed under the budget the session ran at
     await resumed.set_messages(history)
     assert all(len(s.text) < 10_000 for s in resumed.state.segments), "the oversized row was served"
     view = await resumed.get_messages_for_request(budget, FakeProvider())
     assert resumed.counter.count_messages(view) <= budget
 
     liar = MemoryStore()
+    for entry in list(store._entries.values()):  # the session's cuts and mask end, as it stored them
+        await liar.put(entry)
     for entry in entries:  # consistent enough to pass the row check, but the count is a lie
         await liar.put(dataclasses.replace(entry, text="claims few tokens " * 30, tokens=3))
-    trusting = make(config, store=liar)
+    trusting = make({**config, "max_tokens": budget}, store=liar)
     await trusting.set_messages(history)
     assert trusting.state.segments
     assert all(s.tokens == trusting.counter.count_text(s.text) for s in trusting.state.segments)
@@ -574,7 +576,7 @@ async def test_a_stored_summary_with_a_lone_surrogate_is_sent_as_replacement():
     await replay(first, history, FakeProvider(), budget=BUDGET)
     for entry in await store.starting_at(first.fingerprint):  # as another writer (or an older version) left it
         await store.put(dataclasses.replace(entry, text=f"{entry.text} {LONE}"))
-    resumed = make(store=store)
+    resumed = make({"max_tokens": BUDGET}, store=store)  # resumed under the budget the session ran at
     await resumed.set_messages(history)
     assert resumed.state.segments and all(encodable(s.text) for s in resumed.state.segments)
     assert sendable(await resumed.get_messages_for_request(BUDGET, FakeProvider()))

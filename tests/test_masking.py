@@ -230,3 +230,100 @@ async def test_recent_outputs_are_masked_rather_than_summarized_or_dropped(strat
 def test_a_placeholder_quotes_the_first_line_with_something_on_it(text: str) -> None:
     # read from a growing head: the answer must be the one splitting the whole output gives
     assert first_line(text) == next((s.strip() for s in text.splitlines() if s.strip()), "")
+
+
+# --- Wide parallel groups: masking stays linear in the group's size ----------------------------------------------
+
+
+class CountingList(list):
+    """A list that counts reads by index and items iterated (the work of finding where each shown message and
+    block is stored)."""
+
+    reads = 0
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        if isinstance(key, int):
+            CountingList.reads += 1
+        return super().__getitem__(key)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for item in super().__iter__():
+            CountingList.reads += 1
+            yield item
+
+
+def wide_group(shape: str, n: int) -> list[dict]:
+    calls = [(f"c{i}", {"command": f"pytest tests/test_{i}.py"}) for i in range(n)]
+    out = [{"role": "user", "content": "Run every test file."}]
+    if shape == "openai":
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": "bash", "arguments": json.dumps(args)}}
+                    for cid, args in calls
+                ],
+            }
+        )
+        out += [
+            {"role": "tool", "tool_call_id": cid, "content": LOG_LINE.format(i=i) * 8}
+            for i, (cid, _) in enumerate(calls)
+        ]
+    else:
+        uses = [{"type": "tool_use", "id": cid, "name": "bash", "input": args} for cid, args in calls]
+        results = [
+            {"type": "tool_result", "tool_use_id": cid, "content": LOG_LINE.format(i=i) * 8}
+            for i, (cid, _) in enumerate(calls)
+        ]
+        out += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+    return [*out, {"role": "assistant", "content": "All pass."}, {"role": "user", "content": "Thanks."}]
+
+
+def copied(messages: list[dict]) -> list[dict]:
+    """The group as a view would show it after sanitizing: new message and block objects, same content."""
+    return [
+        {**m, "content": [dict(b) for b in m["content"]]} if isinstance(m.get("content"), list) else dict(m)
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+@pytest.mark.parametrize("sanitized", [False, True])
+def test_masking_a_wide_parallel_group_is_linear_in_its_calls(
+    shape: str, sanitized: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding each shown message's (and block's) stored place once per lookup scanned the group: O(N²) for one
+    assistant turn of N parallel calls (24,000 calls took 5 s on the event loop). Counted, not timed."""
+    from amplifier_module_context_summarize.compaction import masking
+
+    reads: dict[int, int] = {}
+    scanned: dict[int, int] = {}
+    views: dict[int, list] = {}
+    real_result_ids = masking.result_ids
+    for n in (400, 1_600):
+        manager = create_manager({"max_tokens": 10**7, "mask_min_chars": 100, "mask_keep_recent": 0})
+        history = manager.history
+        for message in wide_group(shape, n):
+            history.append(message)
+        plain = masking.Masks(history, manager.mask_settings)._masked(1)[0]
+        if sanitized:
+            shown = copied(history.shown(1))
+            monkeypatch.setattr(history, "shown", lambda g, shown=shown: shown)
+        calls = [0]
+
+        def counting(message, calls=calls):  # type: ignore[no-untyped-def]
+            calls[0] += 1
+            return real_result_ids(message)
+
+        monkeypatch.setattr(masking, "result_ids", counting)
+        history.messages = CountingList(history.messages)
+        for message in history.messages[:]:
+            if isinstance(message.get("content"), list):
+                message["content"] = CountingList(message["content"])
+        CountingList.reads = 0
+        masked, changed = masking.Masks(history, manager.mask_settings)._masked(1)
+        reads[n], scanned[n], views[n] = CountingList.reads, calls[0], masked
+        assert changed and masked == plain, "the same placeholders and handles, sanitized or not"
+    for count in (reads, scanned):
+        assert count[1_600] <= 4 * count[400] + 16, f"{count}: quadratic in the group's calls"

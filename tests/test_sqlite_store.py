@@ -446,3 +446,78 @@ async def test_closing_before_first_use_never_opens(path: Path) -> None:
     await store.close()
     await store.put(entry(1))
     assert not path.exists()
+
+
+# -- another process holding the write lock at open ---------------------------------------------------------------
+
+
+def short_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lock waits of a fraction of a second, so a test that waits for one (as the code before this did for 10 s)
+    fails fast instead of stalling."""
+    from amplifier_module_context_summarize.stores import sqlite_file
+
+    monkeypatch.setattr(sqlite_file, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(sqlite_file, "OPEN_BUSY_TIMEOUT_S", 0.2)
+
+
+async def test_a_write_lock_held_at_open_does_not_keep_readers_out(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    short_busy(monkeypatch)
+    async with SqliteStore(path) as store:
+        for i in range(3):
+            await store.put(entry(i))
+    with raw(path) as other:
+        other.execute("BEGIN IMMEDIATE")  # a suspended sibling, a sqlite3 shell, a backup
+        other.execute("UPDATE totals SET entries = entries WHERE id = 0")
+        async with SqliteStore(path) as store:
+            assert await store.get("s1", "e1") == entry(1), "reading needs no write lock"
+            assert await store.starting_at("s2") == [entry(2)]
+            await store.put(entry(9))  # a write waits for the lock, fails, and is a miss; reads go on
+            assert await store.get("s0", "e0") == entry(0)
+        other.execute("ROLLBACK")
+
+
+async def test_a_failed_open_is_tried_again_after_a_backoff(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    short_busy(monkeypatch)
+    path.parent.mkdir(mode=0o700, parents=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    now = [100.0]
+    store = SqliteStore(path)
+    store.monotonic = lambda: now[0]
+    with raw(path) as other:
+        other.execute("PRAGMA journal_mode = WAL")
+        other.execute("BEGIN IMMEDIATE")  # holds the write lock of a file with no schema yet
+        other.execute("CREATE TABLE held (x)")
+        await store.put(entry(1))
+        assert await store.get("s1", "e1") is None, "the schema cannot be created while the lock is held"
+        other.execute("ROLLBACK")
+    await store.put(entry(2))
+    assert await store.get("s2", "e2") is None, "no new try before the backoff has passed"
+    now[0] += 1.0
+    await store.put(entry(3))
+    assert await store.get("s3", "e3") == entry(3), "the open was tried again once the lock was gone"
+    await store.close()
+
+
+async def test_the_open_backoff_doubles_up_to_its_cap(path: Path) -> None:
+    from amplifier_module_context_summarize.stores.sqlite import OPEN_RETRY_MAX_S, OPEN_RETRY_S
+
+    path.parent.mkdir(mode=0o700, parents=True)
+    os.symlink(path.parent / "elsewhere", path)  # refused at every open
+    now = [0.0]
+    store = SqliteStore(path)
+    store.monotonic = lambda: now[0]
+    tries = []
+    real_open = store._open
+
+    def counting_open() -> sqlite3.Connection:
+        tries.append(now[0])
+        return real_open()
+
+    store._open = counting_open  # type: ignore[method-assign]
+    for _ in range(2_000):
+        await store.get("s", "e")
+        now[0] += 0.5
+    gaps = [b - a for a, b in zip(tries, tries[1:], strict=False)]
+    assert gaps[:3] == [OPEN_RETRY_S, 2 * OPEN_RETRY_S, 4 * OPEN_RETRY_S]
+    assert max(gaps) == OPEN_RETRY_MAX_S and len(tries) < 30

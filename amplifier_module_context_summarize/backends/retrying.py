@@ -17,7 +17,6 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
-from ..core.budget import cancelled_by_caller
 from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion
 
 logger = logging.getLogger(__name__)
@@ -109,17 +108,24 @@ class RetryingBackend:
         remaining = math.inf if deadline is None else deadline - time.monotonic()
         if remaining <= 0:
             raise BackendError(DEADLINE)
+        # Not ``asyncio.wait_for``: on timeout it cancels the call and then waits for it to end, so a callee that
+        # catches CancelledError (an SDK retry loop catching BaseException, a shielded scope) would hold the
+        # request as long as it likes. The call runs as a task of its own; at the cut it is cancelled and left.
+        call = asyncio.ensure_future(self.inner.complete(system, prompt, max_output_tokens, provider))
         try:
-            return await asyncio.wait_for(
-                self.inner.complete(system, prompt, max_output_tokens, provider), min(self.timeout_s, remaining)
-            )
+            done, _ = await asyncio.wait({call}, timeout=min(self.timeout_s, remaining))
+        except asyncio.CancelledError:
+            abandon(call)  # the request itself was cancelled: that must reach the caller, the call must not hold it
+            raise
+        if not done:
+            abandon(call)
+            await asyncio.sleep(0)  # one turn: a callee that honours the cancel ends now; one that does not is left
+            raise BackendError(DEADLINE if remaining < self.timeout_s else TIMEOUT)
+        try:
+            return call.result()
         except BackendError:
             raise
-        except TimeoutError:
-            raise BackendError(DEADLINE if remaining < self.timeout_s else TIMEOUT) from None
         except asyncio.CancelledError:
-            if cancelled_by_caller():
-                raise  # the request itself was cancelled: that must reach the caller
             # The backend raised CancelledError on its own (an SDK or provider cancelling its own work):
             # a provider fault like any other, never a crash of the agent loop.
             logger.debug("summarizer backend %s raised CancelledError on its own", getattr(self.inner, "name", "?"))
@@ -128,6 +134,20 @@ class RetryingBackend:
             # Class name only: provider messages can echo request data or keys.
             logger.debug("summarizer backend %s raised %s", getattr(self.inner, "name", "?"), type(exc).__name__)
             raise BackendError(ERROR) from None
+
+
+def abandon(call: asyncio.Future[Any]) -> None:
+    """Cancel ``call`` and stop caring when it ends: whatever it returns or raises later is read and dropped
+    (no "exception was never retrieved"), and nothing it returns is used."""
+    call.cancel()
+    call.add_done_callback(_drop_outcome)
+
+
+def _drop_outcome(call: asyncio.Future[Any]) -> None:
+    if not call.cancelled():
+        error = call.exception()
+        if error is not None:
+            logger.debug("an abandoned summarizer call ended with %s", type(error).__name__)
 
 
 def _wait_strategy(

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import events
@@ -35,7 +36,7 @@ from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
-from .resume import walk
+from .resume import CUT_MARK, plan_tag, walk
 from .segments import SegmentSource
 from .warm import Warmer, fold_ahead, let_loop_run
 
@@ -91,15 +92,44 @@ class Compactor:
         self._working_set_recorded: tuple[str, str, str] | None = None
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
         self._folding: asyncio.Task[None] | None = None
+        self._owed: OwedPost | None = None
+        """A compaction whose ``context:pre_compact`` went out and whose post has not yet."""
         """After a resume served the stored working set: its groups extracted and folded between requests."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
         threshold); a view that would not fit is masked further when that alone fits, else it waits, up to the
         compaction deadline, then the cheaper rungs answer."""
+        await self._paying(self._for_request(limits, provider, tokens))
+
+    async def _paying(self, work: Awaitable[None]) -> None:
+        """Run ``work``; when the request is cancelled under it, a ``context:pre_compact`` already sent still gets
+        its post (outcome ``cancelled`` unless the compaction was installed), so hooks and stats stay paired."""
+        try:
+            await work
+        except asyncio.CancelledError:
+            await self.pay_owed_post()
+            raise
+
+    async def pay_owed_post(self) -> None:
+        """Send the post of a compaction whose pre went out and whose post did not (its request was cancelled)."""
+        owed, self._owed = self._owed, None
+        if owed is None:
+            return
+        outcome = events.COMPACTED if owed.installed else events.CANCELLED
+        duration_ms = round((time.perf_counter() - owed.started) * 1000, 3)
+        await self._report_compaction(
+            owed.report, owed.limits, owed.tokens, owed.messages, duration_ms, owed.force, NOTHING_ACCOUNTED, outcome
+        )
+
+    def _mark_installed(self) -> None:
+        if self._owed is not None:
+            self._owed.installed = True
+
+    async def _for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         deadline = time.monotonic() + self.config.compaction_deadline_s
         if not self.config.background_compaction:
-            await self.in_band(limits, provider, force=False, deadline=deadline)
+            await self._in_band(limits, provider, force=False, deadline=deadline)
             return
         if tokens > limits.budget and self.background.running:
             # A summary about to land beats masking further; past a short grace, masking that fits beats waiting.
@@ -107,7 +137,7 @@ class Compactor:
             if self.background.running and await self._mask_beside_flight(limits, provider):
                 return  # the summary under way lands onto this masking later
             await self.background.wait(deadline)
-            await self.land()
+            await self._land()
             tokens = self.view.tokens()
             if not needs_compaction(tokens, limits):
                 return
@@ -121,7 +151,7 @@ class Compactor:
         self.in_band_next = False
         await self.settle_background(deadline)
         if needs_compaction(self.view.tokens(), limits):
-            await self.in_band(limits, provider, force=False, deadline=deadline)
+            await self._in_band(limits, provider, force=False, deadline=deadline)
 
     async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
         """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background.
@@ -140,7 +170,7 @@ class Compactor:
             if over_budget and needed.fitting is None:
                 return False
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
-                await self._emit_pre_compact(limits, tokens_before, force=False)
+                await self._emit_pre_compact(job, tokens_before, messages_before, started)
                 await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
             deadline = time.monotonic() + BACKGROUND_DEADLINE_S
             flight = self.background.start(
@@ -157,7 +187,7 @@ class Compactor:
             state = job.truncated(self.view.state, limits)
         if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
-        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._emit_pre_compact(job, tokens_before, messages_before, started)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
@@ -182,20 +212,23 @@ class Compactor:
             return False
         if state is None or not masks_further(before, state) or not job.fits(state):
             return False
-        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._emit_pre_compact(job, tokens_before, messages_before, started)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
     async def in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
         """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""
+        await self._paying(self._in_band(limits, provider, force, deadline))
+
+    async def _in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None) -> None:
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
         await self.prefetcher.drain(deadline)
         await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        await self._emit_pre_compact(limits, tokens_before, force)
         job, before = self._job(limits, provider, force, deadline), self.view.state
+        await self._emit_pre_compact(job, tokens_before, messages_before, started, force)
         try:
             state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
@@ -238,6 +271,7 @@ class Compactor:
     ) -> None:
         """Install a compaction made in band and report it."""
         self.view.state = state
+        self._mark_installed()
         self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.shown(self.view.state))
         await let_loop_run()
         await self._after_install(before)
@@ -248,6 +282,7 @@ class Compactor:
         )
 
     async def _after_install(self, before: CompactionState) -> None:
+        await self._record_cuts(before)
         if self.view.masks is not None:
             self.view.masks.forget_before(self.view.state.boundary)
             await self._record_mask_end(before)
@@ -276,6 +311,9 @@ class Compactor:
 
     async def land(self) -> None:
         """Install a background compaction that has landed, if it still applies; report how it ended."""
+        await self._paying(self._land())
+
+    async def _land(self) -> None:
         flight = self.background.landed()
         if flight is None:
             return
@@ -293,8 +331,10 @@ class Compactor:
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        await self._emit_pre_compact(flight.job.limits, tokens_before, force=False)  # each post has its pre
+        landing = time.perf_counter() - flight.elapsed_ms() / 1000
+        await self._emit_pre_compact(flight.job, tokens_before, messages_before, landing)  # each post has its pre
         self.view.state = state
+        self._mark_installed()
         self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
         await self._after_install(current)
         await self._emit_background(flight, LANDED)
@@ -334,7 +374,12 @@ class Compactor:
             )
         )
 
-    async def _emit_pre_compact(self, limits: Limits, tokens: int, force: bool) -> None:
+    async def _emit_pre_compact(
+        self, job: Compaction, tokens: int, messages: int, started: float, force: bool = False
+    ) -> None:
+        """Report a compaction about to be installed; its post is owed from here on, whatever happens."""
+        limits = self.view.budget.limits(job.limits.budget)  # a forced job's own limits have no threshold
+        self._owed = OwedPost(job.report, job.limits, tokens, messages, started, force)
         await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
@@ -389,12 +434,14 @@ class Compactor:
         duration_ms: float,
         force: bool,
         artifacts: Account,
+        outcome: str = events.COMPACTED,
     ) -> None:
         tokens_after, messages_after = self.view.sent_tokens(limits.budget), len(self.view.build())
         summarized = self.view.history.messages_before(self.view.state.boundary)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
+        self._owed = None  # paid now: a cancel from here on does not report it twice
         await self.emit(
             events.PostCompact(
                 message_count=messages_after,
@@ -420,8 +467,11 @@ class Compactor:
                 clipped_messages=len(self.view.clipped),
                 artifacts_kept=artifacts.kept_count,
                 artifacts_lost=artifacts.lost_count,
+                outcome=outcome,
             )
         )
+        if outcome == events.CANCELLED:
+            return  # nothing was compacted: the kernel's event reports compactions only
         await self.emit(
             events.Compaction(
                 before_tokens=tokens_before,
@@ -438,13 +488,15 @@ class Compactor:
             )
         )
 
-    async def resumed(self, history: History) -> CompactionState:
-        """The state stored summaries and the mask end give ``history`` (none for ``truncate``: it stores nothing)."""
+    async def resumed(self, history: History, wire_budget: int) -> CompactionState:
+        """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``
+        (none for ``truncate``: it stores nothing): only cuts and masking that plan installed are taken."""
         if self.config.compaction_strategy == "truncate":
             return CompactionState()
-        state = await walk(history, self.segments.store, history.last_cuttable)
+        tag = plan_tag(self.config, wire_budget)
+        state = await walk(history, self.segments.store, history.last_cuttable, CUT_MARK + tag)
         if self.mask_settings is not None:
-            state = state.masked_to(await self._stored_mask_end(history, state.boundary))
+            state = state.masked_to(await self._stored_mask_end(history, state.boundary, tag))
         if state.segments:
             await self._seed_working_set(history, state)
         return state
@@ -507,14 +559,27 @@ class Compactor:
         await self._working_set_store(tokens).put(CachedSummary(key[0], key[1], row, tokens, end))
         self._working_set_recorded = key
 
-    async def _stored_mask_end(self, history: History, boundary: int) -> int:
-        """The furthest mask end recorded for this history at ``boundary`` (0 when none)."""
+    async def _stored_mask_end(self, history: History, boundary: int, tag: str) -> int:
+        """The furthest mask end the plan ``tag`` recorded for this history at ``boundary`` (0 when none)."""
         best = 0
-        for entry in await self.segments.store.starting_at(MASK_MARK + history.chain_at(boundary)):
+        for entry in await self.segments.store.starting_at(MASK_MARK + tag + history.chain_at(boundary)):
             end = boundary + entry.groups
             if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
                 best = end
         return best
+
+    async def _record_cuts(self, before: CompactionState) -> None:
+        """Store the segments this plan installed (``CUT_MARK``), so a resume with the same plan takes them and one
+        with another does not."""
+        state, history = self.view.state, self.view.history
+        if self.config.compaction_strategy == "truncate":
+            return
+        known = set(before.segments)
+        tag = CUT_MARK + plan_tag(self.config, self.view.budget.wire)
+        for segment in state.segments:
+            if segment not in known:
+                start, end = history.chain_at(segment.start), history.chain_at(segment.end)
+                await self.segments.store.put(CachedSummary(tag + start, end, "", 0, segment.end - segment.start))
 
     async def _record_mask_end(self, before: CompactionState) -> None:
         """Store where masking reached, so a resumed session shows the same masked view."""
@@ -523,10 +588,29 @@ class Compactor:
             return
         if state.mask_end == before.mask_end and state.boundary == before.boundary:
             return
-        start = MASK_MARK + history.chain_at(state.boundary)
+        start = MASK_MARK + plan_tag(self.config, self.view.budget.wire) + history.chain_at(state.boundary)
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+@dataclass
+class OwedPost:
+    """What a ``context:post_compact`` needs when its request is cancelled between the pre and the post."""
+
+    report: CompactionReport
+    limits: Limits
+    tokens: int
+    messages: int
+    started: float
+    """``time.perf_counter()`` when the compaction started."""
+    force: bool
+    installed: bool = False
+    """The compaction's state is in the view already: it happened, only its report was cut short."""
+
+
+NOTHING_ACCOUNTED = Account({}, {})
+"""The artifact account of a compaction whose report was cut short (it is worked out after the install)."""
 
 
 def working_set_line(history: History) -> str:

@@ -4,7 +4,8 @@ A segment is stored under the chain hashes at its two ends, so from ``C0`` (the 
 stored segment that starts where the walk stands and ends on this history's chain is a step. A shared
 store can hold several cuts of one prefix (a fork with another budget, a prefetch), so a greedy walk
 could stop early on another session's segment: the walk that reaches furthest wins, then the one with
-fewest segments (tier merges), then the one with longer segments first.
+fewest segments (tier merges), then the one with longer segments first. It steps only along segments this
+session's plan installed (``CUT_MARK``), so a cut made for another budget or strategy is never adopted.
 """
 
 from __future__ import annotations
@@ -45,14 +46,40 @@ def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskS
     return content_hash(canonical_json(shape))
 
 
-async def walk(history: History, store: SummaryStore, limit: int) -> CompactionState:
-    """The state the stored segments give ``history``, cutting no further than group ``limit``."""
+CUT_MARK = "cut:"
+"""Store namespace of the cuts a plan installed: a summary-less row per segment, keyed by ``CUT_MARK``, the plan's tag
+and the chain at the segment's start, ending at the chain at its end. A resume steps only along segments its own
+plan installed: a session sharing the store (a sub-agent at another budget, another strategy) may have cut the same
+prefix elsewhere, and its summaries serve this session's plan only as a cache."""
+
+
+PLANNERS = {"extractive": "summarize"}
+"""Strategies that plan alike: the ``extractive`` strategy is ``summarize`` with the extractive summarizer (which the
+fingerprint already names), so either takes the other's cuts, as they share summaries."""
+
+
+def plan_tag(config: Config, wire_budget: int) -> str:
+    """What decides where a session cuts, besides its history: strategy, budget (as the provider gives it), and the
+    thresholds. Two sessions with the same tag make the same cuts of the same history."""
+    c = config
+    planner = PLANNERS.get(c.compaction_strategy, c.compaction_strategy)
+    shape = [planner, wire_budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio]
+    return content_hash(canonical_json(shape))[:16] + ":"
+
+
+async def walk(history: History, store: SummaryStore, limit: int, cuts: str | None = None) -> CompactionState:
+    """The state the stored segments give ``history``, cutting no further than group ``limit``; with ``cuts`` (a
+    ``CUT_MARK`` and plan tag), only along segments that plan installed."""
     paths: dict[int, list[Segment]] = {0: []}
     pending = [0]
     while pending:
         position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
         path = paths[position]
-        for entry in await store.starting_at(history.chain_at(position)):
+        entries = await store.starting_at(history.chain_at(position))
+        if cuts is not None and entries:
+            made = {(e.end, e.groups) for e in await store.starting_at(cuts + history.chain_at(position))}
+            entries = [e for e in entries if (e.end, e.groups) in made]
+        for entry in entries:
             end = position + entry.groups
             if not position < end <= limit or history.chain_at(end) != entry.end:
                 continue

@@ -58,6 +58,10 @@ _TOUCH = (
     f"UPDATE summaries SET last_used = MAX(CAST(last_used AS REAL), ?, COALESCE(({_NEWEST}), 0) + ?)"
     ' WHERE start = ? AND "end" = ?'
 )
+OPEN_RETRY_S = 1.0
+"""Wait after the first failed open before the next try; doubled after each further failure, up to
+``OPEN_RETRY_MAX_S``."""
+OPEN_RETRY_MAX_S = 60.0
 STAMP_STEP = 0.001
 """How far past the newest stamp a new one goes when the wall clock is behind it."""
 
@@ -66,7 +70,8 @@ class SqliteStore:
     """``SummaryStore`` on a SQLite file shared by a session and its sub-agents, LRU-bounded by count and bytes.
 
     The file is opened (created 0600, checked, a corrupt or foreign one moved aside) on first use, in the
-    worker thread; if that fails the store logs once and every call is a miss from then on.
+    worker thread; if that fails the store logs once, every call is a miss, and the open is tried again after a
+    backoff (``OPEN_RETRY_S`` doubling to ``OPEN_RETRY_MAX_S``).
     """
 
     touch_interval_s: float = 1.0
@@ -93,8 +98,12 @@ class SqliteStore:
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self._conn: sqlite3.Connection | None = None
-        self._opened = False
-        """Set once the file has been opened or that failed, or the store was closed: never retried."""
+        self._closed = False
+        self._open_failures = 0
+        self._retry_open_at = -math.inf
+        """``monotonic()`` time before which a failed open is not tried again (backoff: a lock held by another
+        process, a full disk, a missing mount may go away; a call meanwhile is a miss without touching the disk)."""
+        self.monotonic: Callable[[], float] = time.monotonic
 
     # -- SummaryStore -----------------------------------------------------------------------------
 
@@ -217,7 +226,7 @@ class SqliteStore:
 
     def _close(self) -> None:
         with self._lock:
-            self._opened = True
+            self._closed = True
             conn, self._conn = self._conn, None
             if conn is not None:
                 try:
@@ -260,13 +269,19 @@ class SqliteStore:
     # -- opening ------------------------------------------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection | None:
-        """The open connection, opening the file on first use; hold ``self._lock``."""
-        if not self._opened:
-            self._opened = True
-            try:
-                self._conn = self._open()
-            except (sqlite3.Error, OSError) as exc:
-                self._fault("open", exc)
+        """The open connection, opening the file on first use and, after a failure, again once the backoff has
+        passed (``OPEN_RETRY_S``); hold ``self._lock``."""
+        if self._conn is not None or self._closed:
+            return self._conn
+        now = self.monotonic()
+        if now < self._retry_open_at:
+            return None
+        try:
+            self._conn = self._open()
+        except (sqlite3.Error, OSError) as exc:
+            self._open_failures += 1
+            self._retry_open_at = now + min(OPEN_RETRY_S * 2 ** (self._open_failures - 1), OPEN_RETRY_MAX_S)
+            self._fault("open", exc)
         return self._conn
 
     def _open(self) -> sqlite3.Connection:

@@ -24,6 +24,9 @@ APPLICATION_ID = 0x41435331
 SCHEMA_VERSION = 1
 """``PRAGMA user_version``; a file with any other version is moved aside, never guessed at."""
 BUSY_TIMEOUT_S = 10.0
+OPEN_BUSY_TIMEOUT_S = 0.5
+"""How long opening waits for another process's write lock, only needed to create the schema of a new file (a file
+with its schema is opened without one): the store retries a failed open later rather than stall a resume."""
 
 _SQLITE_CORRUPT = 11
 _SQLITE_NOTADB = 26
@@ -73,12 +76,13 @@ class UnsafeFile(OSError):
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection any thread may use (callers serialise it with their own lock); autocommit mode.
+    """A connection any thread may use (callers serialise it with their own lock); autocommit mode. It waits
+    ``OPEN_BUSY_TIMEOUT_S`` for a lock until ``prepare`` sets the usual ``BUSY_TIMEOUT_S``.
 
     ``nofollow=1``: SQLite itself refuses the database if its path is a symbolic link.
     """
     uri = f"file://{quote(str(path.absolute()))}?nofollow=1"
-    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    return sqlite3.connect(uri, uri=True, timeout=OPEN_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
 
 
 def create_private(path: Path) -> None:
@@ -148,8 +152,23 @@ def classify(conn: sqlite3.Connection) -> str | None:
 
 
 def prepare(conn: sqlite3.Connection) -> None:
-    """Switch to WAL and create the schema; the recheck inside the write lock lets two processes race
-    to initialise a new file safely."""
+    """Switch to WAL and create the schema, each only when missing: a file that has them is opened with reads
+    alone, so another process holding the write lock (a suspended sibling, a ``sqlite3`` shell, a backup) does not
+    keep readers out. The recheck inside the write lock lets two processes race to initialise a new file safely.
+    Waits for a lock at most ``OPEN_BUSY_TIMEOUT_S``, then leaves the connection's usual busy timeout."""
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        _switch_to_wal(conn)
+    conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: survives process crashes, needs no fsync per put
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        with write_transaction(conn):
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                for statement in SCHEMA:
+                    conn.execute(statement)
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    conn.text_factory = decode_text
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
     for attempt in range(20):
         try:
             conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file; a no-op once set
@@ -158,12 +177,6 @@ def prepare(conn: sqlite3.Connection) -> None:
             if attempt == 19:
                 raise
             time.sleep(0.05)
-    conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: survives process crashes, needs no fsync per put
-    with write_transaction(conn):
-        if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
-            for statement in SCHEMA:
-                conn.execute(statement)
-    conn.text_factory = decode_text
 
 
 @contextlib.contextmanager
