@@ -261,7 +261,9 @@ def odd_turn(i: int) -> list[dict[str, Any]]:
 async def test_values_json_cannot_hold_do_not_break_counting_hashing_or_summaries(strategy):
     history = [m for i in range(25) for m in odd_turn(i)]
     manager = make({"max_tokens": 6_000, "compaction_strategy": strategy})
-    provider = FakeProvider()
+    # A grounded reply: the default fake quotes the transcript's last 200 characters, names cut mid-word included,
+    # which the grounding check rightly refuses (and a refused span is asked again on resume).
+    provider = FakeProvider(reply="The agent searched with grep again and again; every search finished.")
     views = await replay(manager, history, provider, budget=6_000)
     assert views
     stored = await manager.get_messages()
