@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import events
@@ -78,7 +79,7 @@ class Compactor:
         breaker: CircuitBreaker,
         prefetcher: Prefetcher,
         mask_settings: MaskSettings | None,
-        emit: Callable[[events.Payload], Awaitable[None]],
+        emit: Callable[[events.Payload], Awaitable[Any]],
     ) -> None:
         self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
         self.breaker, self.prefetcher, self.mask_settings, self.emit = breaker, prefetcher, mask_settings, emit
@@ -92,6 +93,8 @@ class Compactor:
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
         self._folding: asyncio.Task[None] | None = None
         """After a resume served the stored working set: its groups extracted and folded between requests."""
+        self._steer = Steer()
+        """What the hooks answered the last ``context:pre_compact`` (reported by the ``post_compact`` after it)."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -140,7 +143,8 @@ class Compactor:
             if over_budget and needed.fitting is None:
                 return False
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
-                await self._emit_pre_compact(limits, tokens_before, force=False)
+                steer = await self._emit_pre_compact(limits, tokens_before, force=False)
+                await self._postponed(steer, limits, tokens_before)  # over the budget: never postponed
                 await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
             deadline = time.monotonic() + BACKGROUND_DEADLINE_S
             flight = self.background.start(
@@ -157,7 +161,9 @@ class Compactor:
             state = job.truncated(self.view.state, limits)
         if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
-        await self._emit_pre_compact(limits, tokens_before, force=False)
+        steer = await self._emit_pre_compact(limits, tokens_before, force=False)
+        if await self._postponed(steer, limits, tokens_before):
+            return True
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
@@ -182,20 +188,33 @@ class Compactor:
             return False
         if state is None or not masks_further(before, state) or not job.fits(state):
             return False
-        await self._emit_pre_compact(limits, tokens_before, force=False)
+        await self._postponed(await self._emit_pre_compact(limits, tokens_before, force=False), limits, tokens_before)
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
-    async def in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
-        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""
+    async def in_band(
+        self,
+        limits: Limits,
+        provider: Any | None,
+        force: bool,
+        deadline: float | None = None,
+        focus: str | None = None,
+    ) -> bool:
+        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value).
+
+        ``focus`` (or one a ``context:pre_compact`` hook returns) steers this compaction's summaries; a hook's
+        ``deny`` postpones it while the view fits (False: nothing was done)."""
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
         await self.prefetcher.drain(deadline)
         await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        await self._emit_pre_compact(limits, tokens_before, force)
+        steer = await self._emit_pre_compact(limits, tokens_before, force, focus)
+        if await self._postponed(steer, limits, tokens_before):
+            return False
         job, before = self._job(limits, provider, force, deadline), self.view.state
+        job.focus = steer.focus
         try:
             state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
@@ -203,6 +222,21 @@ class Compactor:
             job.report.note_fallback("error")
             state = job.truncated(self.view.state, limits)
         await self._finish(job, before, state, tokens_before, messages_before, started, force)
+        return True
+
+    async def _postponed(self, steer: Steer, limits: Limits, tokens: int) -> bool:
+        """A hook denied the compaction: postponed while the view fits the budget (reported), never otherwise."""
+        if not steer.denied:
+            return False
+        if tokens > limits.budget:
+            steer.overruled = True
+            return False
+        await self.emit(
+            events.CompactionPostponed(
+                token_count=tokens, budget=limits.budget, threshold=limits.compact_at, reason=steer.reason
+            )
+        )
+        return True
 
     def _job(
         self, limits: Limits, provider: Any | None, force: bool, deadline: float | None, offline: bool = False
@@ -293,7 +327,9 @@ class Compactor:
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        await self._emit_pre_compact(flight.job.limits, tokens_before, force=False)  # each post has its pre
+        steer = await self._emit_pre_compact(flight.job.limits, tokens_before, force=False)  # each post has its pre
+        if await self._postponed(steer, flight.job.limits, tokens_before):
+            return  # its summaries are stored: the next compaction finds them
         self.view.state = state
         self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
         await self._after_install(current)
@@ -334,8 +370,9 @@ class Compactor:
             )
         )
 
-    async def _emit_pre_compact(self, limits: Limits, tokens: int, force: bool) -> None:
-        await self.emit(
+    async def _emit_pre_compact(self, limits: Limits, tokens: int, force: bool, focus: str | None = None) -> Steer:
+        """Report the compaction about to be made; what the hooks answer steers it (``Steer``)."""
+        result = await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
                 token_count=tokens,
@@ -343,8 +380,12 @@ class Compactor:
                 strategy=self.config.compaction_strategy,
                 threshold=limits.compact_at,
                 forced=force,
+                fits=tokens <= limits.budget,
+                focus=focus,
             )
         )
+        self._steer = steer = Steer.of(result, focus)
+        return steer
 
     async def _warm(self) -> None:
         await self.warmer.warm(self.view.history, self.view.masks, self.view.state)
@@ -395,7 +436,8 @@ class Compactor:
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
-        await self.emit(
+        steer, self._steer = self._steer, Steer()
+        result = await self.emit(
             events.PostCompact(
                 message_count=messages_after,
                 token_count=tokens_after,
@@ -420,8 +462,11 @@ class Compactor:
                 clipped_messages=len(self.view.clipped),
                 artifacts_kept=artifacts.kept_count,
                 artifacts_lost=artifacts.lost_count,
+                focus=steer.focus,
+                deny_overruled=steer.overruled,
             )
         )
+        self.view.inject(injected_text(result))
         await self.emit(
             events.Compaction(
                 before_tokens=tokens_before,
@@ -527,6 +572,47 @@ class Compactor:
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
+
+
+@dataclass
+class Steer:
+    """What hooks answered a ``context:pre_compact``: a focus for the compaction's summaries (``modify`` with
+    ``data["focus"]`` or ``data["instructions"]``, beside a caller's own), or a ``deny`` (with its reason)."""
+
+    focus: str | None = None
+    denied: bool = False
+    reason: str | None = None
+    overruled: bool = False
+    """Denied while the view did not fit the budget: the compaction went ahead."""
+
+    @classmethod
+    def of(cls, result: Any, focus: str | None) -> Steer:
+        if result is None:
+            return cls(focus)
+        data = getattr(result, "data", None)
+        asked = [focus] if focus else []
+        if isinstance(data, dict):
+            asked += [v.strip() for k in ("focus", "instructions") if isinstance(v := data.get(k), str) and v.strip()]
+        asked = list(dict.fromkeys(asked))
+        text = "\n".join(asked)[:FOCUS_MAX_CHARS] or None
+        if getattr(result, "action", None) == "deny":
+            reason = getattr(result, "reason", None)
+            return cls(text, True, reason[:200] if isinstance(reason, str) else None)
+        return cls(text)
+
+
+FOCUS_MAX_CHARS = 4000
+"""A focus longer than this is cut: it rides in every prompt of the compaction."""
+
+
+def injected_text(result: Any) -> str | None:
+    """The text ``inject_context`` results of a ``context:post_compact`` put back (several handlers': joined)."""
+    if result is None or getattr(result, "action", None) != "inject_context":
+        return None
+    many = getattr(result, "context_injections", None) or []
+    texts = [getattr(i, "content", None) for i in many] or [getattr(result, "context_injection", None)]
+    joined = "\n\n".join(t for t in texts if isinstance(t, str) and t.strip())
+    return joined or None
 
 
 def working_set_line(history: History) -> str:
