@@ -21,6 +21,10 @@ ENV_NAME_KEYS = ("storage_password_env", "summarizer.api_key_env")
 """Every key whose value names an environment variable (never a secret): each is checked by ``env_name_key``."""
 
 
+Fractions = tuple[float, ...]
+"""A list of fractions in (0, 1], each checked like a numeric key (``_check_fractions``)."""
+
+
 @dataclass(frozen=True)
 class Config:
     compaction_strategy: str = "summarize"
@@ -84,9 +88,9 @@ class Config:
     oldest give way (``context:pins_dropped``)."""
     preserve_recent_user_turns: int = 0
     """The last few user messages kept verbatim after the summary when their groups are summarized."""
-    usage_fractions: tuple[float, ...] = (0.6, 0.7, 0.92)
+    usage_fractions: Fractions = (0.6, 0.7, 0.92)
     """Fractions of the budget whose upward crossing by a view emits ``context:usage`` (empty: none)."""
-    usage_threshold_fractions: tuple[float, ...] = ()
+    usage_threshold_fractions: Fractions = ()
     """Fractions of the compaction threshold whose upward crossing emits ``context:usage``."""
 
     def __repr__(self) -> str:
@@ -94,6 +98,8 @@ class Config:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.storage_password_env is not None:
             shown["storage_password_env"] = env_name(self.storage_password_env)
+        if self.summary_instructions is not None:  # the user's text: described, never echoed (it may hold anything)
+            shown["summary_instructions"] = f"<{len(self.summary_instructions)} characters>"
         return f"Config({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
@@ -242,7 +248,7 @@ def _check_pin_patterns(value: Any) -> tuple[str, ...]:
         raise _fail(key, f"must hold at most {PIN_PATTERNS_MAX} patterns", value)
     for i, pattern in enumerate(value):
         if not isinstance(pattern, str) or not pattern:
-            raise _fail(f"{key}[{i}]", "must be a non-empty string", pattern)
+            raise _fail(key, f"item {i} must be a non-empty string", pattern)
     return tuple(value)
 
 
@@ -251,7 +257,12 @@ def _check_fractions(key: str, value: Any) -> tuple[float, ...]:
         return ()
     if isinstance(value, str) or not isinstance(value, list | tuple):
         raise _fail(key, "must be a list of numbers between 0 and 1", value)
-    out = [_check_number(f"{key}[{i}]", v, float, 0, 1, False) for i, v in enumerate(value)]
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(_check_number(key, v, float, 0, 1, False))
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(f"'{key}':", f"'{key}': item {i}", 1)) from None
     return tuple(sorted(set(out)))
 
 

@@ -110,6 +110,7 @@ class PromptSet:
         return self.templates[f"{kind}_system"].strip()
 
     def user(self, kind: str, **values: str) -> str:
+        values.setdefault("guidance_section", "")  # no guidance: the prompt written before there was any
         return Template(self.templates[f"{kind}_user"]).safe_substitute(values).strip()
 
 
