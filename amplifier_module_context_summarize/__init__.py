@@ -67,6 +67,7 @@ def create_manager(
     if backend is None and cfg.compaction_strategy == "summarize":
         backend = build_backend(cfg.summarizer, coordinator, http_client)
     summarizer = SpanSummarizer(backend, load_prompts(cfg.prompt_dir), counter.count_text, settings)
+    summarizer.instructions = cfg.summary_instructions
     if hooks is None and coordinator is not None:
         hooks = getattr(coordinator, "hooks", None)
     if store is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from .backends.registry import NAMES as SUMMARIZER_PROVIDERS
@@ -18,6 +19,10 @@ RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
 ENV_NAME_KEYS = ("storage_password_env", "summarizer.api_key_env")
 """Every key whose value names an environment variable (never a secret): each is checked by ``env_name_key``."""
+
+
+Fractions = tuple[float, ...]
+"""A list of fractions in (0, 1], each checked like a numeric key (``_check_fractions``)."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +78,28 @@ class Config:
     """Show one line on the user's screen per compaction, and when summaries fall back or the circuit opens."""
     recall_tool: bool = True
     """Mount the ``context_recall`` tool (search and fetch of summarized or masked originals by handle)."""
+    summary_instructions: str | None = None
+    """The user's standing guidance for every summary and merge (text; ``@path`` reads a UTF-8 file at mount)."""
+    pin_patterns: tuple[str, ...] = ()
+    """Texts that pin a message that contains one (literal, case-sensitive: ``<system-reminder>``, ``AGENTS.md``);
+    a message with ``metadata.pin: true`` is pinned too."""
+    pin_budget_ratio: float = 0.2
+    """Share of the budget the pinned messages and the recent user turns may take after the summary; past it the
+    oldest give way (``context:pins_dropped``)."""
+    preserve_recent_user_turns: int = 0
+    """The last few user messages kept verbatim after the summary when their groups are summarized."""
+    usage_fractions: Fractions = (0.6, 0.7, 0.92)
+    """Fractions of the budget whose upward crossing by a view emits ``context:usage`` (empty: none)."""
+    usage_threshold_fractions: Fractions = ()
+    """Fractions of the compaction threshold whose upward crossing emits ``context:usage``."""
 
     def __repr__(self) -> str:
         """Fields as the dataclass shows them, but a secret pasted as ``storage_password_env`` is hidden."""
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.storage_password_env is not None:
             shown["storage_password_env"] = env_name(self.storage_password_env)
+        if self.summary_instructions is not None:  # the user's text: described, never echoed (it may hold anything)
+            shown["summary_instructions"] = f"<{len(self.summary_instructions)} characters>"
         return f"Config({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
@@ -154,6 +175,8 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "storage_timeout_s": (float, 0, 60, False),
     "storage_retry_s": (float, 0, None, False),
     "ledger_share": (float, 0, 0.8, True),
+    "pin_budget_ratio": (float, 0, 0.5, True),
+    "preserve_recent_user_turns": (int, 0, 100, True),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),
@@ -186,6 +209,61 @@ def _check_storage_url(value: Any) -> str | None:
     if problem is not None:
         raise ValueError(f"config key 'storage_url': {problem}")
     return value
+
+
+INSTRUCTIONS_MAX_CHARS = 20_000
+"""Standing instructions longer than this would crowd out the transcript in every summarizer prompt."""
+PIN_PATTERNS_MAX = 50
+
+
+def _check_instructions(value: Any) -> str | None:
+    """Text, or ``@path`` naming a UTF-8 file read now (the file's text is what the fingerprint versions)."""
+    key = "summary_instructions"
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(key, "must be non-empty text or @path of a text file", value)
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        try:
+            value = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"config key '{key}': the file it names is not UTF-8 text") from None
+        except OSError as exc:
+            raise ValueError(f"config key '{key}': cannot read the file it names ({type(exc).__name__})") from None
+        if not value.strip():
+            raise ValueError(f"config key '{key}': the file it names is empty")
+    if len(value) > INSTRUCTIONS_MAX_CHARS:
+        raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", value)
+    return value.strip()
+
+
+def _check_pin_patterns(value: Any) -> tuple[str, ...]:
+    key = "pin_patterns"
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise _fail(key, "must be a list of non-empty strings", value)
+    if len(value) > PIN_PATTERNS_MAX:
+        raise _fail(key, f"must hold at most {PIN_PATTERNS_MAX} patterns", value)
+    for i, pattern in enumerate(value):
+        if not isinstance(pattern, str) or not pattern:
+            raise _fail(key, f"item {i} must be a non-empty string", pattern)
+    return tuple(value)
+
+
+def _check_fractions(key: str, value: Any) -> tuple[float, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise _fail(key, "must be a list of numbers between 0 and 1", value)
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(_check_number(key, v, float, 0, 1, False))
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(f"'{key}':", f"'{key}': item {i}", 1)) from None
+    return tuple(sorted(set(out)))
 
 
 def unwrap_mount_plan(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -266,6 +344,12 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             options[key] = None if value is None else env_name_key(key, value)
         elif key == "storage_path" and value is None:
             options[key] = MEMORY  # said explicitly: no file, not even the default one
+        elif key == "summary_instructions":
+            options[key] = _check_instructions(value)
+        elif key == "pin_patterns":
+            options[key] = _check_pin_patterns(value)
+        elif key in ("usage_fractions", "usage_threshold_fractions"):
+            options[key] = _check_fractions(key, value)
         elif key in ("prompt_dir", "storage_path", "token_encoding"):
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(key, "must be a non-empty string", value)

@@ -19,6 +19,9 @@ COMPACTED, CANCELLED = "compacted", "cancelled"
 STORE_DEGRADED = "context:store_degraded"
 STORE_RESTORED = "context:store_restored"
 BACKGROUND_COMPACTION = "context:background_compaction"
+COMPACTION_POSTPONED = "context:compaction_postponed"
+PINS_DROPPED = "context:pins_dropped"
+USAGE = "context:usage"
 
 
 class Payload:
@@ -41,6 +44,10 @@ class PreCompact(Payload):
     strategy: str
     threshold: int
     forced: bool
+    fits: bool
+    """Whether the view fits the budget as it is: only then may a hook's ``deny`` postpone the compaction."""
+    focus: str | None
+    """The focus ``compact(focus=...)`` gave (hooks may return another with ``modify``)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,10 @@ class PostCompact(Payload):
     clipped_messages: int
     artifacts_kept: int
     artifacts_lost: int
+    focus: str | None
+    """What the compaction's summaries were asked to focus on (``compact(focus=...)`` and pre_compact hooks)."""
+    deny_overruled: bool
+    """A pre_compact hook denied the compaction, but the view did not fit the budget: it went ahead."""
     outcome: str = "compacted"
     """``compacted``, or ``cancelled``: the request was cancelled before the compaction was installed (the view is
     as it was; every ``context:pre_compact`` gets its post either way)."""
@@ -148,6 +159,46 @@ class BackgroundCompaction(Payload):
     waited_ms: float
 
 
+@dataclass(frozen=True)
+class CompactionPostponed(Payload):
+    """A ``context:pre_compact`` hook returned ``deny`` while the view still fit the budget: nothing was compacted
+    (the next request past the threshold asks again)."""
+
+    event: ClassVar[str] = COMPACTION_POSTPONED
+    token_count: int
+    budget: int
+    threshold: int
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class PinsDropped(Payload):
+    """Pinned messages (``metadata.pin``, ``pin_patterns``, recent user turns) that no longer fit their share of the
+    budget (``pin_budget_ratio``): the oldest ``dropped`` are shown only through the summary."""
+
+    event: ClassVar[str] = PINS_DROPPED
+    dropped: int
+    kept: int
+    pin_tokens: int
+    pin_room: int
+    dropped_indices: list[int]
+
+
+@dataclass(frozen=True)
+class Usage(Payload):
+    """A request's view crossed one of the configured fractions of the budget (``of: "budget"``) or of the
+    compaction threshold (``of: "threshold"``) upwards: once per crossing (again after it fell below)."""
+
+    event: ClassVar[str] = USAGE
+    tokens: int
+    budget: int
+    fraction: float
+    of: str
+    usage: float
+    compact_at: int
+    tokens_to_compaction: int
+
+
 PAYLOADS: tuple[type[Payload], ...] = (
     PreCompact,
     PostCompact,
@@ -157,6 +208,9 @@ PAYLOADS: tuple[type[Payload], ...] = (
     StoreDegraded,
     StoreRestored,
     BackgroundCompaction,
+    CompactionPostponed,
+    PinsDropped,
+    Usage,
 )
 EMITTED = [p.event for p in PAYLOADS]
 PRE_COMPACT, POST_COMPACT, COMPACTION = CONTEXT_PRE_COMPACT, CONTEXT_POST_COMPACT, CONTEXT_COMPACTION

@@ -19,7 +19,7 @@ from amplifier_core.models import HookResult
 
 from . import events
 from .compaction.breaker import CircuitBreaker
-from .compaction.compactor import Compactor
+from .compaction.compactor import FOCUS_MAX_CHARS, Compactor
 from .compaction.job import Strategy
 from .compaction.masking import Masks, MaskSettings
 from .compaction.prefetch import Prefetcher
@@ -31,8 +31,8 @@ from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.history import History
 from .core.messages import Message, copy_message, scrub_value, validate_message
-from .core.plan import needs_compaction
-from .core.state import SUMMARY_MARKER, CompactionState, Segment
+from .core.plan import Limits, needs_compaction
+from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
 from .stores import CheckedStore, MemoryStore, SummaryStore
@@ -95,6 +95,10 @@ class SummarizingContextManager:
         )
         self.background = self.compactor.background
         self.fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings)
+        self._pin_rule = pin_matcher(c.pin_patterns)
+        self._crossed: set[tuple[str, float]] = set()
+        """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
+        self._dropped_pins: tuple[int, ...] = ()
         self._scope_store()
         self._reset([])
 
@@ -192,6 +196,8 @@ class SummarizingContextManager:
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
             self.calibration.expect(sent + self.budget.tool_tokens)
+            await self._report_usage(sent, limits)
+            await self._report_pins()
             if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self.view.system_view_tokens() + self.view.shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
@@ -213,13 +219,19 @@ class SummarizingContextManager:
     async def should_compact(self) -> bool:
         return needs_compaction(self.view.tokens(), self.budget.limits(self.budget.last))
 
-    async def compact(self) -> int:
-        """Compact the view now, even under the threshold; return the tokens it saved. History is untouched."""
+    async def compact(self, focus: str | None = None) -> int:
+        """Compact the view now, even under the threshold; return the tokens it saved. History is untouched.
+
+        ``focus`` (Claude Code's ``/compact <focus>``) steers this compaction's summaries; its summaries are stored
+        under keys that include it, so none written without it is served for it."""
+        if focus is not None and not isinstance(focus, str):
+            raise ValueError(f"compact: focus must be text, got {type(focus).__name__}")
+        focus = " ".join(focus.split())[: FOCUS_MAX_CHARS] if focus else None
         async with self._lock:
             limits = self.budget.limits(self.budget.last)
             await self.compactor.settle_background(time.monotonic() + self.config.compaction_deadline_s)
             before = self.view.sent_tokens(limits.budget)
-            await self.compactor.in_band(limits, None, force=True)
+            await self.compactor.in_band(limits, None, force=True, focus=focus or None)
             return max(before - self.view.sent_tokens(limits.budget), 0)
 
     async def close(self, wait_s: float = 10.0) -> None:
@@ -266,6 +278,55 @@ class SummarizingContextManager:
             async with self._lock:
                 self.budget.use_system_prompt(None)
 
+    async def _report_usage(self, tokens: int, limits: Limits) -> None:
+        """``context:usage`` once per upward crossing of each configured fraction (of the budget, of the threshold);
+        a fraction the view falls back below may be crossed again."""
+        c = self.config
+        for of, base, fractions in (
+            ("budget", limits.budget, c.usage_fractions),
+            ("threshold", limits.compact_at, c.usage_threshold_fractions),
+        ):
+            for fraction in fractions:
+                key = (of, fraction)
+                above = tokens >= fraction * base
+                if above and key not in self._crossed:
+                    self._crossed.add(key)
+                    await self._emit(
+                        events.Usage(
+                            tokens=tokens,
+                            budget=limits.budget,
+                            fraction=fraction,
+                            of=of,
+                            usage=round(tokens / max(limits.budget, 1), 4),
+                            compact_at=limits.compact_at,
+                            tokens_to_compaction=max(limits.compact_at - tokens, 0),
+                        )
+                    )
+                elif not above:
+                    self._crossed.discard(key)
+
+    async def _report_pins(self) -> None:
+        """``context:pins_dropped`` when pinned messages stop fitting their room (once per change of the set)."""
+        history, state = self.history, self.state
+        if state.boundary <= 0 or not (history.marked or history.recent_user_turns):
+            return
+        end = history.groups[state.boundary - 1].end
+        kept, dropped = extra_pins(history, end)
+        if tuple(dropped) == self._dropped_pins:
+            return
+        self._dropped_pins = tuple(dropped)
+        if dropped:
+            count = self.counter.count_message
+            await self._emit(
+                events.PinsDropped(
+                    dropped=len(dropped),
+                    kept=len(kept),
+                    pin_tokens=sum(count(history.messages[i]) for i in kept),
+                    pin_room=history.pin_room,
+                    dropped_indices=list(dropped),
+                )
+            )
+
     def _learns_model(self, provider: Any | None) -> bool:
         """The summarizer writes with the session provider's default model and has just learned a new one (the
         usual request learns nothing: no hashing, no await)."""
@@ -299,7 +360,11 @@ class SummarizingContextManager:
         self._install(self._history_of(messages), CompactionState())
 
     def _history_of(self, messages: list[Message], counting: bool = True) -> History:
-        history = History(self.counter, self.fingerprint, self.config.preserve_system, counting=counting)
+        c = self.config
+        history = History(self.counter, self.fingerprint, c.preserve_system, counting=counting)
+        history.pin_rule = self._pin_rule
+        history.recent_user_turns = c.preserve_recent_user_turns
+        history.pin_room = self.view.pin_room()
         for message in messages:
             history.append(message)
         return history
@@ -325,11 +390,14 @@ class SummarizingContextManager:
             payload = events.SummaryFailed("prefetch", outcome.fallback, outcome.provider_calls)
         await self._emit(payload)
 
-    async def _emit(self, payload: events.Payload) -> None:
+    async def _emit(self, payload: events.Payload) -> Any:
+        """Emit ``payload``; return what the hooks answered, or None (amplifier-core folds the handlers'
+        ``HookResult``s into one: ``deny`` stops the chain, ``modify`` chains ``data``, injections are collected)."""
         self._stats.observe(payload)
         if self.hooks is None:
-            return
+            return None
         try:
-            await self.hooks.emit(payload.event, payload.to_dict())
+            return await self.hooks.emit(payload.event, payload.to_dict())
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", payload.event, type(exc).__name__)
+            return None

@@ -392,6 +392,12 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "storage_timeout_s": [0, -1, 61, "1"],
     "storage_retry_s": [0, -5, "30"],
     "ledger_share": [-0.1, 0.9, "0.4", True],
+    "summary_instructions": ["", "   ", 5, ["keep"], "x" * 20_001, "@/nonexistent/keep.md"],
+    "pin_patterns": ["<system-reminder>", [""], [5], {"a": 1}, ["x"] * 51],
+    "pin_budget_ratio": [-0.1, 0.6, "0.2", True, float("nan")],
+    "preserve_recent_user_turns": [-1, 1.5, "2", True, 101],
+    "usage_fractions": ["0.6", [0], [1.2], [True], [float("nan")]],
+    "usage_threshold_fractions": [0.5, [-0.1], ["0.9"]],
     "recall_tool": ["yes", 1],
     "notify": ["no", 0],
 }

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import events
 from ..config import Config
@@ -41,6 +41,7 @@ from .segments import SegmentSource
 from .warm import Warmer, fold_ahead, let_loop_run
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MASK_MARK = "mask:"
 """Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
@@ -79,7 +80,7 @@ class Compactor:
         breaker: CircuitBreaker,
         prefetcher: Prefetcher,
         mask_settings: MaskSettings | None,
-        emit: Callable[[events.Payload], Awaitable[None]],
+        emit: Callable[[events.Payload], Awaitable[Any]],
     ) -> None:
         self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
         self.breaker, self.prefetcher, self.mask_settings, self.emit = breaker, prefetcher, mask_settings, emit
@@ -94,6 +95,8 @@ class Compactor:
         self._folding: asyncio.Task[None] | None = None
         self._owed: OwedPost | None = None
         """A compaction whose ``context:pre_compact`` went out and whose post has not yet."""
+        self._steer = Steer()
+        """What the hooks answered the last ``context:pre_compact`` (reported by the ``post_compact`` after it)."""
         """After a resume served the stored working set: its groups extracted and folded between requests."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
@@ -102,11 +105,11 @@ class Compactor:
         compaction deadline, then the cheaper rungs answer."""
         await self._paying(self._for_request(limits, provider, tokens))
 
-    async def _paying(self, work: Awaitable[None]) -> None:
+    async def _paying(self, work: Awaitable[T]) -> T:
         """Run ``work``; when the request is cancelled under it, a ``context:pre_compact`` already sent still gets
         its post (outcome ``cancelled`` unless the compaction was installed), so hooks and stats stay paired."""
         try:
-            await work
+            return await work
         except asyncio.CancelledError:
             await self.pay_owed_post()
             raise
@@ -170,7 +173,8 @@ class Compactor:
             if over_budget and needed.fitting is None:
                 return False
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
-                await self._emit_pre_compact(job, tokens_before, messages_before, started)
+                steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
+                await self._postponed(steer, limits, tokens_before)  # over the budget: never postponed
                 await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
             deadline = time.monotonic() + BACKGROUND_DEADLINE_S
             flight = self.background.start(
@@ -187,7 +191,9 @@ class Compactor:
             state = job.truncated(self.view.state, limits)
         if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
-        await self._emit_pre_compact(job, tokens_before, messages_before, started)
+        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
+        if await self._postponed(steer, limits, tokens_before):
+            return True
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
@@ -212,15 +218,33 @@ class Compactor:
             return False
         if state is None or not masks_further(before, state) or not job.fits(state):
             return False
-        await self._emit_pre_compact(job, tokens_before, messages_before, started)
+        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
+        await self._postponed(steer, limits, tokens_before)  # past the budget: never postponed
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
 
-    async def in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None = None) -> None:
-        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value)."""
-        await self._paying(self._in_band(limits, provider, force, deadline))
+    async def in_band(
+        self,
+        limits: Limits,
+        provider: Any | None,
+        force: bool,
+        deadline: float | None = None,
+        focus: str | None = None,
+    ) -> bool:
+        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value).
 
-    async def _in_band(self, limits: Limits, provider: Any | None, force: bool, deadline: float | None) -> None:
+        ``focus`` (or one a ``context:pre_compact`` hook returns) steers this compaction's summaries; a hook's
+        ``deny`` postpones it while the view fits (False: nothing was done)."""
+        return await self._paying(self._in_band(limits, provider, force, deadline, focus))
+
+    async def _in_band(
+        self,
+        limits: Limits,
+        provider: Any | None,
+        force: bool,
+        deadline: float | None,
+        focus: str | None = None,
+    ) -> bool:
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
@@ -228,7 +252,10 @@ class Compactor:
         await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         job, before = self._job(limits, provider, force, deadline), self.view.state
-        await self._emit_pre_compact(job, tokens_before, messages_before, started, force)
+        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started, force, focus)
+        if await self._postponed(steer, limits, tokens_before):
+            return False
+        job.focus = steer.focus
         try:
             state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
@@ -236,6 +263,23 @@ class Compactor:
             job.report.note_fallback("error")
             state = job.truncated(self.view.state, limits)
         await self._finish(job, before, state, tokens_before, messages_before, started, force)
+        return True
+
+    async def _postponed(self, steer: Steer, limits: Limits, tokens: int) -> bool:
+        """A hook denied the compaction: postponed while the view fits the budget, never otherwise. A postponed
+        compaction's pre is closed by ``context:compaction_postponed`` instead of a post (nothing was installed)."""
+        if not steer.denied:
+            return False
+        if tokens > limits.budget:
+            steer.overruled = True
+            return False
+        self._owed = None
+        await self.emit(
+            events.CompactionPostponed(
+                token_count=tokens, budget=limits.budget, threshold=limits.compact_at, reason=steer.reason
+            )
+        )
+        return True
 
     def _job(
         self, limits: Limits, provider: Any | None, force: bool, deadline: float | None, offline: bool = False
@@ -332,7 +376,10 @@ class Compactor:
             state = state.masked_to(current.mask_end)
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         landing = time.perf_counter() - flight.elapsed_ms() / 1000
-        await self._emit_pre_compact(flight.job, tokens_before, messages_before, landing)  # each post has its pre
+        # each post has its pre
+        steer = await self._emit_pre_compact(flight.job, tokens_before, messages_before, landing)
+        if await self._postponed(steer, flight.job.limits, tokens_before):
+            return  # its summaries are stored: the next compaction finds them
         self.view.state = state
         self._mark_installed()
         self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
@@ -375,12 +422,19 @@ class Compactor:
         )
 
     async def _emit_pre_compact(
-        self, job: Compaction, tokens: int, messages: int, started: float, force: bool = False
-    ) -> None:
-        """Report a compaction about to be installed; its post is owed from here on, whatever happens."""
+        self,
+        job: Compaction,
+        tokens: int,
+        messages: int,
+        started: float,
+        force: bool = False,
+        focus: str | None = None,
+    ) -> Steer:
+        """Report a compaction about to be installed; its post is owed from here on, whatever happens. What the
+        hooks answer steers it (``Steer``)."""
         limits = self.view.budget.limits(job.limits.budget)  # a forced job's own limits have no threshold
         self._owed = OwedPost(job.report, job.limits, tokens, messages, started, force)
-        await self.emit(
+        result = await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
                 token_count=tokens,
@@ -388,8 +442,12 @@ class Compactor:
                 strategy=self.config.compaction_strategy,
                 threshold=limits.compact_at,
                 forced=force,
+                fits=tokens <= limits.budget,
+                focus=focus,
             )
         )
+        self._steer = steer = Steer.of(result, focus)
+        return steer
 
     async def _warm(self) -> None:
         await self.warmer.warm(self.view.history, self.view.masks, self.view.state)
@@ -442,7 +500,8 @@ class Compactor:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
         self._owed = None  # paid now: a cancel from here on does not report it twice
-        await self.emit(
+        steer, self._steer = self._steer, Steer()
+        result = await self.emit(
             events.PostCompact(
                 message_count=messages_after,
                 token_count=tokens_after,
@@ -467,11 +526,14 @@ class Compactor:
                 clipped_messages=len(self.view.clipped),
                 artifacts_kept=artifacts.kept_count,
                 artifacts_lost=artifacts.lost_count,
+                focus=steer.focus,
+                deny_overruled=steer.overruled,
                 outcome=outcome,
             )
         )
         if outcome == events.CANCELLED:
             return  # nothing was compacted: the kernel's event reports compactions only
+        self.view.inject(injected_text(result))
         await self.emit(
             events.Compaction(
                 before_tokens=tokens_before,
@@ -632,3 +694,44 @@ def _account(parts: list[Facts | list[Message]], shown_text: str) -> Account:
 def masks_further(before: CompactionState, after: CompactionState) -> bool:
     """Whether ``after`` differs from ``before`` only in masking more groups (same summary, same boundary)."""
     return after.boundary == before.boundary and after.segments == before.segments and after.mask_end > before.mask_end
+
+
+@dataclass
+class Steer:
+    """What hooks answered a ``context:pre_compact``: a focus for the compaction's summaries (``modify`` with
+    ``data["focus"]`` or ``data["instructions"]``, beside a caller's own), or a ``deny`` (with its reason)."""
+
+    focus: str | None = None
+    denied: bool = False
+    reason: str | None = None
+    overruled: bool = False
+    """Denied while the view did not fit the budget: the compaction went ahead."""
+
+    @classmethod
+    def of(cls, result: Any, focus: str | None) -> Steer:
+        if result is None:
+            return cls(focus)
+        data = getattr(result, "data", None)
+        asked = [focus] if focus else []
+        if isinstance(data, dict):
+            asked += [v.strip() for k in ("focus", "instructions") if isinstance(v := data.get(k), str) and v.strip()]
+        asked = list(dict.fromkeys(asked))
+        text = "\n".join(asked)[:FOCUS_MAX_CHARS] or None
+        if getattr(result, "action", None) == "deny":
+            reason = getattr(result, "reason", None)
+            return cls(text, True, reason[:200] if isinstance(reason, str) else None)
+        return cls(text)
+
+
+FOCUS_MAX_CHARS = 4000
+"""A focus longer than this is cut: it rides in every prompt of the compaction."""
+
+
+def injected_text(result: Any) -> str | None:
+    """The text ``inject_context`` results of a ``context:post_compact`` put back (several handlers': joined)."""
+    if result is None or getattr(result, "action", None) != "inject_context":
+        return None
+    many = getattr(result, "context_injections", None) or []
+    texts = [getattr(i, "content", None) for i in many] or [getattr(result, "context_injection", None)]
+    joined = "\n\n".join(t for t in texts if isinstance(t, str) and t.strip())
+    return joined or None

@@ -82,20 +82,26 @@ def pins_give_way(
     count: Callable[[Message], int],
     notes: list[Note | None],
 ) -> tuple[list[Message], list[int]]:
-    """The view with the pinned requests at ``positions`` (not the latest request: it is never left out) clipped to
-    the room the rest leaves, or left out when that room is under ``PIN_MIN_TOKENS``. Returns the view and the
-    positions of the original view it keeps, in order."""
+    """The view with the pinned messages at ``positions`` (not the latest request: it is never left out) given the
+    room the rest leaves in the order of ``positions`` (the caller's priority: the newest pins first, the first
+    request last), each clipped to what is left of it or left out when that is under ``PIN_MIN_TOKENS``. Returns
+    the view and the positions of the original view it keeps, in order."""
     if not positions:
         return view, list(range(len(view)))
-    room = budget - sum(count(m) for i, m in enumerate(view) if i not in positions)
+    chosen = set(positions)
+    room = budget - sum(count(m) for i, m in enumerate(view) if i not in chosen)
+    fitted: dict[int, Message | None] = {}
+    for i in positions:
+        message = _clip_to(view[i], room, count, notes[i]) if room >= PIN_MIN_TOKENS else None
+        fitted[i] = message
+        if message is not None:
+            room -= count(message)
     out, kept = [], []
     for i, message in enumerate(view):
-        if i in positions:
-            fitted = _clip_to(message, room, count, notes[i]) if room >= PIN_MIN_TOKENS else None
-            if fitted is None:
+        if i in chosen:
+            if fitted[i] is None:
                 continue
-            room -= count(fitted)
-            message = fitted
+            message = fitted[i]
         out.append(message)
         kept.append(i)
     return out, kept

@@ -86,6 +86,9 @@ class Compaction:
     """The mounted recall tool the summary's preamble names (none: it names no tool)."""
     offline: bool = False
     """Never call the summarizer: a summary that would need it raises ``SummarizerNeeded`` (the soft threshold)."""
+    focus: str | None = None
+    """What this compaction's summaries are asked to focus on (``compact(focus=...)``, a ``context:pre_compact``
+    hook); part of their store keys."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..config import Config
 from ..core.budget import RequestBudget
-from ..core.clip import Note, clip_tool_outputs
+from ..core.clip import Note, clip_middle, clip_tool_outputs
 from ..core.history import History, from_hook
 from ..core.invariants import last_allowed_cut
 from ..core.messages import Message
@@ -33,9 +33,35 @@ class RequestView:
         """Stored indices of the messages the last fitted copy of the view shows clipped (recall searches them)."""
         self.shown_memo: tuple[CompactionState, int, Shown] | None = None
         """What ``state`` shows for the latest request (-1: the pin is re-derived), kept for the hot path."""
+        self.injection: tuple[CompactionState, Message, int] | None = None
+        """What a ``context:post_compact`` hook put back, shown right after the summary of the state it followed."""
+
+    def inject(self, text: str | None) -> None:
+        """Show ``text`` right after the summary until the next compaction (None: nothing), counted in the view and
+        clipped to the pins' room (``pin_budget_ratio``), so it can never crowd out the conversation."""
+        if not text:
+            self.injection = None
+            return
+        room = max(int(self.budget.wire * self.config.pin_budget_ratio), 1)
+        message: Message = {"role": "user", "content": clip_middle(text, room * 3)}
+        self.injection = (self.state, message, self.counter.count_message(message))
 
     def shown(self) -> Shown:
-        """What the state shows; re-derived when the state or the latest request (the pin) changes."""
+        """What the state shows, with what a post_compact hook put back after it."""
+        shows = self._shown()
+        injection = self.injection
+        if injection is not None and injection[0] is self.state:
+            return shows.injecting((injection[1], injection[2]))
+        return shows
+
+    def pin_room(self) -> int:
+        return int(self.budget.wire * self.config.pin_budget_ratio)
+
+    def _shown(self) -> Shown:
+        """What the state shows; re-derived when the state, the latest request (the pin) or the pins' room changes."""
+        if self.history.pin_room != self.pin_room():
+            self.history.pin_room = self.pin_room()
+            self.shown_memo = None
         memo, latest, allowance = self.shown_memo, self.history.latest_request, self.config.summary_output_tokens
         if memo is None or memo[0] is not self.state:
             c = self.config  # rooms from the uncalibrated budget: a resume renders the same
@@ -158,9 +184,11 @@ class RequestView:
             view, _ = clip_tool_outputs(list(base), budget, count, notes)
             tokens = count(view)
         if tokens > budget:  # pins give way before the budget does: the first request (the latest is kept)
-            latest = history.latest_request
+            latest, first = history.latest_request, history.first_request
             pinned = set(pinned_indices(history, cut)) - {latest}
+            # room goes to the newest pins first; the oldest give way, the first request before them all
             positions = [i for i, s in enumerate(sources) if s in pinned]
+            positions.sort(key=lambda i: (sources[i] == first, -i))
             view, kept = pins_give_way(view, positions, budget, count_one, notes)
             base, sources, notes = [base[i] for i in kept], [sources[i] for i in kept], [notes[i] for i in kept]
             tokens = count(view)
@@ -177,7 +205,7 @@ class RequestView:
         which a clip never shortens (masked groups line up with the groups as shown, message for message)."""
         history, state, shows = self.history, self.state, self.shown()
         sources: list[int | None] = [None] * len(self.system_view())
-        sources += [None] * (1 if shows.summary is not None else 0)
+        sources += [None] * ((1 if shows.summary is not None else 0) + (1 if shows.injected is not None else 0))
         pins = pinned_indices(history, state.boundary)
         sources += pins if len(pins) == len(shows.pins) else [None] * len(shows.pins)
         for g in range(state.boundary, len(history.groups)):

@@ -43,7 +43,19 @@ def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskS
         shape["mask"] = mask_settings.key
     if c.recall_tool_name:  # the summary's preamble names the tool
         shape["recall"] = c.recall_tool_name
+    if c.summary_instructions:  # every prompt carries them: a summary written without them is not theirs
+        shape["instructions"] = content_hash(c.summary_instructions)
     return content_hash(canonical_json(shape))
+
+
+FOCUS_MARK = "|focus:"
+"""A segment written with a focus ends its key with this and the focus's hash: a compaction without that focus
+never reads it as its own, while a resume walking the store still finds it (the view the session showed)."""
+
+
+def focused_end(chain: str, focus: str | None) -> str:
+    """The end key of a segment summarized with ``focus`` (the chain itself without one)."""
+    return f"{chain}{FOCUS_MARK}{content_hash(focus)[:16]}" if focus else chain
 
 
 CUT_MARK = "cut:"
@@ -78,10 +90,10 @@ async def walk(history: History, store: SummaryStore, limit: int, cuts: str | No
         entries = await store.starting_at(history.chain_at(position))
         if cuts is not None and entries:
             made = {(e.end, e.groups) for e in await store.starting_at(cuts + history.chain_at(position))}
-            entries = [e for e in entries if (e.end, e.groups) in made]
+            entries = [e for e in entries if (e.end.split(FOCUS_MARK, 1)[0], e.groups) in made]
         for entry in entries:
             end = position + entry.groups
-            if not position < end <= limit or history.chain_at(end) != entry.end:
+            if not position < end <= limit or history.chain_at(end) != entry.end.split(FOCUS_MARK, 1)[0]:
                 continue
             candidate = [*path, Segment(position, end, entry.text, entry.tokens, entry.tier)]
             known = paths.get(end)

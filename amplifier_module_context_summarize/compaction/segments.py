@@ -19,11 +19,13 @@ from ..core.messages import Message
 from ..core.state import Segment
 from ..stores import CachedSummary, SummaryStore
 from ..summarizer.offline_merge import merge_summaries
+from ..summarizer.prompts import FOCUS
 from ..summarizer.span import Outcome, SpanSummarizer
 from ..working_set.facts import authored_text
 from .breaker import CircuitBreaker
 from .flight import SingleFlight
 from .job import Compaction, CompactionReport, SummarizerNeeded
+from .resume import focused_end
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +69,9 @@ class SegmentSource:
         return len(self._failed)
 
     @staticmethod
-    def key(history: History, start: int, end: int) -> tuple[str, str]:
-        return history.chain_at(start), history.chain_at(end)
+    def key(history: History, start: int, end: int, focus: str | None = None) -> tuple[str, str]:
+        """Store key of a summary of groups ``[start, end)``; one written with a focus is keyed by it too."""
+        return history.chain_at(start), focused_end(history.chain_at(end), focus)
 
     async def summary(
         self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
@@ -76,11 +79,21 @@ class SegmentSource:
         """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
         below the summarizer's output cap)."""
         history, report = job.history, job.report
-        key = self.key(history, start, end)
+        key = self.key(history, start, end, job.focus)
         cached = await self.store.get(*key)
         if cached is not None:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        focus = FOCUS.set(job.focus)
+        try:
+            return await self._summary(job, key, start, end, previous, max_tokens)
+        finally:
+            FOCUS.reset(focus)
+
+    async def _summary(
+        self, job: Compaction, key: tuple[str, str], start: int, end: int, previous: str | None, max_tokens: int | None
+    ) -> Segment:
+        history, report = job.history, job.report
         span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
             outcome = await self.summarizer.extractive_off_loop(span, previous, COOLDOWN, pinned, max_tokens)
@@ -108,13 +121,18 @@ class SegmentSource:
         self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
     ) -> Segment:
         """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again."""
-        key = self.key(job.history, start, end)
+        key = self.key(job.history, start, end, job.focus)
         cached = await self.store.get(*key)
         if cached is not None:
             job.report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         pinned = pinned_requests(job.history, start, end)
-        outcome = await self.summarizer.extractive_off_loop(job.span(start, end), previous, None, pinned, max_tokens)
+        focus = FOCUS.set(job.focus)
+        try:
+            span = job.span(start, end)
+            outcome = await self.summarizer.extractive_off_loop(span, previous, None, pinned, max_tokens)
+        finally:
+            FOCUS.reset(focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
 
     async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:
@@ -124,7 +142,7 @@ class SegmentSource:
         """
         history, report = job.history, job.report
         start, end = parts[0].start, parts[-1].end
-        key = self.key(history, start, end)
+        key = self.key(history, start, end, job.focus)
         tier = max(p.tier for p in parts) + 1
         cached = await self.store.get(*key)
         if job.offline and (cached is None or cached.tier == 0) and self._would_call(key):
@@ -134,6 +152,7 @@ class SegmentSource:
         if cached is not None and cached.tier > 0:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        focus = FOCUS.set(job.focus)
         try:
             outcome = await self._merged(job, parts, key, max_tokens)
             # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
@@ -141,6 +160,7 @@ class SegmentSource:
             smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
             return await self.record(key, start, end, outcome, tier, report, keep=smaller)
         finally:
+            FOCUS.reset(focus)
             await self.flight.release(key)
 
     async def _merged(

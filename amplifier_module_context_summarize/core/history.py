@@ -104,6 +104,18 @@ class History:
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
         self.unencodable = False
         """Some message holds a lone surrogate, so views are scrubbed before they are sent (``scrub_value``)."""
+        self.pin_rule: Callable[[Message], bool] | None = None
+        """Whether a message is marked to keep verbatim (``metadata.pin``, ``pin_patterns``): set before appending."""
+        self.marked: list[int] = []
+        """Indices of the messages ``pin_rule`` marks, in order."""
+        self.requests: list[int] = []
+        """Indices of the user turns (messages that say something, not only tool results), in order."""
+        self.recent_user_turns = 0
+        """How many of the newest user turns are pinned when their groups are summarized."""
+        self.pin_room = 0
+        """Tokens the marked pins and recent user turns may take in a view (``pin_budget_ratio`` of the budget)."""
+        self.pin_memo: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
+        """(end, latest request, room) -> (pinned extra indices, dropped indices): ``core.state.extra_pins``."""
         self._grouper = Grouper()
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
@@ -163,7 +175,10 @@ class History:
             self.system_tokens += tokens
             if from_hook(message):
                 self.hook_system_tokens += tokens
+        if self.pin_rule is not None and not is_system and message.get("role") != "tool" and self.pin_rule(message):
+            self.marked.append(index)
         if is_user_turn(message):
+            self.requests.append(index)
             self.latest_request = index
             if self.first_request < 0:
                 self.first_request = index

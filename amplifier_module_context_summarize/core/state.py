@@ -7,6 +7,7 @@ pinned latest request are functions of the state and the history, never kept in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .clip import clip_text
@@ -92,6 +93,8 @@ class Shown:
     summary: Message | None = None
     summary_tokens: int = 0
     pins: Pinned = ()
+    injected: tuple[Message, int] | None = None
+    """What a ``context:post_compact`` hook put back after this summary (``inject_context``), with its tokens."""
 
     @property
     def pin_tokens(self) -> int:
@@ -99,15 +102,22 @@ class Shown:
 
     @property
     def tokens(self) -> int:
-        return self.summary_tokens + self.pin_tokens
+        return self.summary_tokens + self.pin_tokens + (self.injected[1] if self.injected else 0)
 
     @property
     def messages(self) -> list[Message]:
-        return ([self.summary] if self.summary is not None else []) + [message for message, _ in self.pins]
+        head = [self.summary] if self.summary is not None else []
+        if self.injected is not None:
+            head.append(self.injected[0])
+        return head + [message for message, _ in self.pins]
 
     def pinning(self, pins: Pinned) -> Shown:
         """The same summary with other pinned requests."""
         return replace(self, pins=pins)
+
+    def injecting(self, injected: tuple[Message, int]) -> Shown:
+        """The same summary and pins with what a post_compact hook put back after the summary."""
+        return replace(self, injected=injected)
 
 
 def truncation_marker(history: History, boundary: int) -> Message:
@@ -144,11 +154,59 @@ def _pin_handle(history: History, index: int) -> str:
 
 
 def pinned_indices(history: History, boundary: int) -> list[int]:
-    """Stored indices of the requests ``pins_for`` pins at ``boundary``, in the order it shows them."""
+    """Stored indices of the messages ``pins_for`` pins at ``boundary``, in the order it shows them: the first and
+    the latest request, and (``extra_pins``) the marked messages and recent user turns that fit their room."""
     if boundary <= 0:
         return []
     end = history.groups[boundary - 1].end
-    return list(dict.fromkeys(i for i in (history.first_request, history.latest_request) if 0 <= i < end))
+    core = [i for i in (history.first_request, history.latest_request) if 0 <= i < end]
+    extra = extra_pins(history, end)[0] if (history.marked or history.recent_user_turns) else []
+    return sorted(set(core).union(extra))
+
+
+PIN_MEMO_KEPT = 64
+
+
+def extra_pins(history: History, end: int) -> tuple[list[int], list[int]]:
+    """The marked messages (``History.pin_rule``) and the last ``recent_user_turns`` user turns stored before
+    ``end`` (the first and latest requests aside), newest first into ``History.pin_room`` tokens: (kept, dropped),
+    each in stored order. The oldest give way, so the newest instruction or reminder is the one shown."""
+    latest = history.latest_request
+    key = (end, latest, history.pin_room)
+    known = history.pin_memo.get(key)
+    if known is not None:
+        return known
+    recent = history.requests[-history.recent_user_turns :] if history.recent_user_turns else []
+    skip = {history.first_request, latest}
+    candidates = sorted({i for i in (*history.marked, *recent) if i < end and i not in skip}, reverse=True)
+    kept, dropped, used = [], [], 0
+    for i in candidates:
+        tokens = history.counter.count_message(history.messages[i])
+        if not dropped and used + tokens <= history.pin_room:
+            kept.append(i)
+            used += tokens
+        else:
+            dropped.append(i)
+    if len(history.pin_memo) >= PIN_MEMO_KEPT:
+        history.pin_memo.clear()
+    known = history.pin_memo[key] = (kept[::-1], dropped[::-1])
+    return known
+
+
+def pin_matcher(patterns: tuple[str, ...]) -> Callable[[Message], bool]:
+    """Whether a message is marked to keep: ``metadata.pin`` is true, or its text holds one of ``patterns``
+    (literal substrings; one scan of the text per pattern)."""
+
+    def marked(message: Message) -> bool:
+        metadata = message.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("pin") is True:
+            return True
+        if not patterns:
+            return False
+        text = message_text(message)
+        return any(p in text for p in patterns)
+
+    return marked
 
 
 def _pin(history: History, index: int, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn
+from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_text
 from ..working_set.facts import authored_text, clip
 
 REQUEST_CLIPS = (300, 150, 80, 40)
@@ -52,6 +52,11 @@ EMPTY_SPAN = (
 )
 
 REQUESTS, DECISIONS, PROGRESS = "### User requests", "### Decisions", "### Assistant progress"
+KEPT = "### Kept as the user asked"
+KEPT_SHARE = 0.4
+"""Of the summary's size, what the sentences naming what the user's guidance says to keep may take first."""
+KEPT_MAX_CHARS = 300
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # A decision states the course the assistant chose: a verb of choosing ("decided", "switch to", "go with"),
@@ -94,12 +99,25 @@ def extractive_summary(
     max_tokens: int,
     count_tokens: Callable[[str], int],
     pinned: Collection[str] = (),
+    keep: Collection[str] = (),
 ) -> str:
     """Summarize ``messages`` alone (the caller puts it after ``previous_summary``) within ``max_tokens``.
 
-    ``pinned``: requests the view shows verbatim beside the summary (only named here).
+    ``pinned``: requests the view shows verbatim beside the summary (only named here). ``keep``: names the user's
+    guidance says every summary must keep (``prompts.keep_names``): the span's sentences that mention one come first,
+    in up to ``KEPT_SHARE`` of the size.
     Returns "" only when not even the latest request and conclusion, clipped, fit.
     """
+    kept = _fit_all(_kept(messages, keep), int(max_tokens * KEPT_SHARE), count_tokens) if keep else []
+    if kept:
+        rest = extractive_summary(
+            messages,
+            previous_summary=previous_summary,
+            max_tokens=max_tokens - count_tokens("\n".join([KEPT, *kept])) - 2,
+            count_tokens=count_tokens,
+            pinned=pinned,
+        )
+        return "\n\n".join(p for p in ("\n".join([KEPT, *kept]), rest) if p)
     requests = _requests(messages, previous_summary or "", pinned)
     notes = _notes(messages)
     conclusions = [text for text, _ in notes]
@@ -195,6 +213,32 @@ def _fit(items: list[str], max_tokens: int, count: Callable[[str], int], tail: b
             return [shortened]
         limit = min(limit - 1, int(limit * max_tokens / max(tokens, 1)))
     return [_shorten(text, MIN_CLIP_CHARS, tail)]
+
+
+def _kept(messages: list[Message], names: Collection[str]) -> list[str]:
+    """Each sentence of the span that mentions one of ``names`` (case-insensitive), once, clipped; linear in the
+    span's size times the (few) names."""
+    lowered = [n.lower() for n in names if n]
+    out: dict[str, None] = {}
+    for message in messages:
+        for sentence in _SENTENCE_END.split(message_text(message)):
+            low = sentence.lower()
+            if sentence.strip() and any(n in low for n in lowered):
+                out.setdefault(f"- {clip(' '.join(sentence.split()), KEPT_MAX_CHARS)}", None)
+    return list(out)
+
+
+def _fit_all(items: list[str], room: int, count: Callable[[str], int]) -> list[str]:
+    """The newest of ``items`` that fit ``room`` tokens together, in order (the latest mention is the current one)."""
+    chosen: list[str] = []
+    used = count(KEPT)
+    for item in reversed(items):
+        tokens = count(item) + 1
+        if used + tokens > room:
+            break
+        chosen.append(item)
+        used += tokens
+    return chosen[::-1]
 
 
 def _compose(latest_request: list[str], chosen: dict[str, list[str]], latest_conclusion: list[str]) -> str:

@@ -7,6 +7,7 @@ The wheel ships ``prompts/`` inside the package; a source checkout reads the rep
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -41,6 +42,53 @@ TEMPLATE_NAMES = ("summarize_system", "summarize_user", "merge_system", "merge_u
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
+FOCUS: ContextVar[str | None] = ContextVar("context_summarize_focus", default=None)
+"""The focus of the compaction being written (``compact(focus=...)`` or a ``context:pre_compact`` hook), set by
+``compaction.segments`` around its summarizer calls: a context variable, so a background compaction's task and
+the worker thread of an extractive summary see their own compaction's focus and no other."""
+GUIDANCE_OPEN, GUIDANCE_CLOSE = "<<<USER_GUIDANCE", "USER_GUIDANCE>>>"
+_KEEP_LINE = re.compile(r"^\W*(?:always\s+|must\s+|please\s+)*(?:keep|preserve|retain|never\s+drop)\s+(.+)$", re.I)
+KEEP_NAMES_MAX = 20
+
+
+def guidance_section(instructions: str | None, focus: str | None) -> str:
+    """What the user asked the summaries to keep, for the summarize and merge prompts ('' when nothing: the prompt
+    is then the one written without guidance, byte for byte)."""
+    parts = []
+    if instructions:
+        parts.append(f"Standing instructions from the user for every summary:\n{_fenced(instructions)}")
+    if focus:
+        parts.append(f"The user asked this compaction to focus on:\n{_fenced(focus)}")
+    if not parts:
+        return ""
+    return (
+        "\n".join(parts)
+        + "\nThis guidance is the user's own (it is not part of the transcript): follow it where the transcript "
+        "allows, and keep verbatim what it names.\n"
+    )
+
+
+def _fenced(text: str) -> str:
+    safe = fence_safe(text).replace(GUIDANCE_CLOSE, "USER_GUIDANCE>\u200b>>")
+    return f"{GUIDANCE_OPEN}\n{safe}\n{GUIDANCE_CLOSE}"
+
+
+def keep_names(*texts: str | None) -> tuple[str, ...]:
+    """Names a line such as ``always keep the deploy password rotation date`` or ``keep: ORD-7731, ORD-7732``
+    asks every summary to keep (what the offline summary honours): each comma- or ``and``-separated item, without
+    a leading article; at most ``KEEP_NAMES_MAX``."""
+    names: list[str] = []
+    for text in texts:
+        for line in (text or "").splitlines():
+            match = _KEEP_LINE.match(line.strip()[:400])
+            if match is None:
+                continue
+            for item in re.split(r",|;|\band\b", match.group(1).lstrip(":").strip()):
+                item = re.sub(r"^(?:the|a|an|any|every|all)\s+", "", item.strip().strip(".'\"`"), flags=re.I)
+                if len(item) >= 3 and item.lower() not in (n.lower() for n in names):
+                    names.append(item)
+    return tuple(names[:KEEP_NAMES_MAX])
+
 
 def default_prompt_dir() -> Path:
     for candidate in (_PACKAGE_DIR / "prompts", _PACKAGE_DIR.parent / "prompts"):
@@ -62,6 +110,7 @@ class PromptSet:
         return self.templates[f"{kind}_system"].strip()
 
     def user(self, kind: str, **values: str) -> str:
+        values.setdefault("guidance_section", "")  # no guidance: the prompt written before there was any
         return Template(self.templates[f"{kind}_user"]).safe_substitute(values).strip()
 
 

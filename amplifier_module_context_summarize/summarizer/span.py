@@ -36,7 +36,7 @@ from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
-from .prompts import PromptSet, fence_safe, render_transcript
+from .prompts import FOCUS, PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,8 @@ class SpanSummarizer:
         self.prompts = prompts
         self.count_text = count_text
         self.settings = settings
+        self.instructions: str | None = None
+        """The user's standing guidance (``summary_instructions``), in every prompt beside the compaction's focus."""
 
     @property
     def name(self) -> str:
@@ -138,6 +140,7 @@ class SpanSummarizer:
                 max_tokens=self._cap(max_tokens),
                 count_tokens=self.count_text,
                 pinned=pinned,
+                keep=keep_names(self.instructions, FOCUS.get()),
             )
         except Exception as exc:  # the last rung before truncation must not take the agent down
             logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
@@ -297,6 +300,7 @@ class SpanSummarizer:
                 transcript=ask.transcript,
                 max_words=str(max_words(tokens, per_word)),
                 max_tokens=str(tokens),
+                guidance_section=guidance_section(self.instructions, FOCUS.get()),
                 **ask.values,
             )
             completion = await backend.complete(

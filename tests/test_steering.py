@@ -1,0 +1,274 @@
+"""Issue 34: steering what survives — standing instructions, a focus per compaction, hooks that deny or put
+context back, pinned messages, recent user turns, and the usage signal. Hooks are registered the Amplifier way on
+a real hook registry (``MockCoordinator().hooks``) and answer with ``HookResult``s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from amplifier_core.models import HookResult
+from amplifier_core.testing import MockCoordinator
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.config import parse_config
+from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.core.state import SUMMARY_MARKER
+from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+from amplifier_module_context_summarize.summarizer.prompts import keep_names
+from amplifier_module_context_summarize.testing import FakeProvider
+
+BUDGET = 4_000
+
+
+def turn(i: int, size: int = 60) -> list[dict[str, Any]]:
+    filler = " ".join(f"word{i}_{k}" for k in range(size))
+    return [
+        {"role": "user", "content": f"Request {i}: please look at part {i}. {filler}"},
+        {"role": "assistant", "content": f"Done with part {i}. {filler}"},
+    ]
+
+
+def hooks_with(*handlers: tuple[str, Any]) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    hooks = MockCoordinator().hooks
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append((event, data))
+        return HookResult(action="continue")
+
+    for name in (
+        "context:pre_compact",
+        "context:post_compact",
+        "context:compaction_postponed",
+        "context:pins_dropped",
+        "context:usage",
+    ):
+        hooks.register(name, record, priority=0, name=f"record-{name}")
+    for i, (event, handler) in enumerate(handlers):
+        hooks.register(event, handler, priority=10 + i, name=f"test-{i}")
+    return hooks, seen
+
+
+def of(seen: list[tuple[str, dict[str, Any]]], name: str) -> list[dict[str, Any]]:
+    return [d for e, d in seen if e == name]
+
+
+async def run(manager: Any, messages: list[dict[str, Any]], provider: Any = None, budget: int = BUDGET) -> list:
+    views = []
+    for message in messages:
+        await manager.add_message(message)
+        if message["role"] == "user":
+            view = await manager.get_messages_for_request(budget, provider)
+            assert manager.counter.count_messages(view) <= budget
+            views.append(view)
+    return views
+
+
+def prompts_of(provider: FakeProvider) -> str:
+    return "\n".join(str(r) for r in provider.requests)
+
+
+def config(**extra: Any) -> dict[str, Any]:
+    return {"max_tokens": BUDGET, "background_compaction": False, "safety_margin": 0, **extra}
+
+
+# ------------------------------------------------------------------ standing instructions
+
+
+async def test_standing_instructions_reach_every_summarize_prompt_and_version_the_fingerprint():
+    store = MemoryStore()
+    provider = FakeProvider(reply="### State\nsummary text")
+    hooks, _ = hooks_with()
+    steered = create_manager(config(summary_instructions="Always keep ORD-7731"), hooks=hooks, store=store)
+    await run(steered, [m for i in range(30) for m in turn(i)], provider)
+    assert provider.requests, "the view compacted with the LLM"
+    assert prompts_of(provider).count("Always keep ORD-7731") == len(provider.requests)
+    plain = create_manager(config(), store=store)
+    assert plain.fingerprint != steered.fingerprint
+    await plain.set_messages(await steered.get_messages())
+    assert plain.state.segments == (), "a summary written with the instructions is not served without them"
+
+
+async def test_instructions_from_a_file(tmp_path):
+    path = tmp_path / "keep.md"
+    path.write_text("always keep the deploy window\n", encoding="utf-8")
+    assert parse_config({"summary_instructions": f"@{path}"}).summary_instructions == "always keep the deploy window"
+    with pytest.raises(ValueError, match="summary_instructions"):
+        parse_config({"summary_instructions": f"@{tmp_path / 'missing.md'}"})
+
+
+def test_the_offline_summary_keeps_the_sentences_naming_what_the_instructions_keep():
+    messages = [m for i in range(40) for m in turn(i)]
+    messages[7] = {"role": "assistant", "content": "Checked it. The refund id is ORD-7731 and it is pending."}
+    count = len
+    plain = extractive_summary(messages, previous_summary=None, max_tokens=400, count_tokens=count)
+    assert "ORD-7731" not in plain
+    names = keep_names("Be terse.\nAlways keep ORD-7731")
+    assert names == ("ORD-7731",)
+    kept = extractive_summary(messages, previous_summary=None, max_tokens=400, count_tokens=count, keep=names)
+    assert "The refund id is ORD-7731 and it is pending." in kept and count(kept) <= 400
+
+
+# ------------------------------------------------------------------ a focus per compaction
+
+
+async def test_compact_with_a_focus_steers_its_summaries_and_keys_them_by_it():
+    hooks, seen = hooks_with()
+    manager = create_manager(config(summarizer="extractive"), hooks=hooks)
+    history = [m for i in range(12) for m in turn(i)]
+    for i in range(3, 24, 2):
+        history[i] = {"role": "assistant", "content": f"Checked part {i}. The refund id is ORD-7731 and it is pending."}
+    await run(manager, history)
+    await manager.compact(focus="keep ORD-7731")
+    summary = message_text(manager.view.shown().summary)
+    assert "### Kept as the user asked\n- The refund id is ORD-7731 and it is pending." in summary
+    assert of(seen, "context:post_compact")[-1]["focus"] == "keep ORD-7731"
+    unfocused = create_manager(config(summarizer="extractive"))
+    await run(unfocused, history)
+    await unfocused.compact()
+    assert "Kept as the user asked" not in message_text(unfocused.view.shown().summary)
+    segments, h = manager.segments, manager.history
+    assert segments.key(h, 0, 2, "x") != segments.key(h, 0, 2) != segments.key(h, 0, 2, "y")
+    assert segments.key(h, 0, 2, "x")[0] == segments.key(h, 0, 2)[0]
+
+
+async def test_a_pre_compact_hook_returning_modify_sets_the_focus():
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": "keep the migration plan"})
+
+    provider = FakeProvider(reply="### State\nsummary text")
+    hooks, seen = hooks_with(("context:pre_compact", focus))
+    manager = create_manager(config(), hooks=hooks)
+    await run(manager, [m for i in range(30) for m in turn(i)], provider)
+    assert provider.requests and all("keep the migration plan" in str(r) for r in provider.requests)
+    assert all(p["focus"] == "keep the migration plan" for p in of(seen, "context:post_compact"))
+
+
+async def test_deny_postpones_while_the_view_fits_and_never_when_it_does_not():
+    async def deny(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="deny", reason="checkpoint first")
+
+    hooks, seen = hooks_with(("context:pre_compact", deny))
+    manager = create_manager(config(summarizer="extractive"), hooks=hooks)
+    views = await run(manager, [m for i in range(40) for m in turn(i)])
+    postponed = of(seen, "context:compaction_postponed")
+    assert postponed and all(p["reason"] == "checkpoint first" and p["token_count"] <= BUDGET for p in postponed)
+    posts = of(seen, "context:post_compact")
+    assert posts, "once the view no longer fits, the compaction goes ahead"
+    assert all(p["deny_overruled"] for p in posts)
+    assert all(manager.counter.count_messages(v) <= BUDGET for v in views)
+
+
+# ------------------------------------------------------------------ pins
+
+
+async def test_pinned_messages_stay_verbatim_after_many_compactions():
+    pinned = {"role": "user", "content": "The deploy password rotates on Tuesdays.", "metadata": {"pin": True}}
+    reminder = {"role": "user", "content": "<system-reminder>Use tabs in Makefiles.</system-reminder>"}
+    hooks, seen = hooks_with()
+    manager = create_manager(config(summarizer="extractive", pin_patterns=["<system-reminder>"]), hooks=hooks)
+    history = [*turn(0), pinned, {"role": "assistant", "content": "Noted."}, reminder]
+    history += [{"role": "assistant", "content": "Ok."}] + [m for i in range(1, 60) for m in turn(i)]
+    views = await run(manager, history)
+    assert len(of(seen, "context:post_compact")) >= 8
+    for view in views[-20:]:
+        texts = [message_text(m) for m in view]
+        assert pinned["content"] in texts and reminder["content"] in texts
+    assert not of(seen, "context:pins_dropped")
+
+
+async def test_pins_past_their_share_give_way_oldest_first_with_an_event_and_the_view_fits():
+    hooks, seen = hooks_with()
+    manager = create_manager(config(summarizer="extractive", pin_budget_ratio=0.01), hooks=hooks)
+    history = []
+    for i in range(40):
+        history += turn(i)
+        if i < 10:
+            history.append({"role": "user", "content": f"FACT-{i}: value {i * 7}", "metadata": {"pin": True}})
+            history.append({"role": "assistant", "content": "Noted."})
+    views = await run(manager, history)
+    dropped = of(seen, "context:pins_dropped")
+    assert dropped and dropped[-1]["pin_tokens"] <= dropped[-1]["pin_room"]
+    last = [message_text(m) for m in views[-1]]
+    kept = [i for i in range(10) if f"FACT-{i}: value {i * 7}" in last]
+    assert kept and kept == list(range(10 - len(kept), 10)), "the newest pins are the ones kept"
+    assert 0 not in kept
+
+
+async def test_recent_user_turns_are_kept_verbatim():
+    manager = create_manager(config(summarizer="extractive", preserve_recent_user_turns=4))
+    history = [m for i in range(40) for m in turn(i, size=20)]
+    history += [{"role": "assistant", "content": "x " * 1500}, {"role": "user", "content": "Request 99: the last."}]
+    views = await run(manager, history)
+    texts = [message_text(m) for m in views[-1]]
+    assert any(t.startswith(SUMMARY_MARKER) for t in texts)
+    for i in (37, 38, 39):
+        assert any(t.startswith(f"Request {i}:") for t in texts), i
+    assert texts[-1] == "Request 99: the last."
+
+
+# ------------------------------------------------------------------ post_compact puts context back
+
+
+async def test_post_compact_inject_context_shows_right_after_the_summary_counted_in_the_budget():
+    calls = []
+
+    async def plan(event: str, data: dict[str, Any]) -> HookResult:
+        calls.append(data)
+        return HookResult(action="inject_context", context_injection="PLAN: 1) migrate 2) test")
+
+    hooks, _ = hooks_with(("context:post_compact", plan))
+    manager = create_manager(config(summarizer="extractive"), hooks=hooks)
+    views = await run(manager, [m for i in range(40) for m in turn(i)])
+    compacted = [v for v in views if any(message_text(m).startswith(SUMMARY_MARKER) for m in v)]
+    assert compacted and calls
+    for view in compacted:
+        texts = [message_text(m) for m in view]
+        at = next(i for i, t in enumerate(texts) if t.startswith(SUMMARY_MARKER))
+        assert texts[at + 1] == "PLAN: 1) migrate 2) test"
+        assert texts.count("PLAN: 1) migrate 2) test") == 1
+    assert manager.planned_tokens == manager.view.tokens()
+    assert manager.view.shown().injected is not None
+
+
+# ------------------------------------------------------------------ usage signal
+
+
+async def test_usage_fires_once_per_upward_crossing():
+    hooks, seen = hooks_with()
+    manager = create_manager(
+        config(summarizer="extractive", usage_fractions=[0.5, 0.8], usage_threshold_fractions=[0.9]), hooks=hooks
+    )
+    await run(manager, [m for i in range(40) for m in turn(i)])
+    usage = of(seen, "context:usage")
+    compactions = len(of(seen, "context:post_compact"))
+    assert usage and compactions >= 2
+    for u in usage:
+        base = u["budget"] if u["of"] == "budget" else u["compact_at"]
+        assert u["tokens"] >= u["fraction"] * base
+        assert u["tokens_to_compaction"] == max(u["compact_at"] - u["tokens"], 0)
+    halves = [u for u in usage if u["of"] == "budget" and u["fraction"] == 0.5]
+    assert 1 < len(halves) <= compactions + 1, "once per crossing: again only after a compaction fell below"
+
+
+# ------------------------------------------------------------------ bad config
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("summary_instructions", ""),
+        ("summary_instructions", 5),
+        ("pin_patterns", "<system-reminder>"),
+        ("pin_patterns", [""]),
+        ("pin_budget_ratio", 0.9),
+        ("preserve_recent_user_turns", -1),
+        ("usage_fractions", [1.5]),
+        ("usage_threshold_fractions", "0.5"),
+    ],
+)
+def test_bad_steering_config_names_the_key(key, value):
+    with pytest.raises(ValueError, match=key):
+        parse_config({key: value})
