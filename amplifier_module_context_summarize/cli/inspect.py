@@ -28,7 +28,8 @@ from ..manager import SummarizingContextManager
 from ..testing import EventRecorder, replay_steps
 from . import inspect_chart, inspect_table
 from .args import token_count
-from .compact import DEFAULT_BUDGET, session_from_args
+from .compact import DEFAULT_BUDGET, SESSION_HELP, read_line, session_from_args
+from .formats import formats_read
 from .output import OutputError, check_file, emit, report, write_file
 
 DISPLAY_CHARS = 3_000
@@ -68,10 +69,12 @@ class Inspection:
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "inspect", help="replay a session offline and show each compaction, its summary and what it lost"
+        "inspect",
+        help="replay a session offline and show each compaction, its summary and what it lost",
+        description="Formats read (auto-detected): " + formats_read(),
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
+    source.add_argument("session", nargs="?", help=SESSION_HELP)
     source.add_argument("--example", action="store_true", help="use the bundled example session")
     parser.add_argument(
         "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
@@ -307,11 +310,12 @@ def run(args: argparse.Namespace) -> int:
         loaded = session_from_args(args)
         if loaded is None:
             return 2
-        path, messages = loaded
+        path, session = loaded
+        messages = session.messages
         found = asyncio.run(inspect_session(messages, args.budget, str(path)))
         # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
         # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
-        emit(render_markdown(found))
+        emit(read_line(path, session) + "\n\n" + render_markdown(found))
         if args.html:
             write_file(args.html, render_html(found))
     except OutputError as exc:
