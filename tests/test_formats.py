@@ -38,6 +38,7 @@ CASES = {
     "aider.chat.history.md": ("aider", "treat None as 0", 0),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
+    "codex_messages_export.json": ("messages", "1 failed in 0.03s", 2),
     "ours.json": ("native", "notes.txt", 1),
 }
 
@@ -160,3 +161,21 @@ def test_every_recorded_outcome_of_the_format_fixtures_is_shown_as_recorded():
 
     assert sum(total for *_, total in rows) >= 10
     assert [(fmt, matched) for fmt, _, _, matched, total in rows if matched != total] == []
+
+
+def test_a_messages_export_with_blocks_next_to_openai_tool_calls_is_read(tmp_path, capsys):
+    """Codex trajectory exports: each call as a block without an id and as a ``tool_calls`` entry; results carry
+    ``tool_call_id``. Each call is read once, with its result (issue 35 item 3)."""
+    from amplifier_module_context_summarize.core.messages import message_calls
+    from amplifier_module_context_summarize.working_set import facts
+
+    loaded = load(FIXTURES / "codex_messages_export.json")
+    assert loaded.skipped == []
+    calls = [c for m in loaded.messages for c in message_calls(m)]
+    assert len(calls) == 2
+    found = facts.extract(loaded.messages)
+    (outcome,) = [o for o in found.outcomes if "pytest" in o.key]
+    assert not outcome.ok
+    assert "src/parser.py" in {f.path for f in found.files}
+    assert main(["convert", str(FIXTURES / "codex_messages_export.json"), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert capsys.readouterr().err.count("codex_messages_export.json") == 1
