@@ -34,7 +34,9 @@ CASES = {
     "swe_agent.traj": ("swe-agent", "models.py", 3),
     "mini_swe_agent.traj.json": ("swe-agent", "utils/range.py", 0),
     "cline_ui_messages.json": ("cline", "formatDate", 2),
-    "cline_api_conversation_history.json": ("native", "README", 1),  # Anthropic messages: read as our own
+    "cline_api_conversation_history.json": ("cline", "README", 1),
+    "cline_api_text_results.json": ("cline", "12 passed (12)", 4),
+    "cline_api_xml_calls.json": ("cline", "TS2322", 2),
     "aider.chat.history.md": ("aider", "treat None as 0", 0),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
@@ -179,3 +181,25 @@ def test_a_messages_export_with_blocks_next_to_openai_tool_calls_is_read(tmp_pat
     assert "src/parser.py" in {f.path for f in found.files}
     assert main(["convert", str(FIXTURES / "codex_messages_export.json"), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert capsys.readouterr().err.count("codex_messages_export.json") == 1
+
+
+def test_cline_text_results_are_paired_with_their_calls():
+    """Cline answers a tool_use with a text block ``[read_file for 'x'] Result:`` in the next user message: each is
+    the call's result, the files are in the working set and no result is a user request (issue 35 item 5)."""
+    from amplifier_module_context_summarize.core.messages import is_user_turn, message_text
+    from amplifier_module_context_summarize.working_set import facts
+
+    for name, paths, commands in (
+        ("cline_api_text_results.json", {"src/cli.ts": "read", "src/flags.ts": "write"}, {"npm test": True}),
+        ("cline_api_xml_calls.json", {"package.json": "read"}, {"npm run build": True}),
+    ):
+        messages = load(FIXTURES / name).messages
+        found = facts.extract(messages)
+        assert {f.path: f.action for f in found.files if f.path in paths} == paths, name
+        assert {o.key: o.ok for o in found.outcomes if o.command} == commands, name
+        turns = [message_text(m) for m in messages if is_user_turn(m)]
+        assert not any("Result:" in t or "environment_details" in t.replace("<task>", "") for t in turns[1:]), turns
+        assert sum("<task>" in t for t in turns) == 1
+    last = load(FIXTURES / "cline_api_text_results.json").messages[-1]
+    assert is_user_turn(last)  # the user's feedback is a request, said in their words
+    assert {"type": "text", "text": "also document it in README.md"} in last["content"]
