@@ -37,7 +37,8 @@ CASES = {
     "cline_api_conversation_history.json": ("cline", "README", 1),
     "cline_api_text_results.json": ("cline", "12 passed (12)", 4),
     "cline_api_xml_calls.json": ("cline", "TS2322", 2),
-    "aider.chat.history.md": ("aider", "treat None as 0", 0),
+    "aider.chat.history.md": ("aider", "treat None as 0", 4),
+    "aider_whole.chat.history.md": ("aider", "load balancers", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
     "codex_messages_export.json": ("messages", "1 failed in 0.03s", 2),
@@ -203,3 +204,27 @@ def test_cline_text_results_are_paired_with_their_calls():
     last = load(FIXTURES / "cline_api_text_results.json").messages[-1]
     assert is_user_turn(last)  # the user's feedback is a request, said in their words
     assert {"type": "text", "text": "also document it in README.md"} in last["content"]
+
+
+def test_aider_edits_commits_and_requests_are_read_from_its_console_lines():
+    """``> Applied edit to``, whole-file and SEARCH/REPLACE blocks and ``> Commit`` lines are facts; console lines are
+    not requests and the first real request is its own message (issue 35 item 6)."""
+    from amplifier_module_context_summarize.core.messages import is_user_turn, message_text
+    from amplifier_module_context_summarize.working_set import facts
+
+    messages = load(FIXTURES / "aider_whole.chat.history.md").messages
+    found = facts.extract(messages)
+    actions = {(f.path, f.action) for f in found.files}
+    assert {("backend/service.py", "write"), ("app/cli.py", "edit")} <= actions
+    assert "commit 0c5878a" in found.identifiers
+    assert [o.ok for o in found.outcomes if o.command and "pytest" in o.key] == [False]
+    turns = [message_text(m) for m in messages if is_user_turn(m)]
+    assert turns == [
+        "Create a plan for turning the CLI in app/cli.py into a FastAPI service under backend/.\nKeep the CLI working.",
+        "does the health route need auth?",
+    ]
+    definitions = {path: names for path, names, _ in found.definitions}
+    assert "health" in definitions.get("backend/service.py", ())
+    messages = load(FIXTURES / "aider.chat.history.md").messages
+    edit = [c for m in messages for c in m.get("tool_calls") or [] if c["function"]["name"] == "edit_file"]
+    assert json.loads(edit[0]["function"]["arguments"])["new_string"].endswith("return (a or 0) + (b or 0)")
