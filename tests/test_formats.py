@@ -178,7 +178,12 @@ def test_a_messages_export_with_blocks_next_to_openai_tool_calls_is_read(tmp_pat
     assert len(calls) == 2
     found = facts.extract(loaded.messages)
     (outcome,) = [o for o in found.outcomes if "pytest" in o.key]
-    assert not outcome.ok
+    assert not outcome.ok and outcome.label == "failed (exit 1)"
+    (result,) = loaded.messages[3]["content"]  # the JSON envelope read as the output it holds, not escaped JSON
+    assert result["output"] == {
+        "output": "F\nFAILED tests/test_parser.py::test_empty - IndexError\n1 failed in 0.03s\n",
+        "exit_code": 1,
+    }
     assert "src/parser.py" in {f.path for f in found.files}
     assert main(["convert", str(FIXTURES / "codex_messages_export.json"), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert capsys.readouterr().err.count("codex_messages_export.json") == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import codex
 from ._common import Message
 
 NAME = "messages"
@@ -77,7 +78,23 @@ def _message(m: dict[str, Any]) -> Message | None:
         m["tool_calls"] = [_with_id(c, ("call_id", "tool_call_id")) if isinstance(c, dict) else c for c in calls]
     if isinstance(m.get("content"), list):
         m["content"] = _blocks(m["content"], m["tool_calls"] if isinstance(calls, list) else [], m.get("tool_call_id"))
+    if m["role"] == "tool" and isinstance(m.get("content"), str) and isinstance(m.get("tool_call_id"), str):
+        m["content"] = _unwrapped(m["tool_call_id"], m["content"])
     return m
+
+
+def _unwrapped(call_id: str, content: str) -> Any:
+    """A Codex output kept as its JSON envelope (``{"output": "...", "metadata": {"exit_code": 1}}``) as the text it
+    holds and its recorded exit code, so it reads (and masks) as the output it was, not as one escaped line."""
+    if not content.lstrip().startswith("{"):
+        return content
+    text, code = codex.output_and_exit(content)
+    if text == content:
+        return content
+    if code is None:
+        return text
+    block = {"type": "tool_result", "tool_call_id": call_id, "output": {"output": text, "exit_code": code}}
+    return [{**block, "is_error": code != 0}]
 
 
 def _with_id(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
