@@ -157,3 +157,29 @@ def test_help_of_compact_and_inspect_lists_every_format_read(capsys):
         text = " ".join(capsys.readouterr().out.split())
         for label in ("Claude Code", "Codex", "Gemini CLI", "OpenHands", "SWE-agent", "Cline", "Aider", "messages"):
             assert label in text, (command, label)
+
+
+def test_the_same_figures_in_compact_json_and_the_html(tmp_path, capsys):
+    """Issue 35 item 9: the session's tokens and each segment's message count agree everywhere; a compaction that
+    summarized nothing is not labelled ``summarize``; the losses table scrolls on its own on a narrow screen."""
+    import re
+
+    assert main(["compact", "--example", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["report"]
+    assert main(["compact", "--example", "--no-summary"]) == 0
+    text = capsys.readouterr().out
+    assert f"tokens: {report['history_tokens']:,} in the session" in text
+    for line in text.splitlines():
+        if line.startswith("  compaction ") and "messages summarized" not in line:
+            assert "summarize" not in line and "masked tool outputs only" in line, line
+    page = tmp_path / "page.html"
+    assert main(["inspect", "--example", "--html", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text(encoding="utf-8")
+    assert f"reached {report['history_tokens']:,} tokens" in html
+    summarized = {int(n) for n in re.findall(r"(\d+) messages summarized", text)}
+    assert summarized and summarized <= {int(n) for n in re.findall(r"Summary of (\d+) messages", html)}
+    assert (
+        '<div class="table-scroll"><table class="compactions">' in html and "div.table-scroll{overflow-x:auto" in html
+    )
+    assert "the line first rises to the view it would have sent" in html

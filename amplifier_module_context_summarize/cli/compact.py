@@ -263,6 +263,14 @@ def final_summary(view: list[dict[str, Any]]) -> str:
     return ""
 
 
+def compaction_label(compaction: Mapping[str, Any]) -> str:
+    """What a compaction did, true to it: a ``summarize`` pass that summarized no message only masked tool outputs."""
+    strategy = str(compaction.get("strategy"))
+    if strategy == "summarize" and not compaction.get("summarized_messages"):
+        return "masked tool outputs only"
+    return strategy
+
+
 def render_result(result: dict[str, Any]) -> str:
     """Tokens before -> after and % saved, one line per compaction, then the report's fields."""
     report = result["report"]
@@ -279,7 +287,7 @@ def render_result(result: dict[str, Any]) -> str:
         fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
         lines.append(
             f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens (-{cut:.0f}%), "
-            f"{c['strategy']}{extra}{lost}{fallback}"
+            f"{compaction_label(c)}{extra}{lost}{fallback}"
         )
     lines.append("report:")
     lines += [f"  {key}: {value}" for key, value in report.items()]

@@ -238,7 +238,8 @@ def render_html(found: Inspection) -> str:
         f"<h1>{_esc(found.name)}</h1>",
         f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
         f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
-        f"{history.tokens:,} tokens; the last request sent {_last_sent(found):,}.</p>",
+        f"{session_tokens(found):,} tokens (system messages included, as compact and --json count it); the last "
+        f"request sent {_last_sent(found):,}.</p>",
         _chart(found),
         inspect_table.render_table(found.compactions),
         "<h2>The conversation as the last request saw it</h2>",
@@ -266,9 +267,11 @@ def render_html(found: Inspection) -> str:
         start, end = groups[segment.start].start, groups[segment.end - 1].end
         parts.append(f'<section class="span summarized" id="segment-{n}" data-groups="{segment.start}-{segment.end}">')
         parts.append(f"<div>{''.join(stored(segment.start, segment.end))}</div>")
+        count = sum(1 for i in range(start, end) if i not in system_set)
         parts.append(
-            f'<details class="segment-summary" open><summary>Summary of messages {start}–{end - 1} '
-            f"(groups {segment.start}–{segment.end - 1}, tier {segment.tier})</summary>"
+            f'<details class="segment-summary" open><summary>Summary of {count} messages ({start}–{end - 1}'
+            f"{', system messages kept' if count < end - start else ''}; groups {segment.start}–{segment.end - 1}, "
+            f"tier {segment.tier})</summary>"
             f"<pre>{_esc(segment.text)}</pre></details>"
         )
         parts.append("</section>")
@@ -289,6 +292,11 @@ def render_html(found: Inspection) -> str:
     parts.append(inspect_table.render_details(found.compactions))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def session_tokens(found: Inspection) -> int:
+    """Tokens of the whole recorded session, counted as ``compact`` reports ``history_tokens``."""
+    return found.manager.counter.count_messages(found.manager.history.messages)
 
 
 def _last_sent(found: Inspection) -> int:
