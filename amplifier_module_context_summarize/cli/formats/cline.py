@@ -165,14 +165,19 @@ def _answers(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Any]:
             unanswered.remove(call)
             body = _without_details(text.lstrip()[head.end() :].lstrip("\n"))
             failed = head.group("how") == "Error" or body.lstrip().startswith(_FAILED)
-            open_result = {"type": "tool_result", "tool_use_id": call[0], "content": body, "is_error": failed}
+            # Cline records no exit status: ``is_error`` is set only when it said the call failed (false would
+            # claim a clean exit, as Claude Code's flag does).
+            open_result = {"type": "tool_result", "tool_use_id": call[0], "content": body}
+            if failed:
+                open_result["is_error"] = True
             results.append(open_result)
             continue
         if open_result is not None and isinstance(text, str) and not _bookkeeping(text):
             text = _without_details(text)
             joined = f"{open_result['content']}\n{text}" if open_result["content"] else text
             open_result["content"] = joined
-            open_result["is_error"] = open_result["is_error"] or text.lstrip().startswith(_FAILED)
+            if text.lstrip().startswith(_FAILED):
+                open_result["is_error"] = True
             continue
         open_result = None
         rest.append(block)
