@@ -155,10 +155,12 @@ def _array_prefix(text: str, offset: int) -> tuple[list[Any], list[int], tuple[i
     position = text.index("[") + 1
     items: list[Any] = []
     lines: list[int] = []
+    line, counted = offset + 1, 0  # newlines counted once each, from where the last count stopped: linear
     while True:
         while position < len(text) and text[position] in " \t\r\n,":
             position += 1
-        line = offset + 1 + text.count("\n", 0, position)
+        line += text.count("\n", counted, position)
+        counted = position
         if position >= len(text) or text[position] == "]":
             return None  # not cut off: the whole-document error stands
         try:
