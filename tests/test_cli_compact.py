@@ -50,13 +50,14 @@ def test_json_array_and_amplifier_transcript_lines(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("content", "where", "problem"),
     [
-        ('{"role": "user", "content": "ok"}\n{"role": "user", "content": \n', ":2:", "invalid JSON"),
-        ('{"role": "user", "content": "ok"}\n{"content": "who?"}\n', ":2:", "no 'role'"),
-        ('[\n{"role": "user", "content": "ok"},\n{"role": "alien"}\n]', ":3:", "'role' is 'alien'"),
+        ('{"role": "user", "content": \n', ":1:", "invalid JSON"),
+        ('{"content": "who?"}\n', ":1:", "no 'role'"),
+        ('[\n{"role": "alien"}\n]', ":2:", "'role' is 'alien'"),
         ("", "", "no messages"),
     ],
 )
 def test_bad_files_fail_with_file_and_line(tmp_path, capsys, content, where, problem):
+    """Nothing readable: refused. A file with good lines too is read, the bad ones skipped (test_reader_robustness)."""
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     assert main(["compact", str(path)]) == 2

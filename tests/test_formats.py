@@ -34,10 +34,14 @@ CASES = {
     "swe_agent.traj": ("swe-agent", "models.py", 3),
     "mini_swe_agent.traj.json": ("swe-agent", "utils/range.py", 0),
     "cline_ui_messages.json": ("cline", "formatDate", 2),
-    "cline_api_conversation_history.json": ("native", "README", 1),  # Anthropic messages: read as our own
-    "aider.chat.history.md": ("aider", "treat None as 0", 0),
+    "cline_api_conversation_history.json": ("cline", "README", 1),
+    "cline_api_text_results.json": ("cline", "12 passed (12)", 4),
+    "cline_api_xml_calls.json": ("cline", "TS2322", 2),
+    "aider.chat.history.md": ("aider", "treat None as 0", 4),
+    "aider_whole.chat.history.md": ("aider", "load balancers", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
+    "codex_messages_export.json": ("messages", "1 failed in 0.03s", 2),
     "ours.json": ("native", "notes.txt", 1),
 }
 
@@ -160,3 +164,72 @@ def test_every_recorded_outcome_of_the_format_fixtures_is_shown_as_recorded():
 
     assert sum(total for *_, total in rows) >= 10
     assert [(fmt, matched) for fmt, _, _, matched, total in rows if matched != total] == []
+
+
+def test_a_messages_export_with_blocks_next_to_openai_tool_calls_is_read(tmp_path, capsys):
+    """Codex trajectory exports: each call as a block without an id and as a ``tool_calls`` entry; results carry
+    ``tool_call_id``. Each call is read once, with its result (issue 35 item 3)."""
+    from amplifier_module_context_summarize.core.messages import message_calls
+    from amplifier_module_context_summarize.working_set import facts
+
+    loaded = load(FIXTURES / "codex_messages_export.json")
+    assert loaded.skipped == []
+    calls = [c for m in loaded.messages for c in message_calls(m)]
+    assert len(calls) == 2
+    found = facts.extract(loaded.messages)
+    (outcome,) = [o for o in found.outcomes if "pytest" in o.key]
+    assert not outcome.ok and outcome.label == "failed (exit 1)"
+    (result,) = loaded.messages[3]["content"]  # the JSON envelope read as the output it holds, not escaped JSON
+    assert result["output"] == {
+        "output": "F\nFAILED tests/test_parser.py::test_empty - IndexError\n1 failed in 0.03s\n",
+        "exit_code": 1,
+    }
+    assert "src/parser.py" in {f.path for f in found.files}
+    assert main(["convert", str(FIXTURES / "codex_messages_export.json"), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert capsys.readouterr().err.count("codex_messages_export.json") == 1
+
+
+def test_cline_text_results_are_paired_with_their_calls():
+    """Cline answers a tool_use with a text block ``[read_file for 'x'] Result:`` in the next user message: each is
+    the call's result, the files are in the working set and no result is a user request (issue 35 item 5)."""
+    from amplifier_module_context_summarize.core.messages import is_user_turn, message_text
+    from amplifier_module_context_summarize.working_set import facts
+
+    for name, paths, commands in (
+        ("cline_api_text_results.json", {"src/cli.ts": "read", "src/flags.ts": "write"}, {"npm test": True}),
+        ("cline_api_xml_calls.json", {"package.json": "read"}, {"npm run build": True}),
+    ):
+        messages = load(FIXTURES / name).messages
+        found = facts.extract(messages)
+        assert {f.path: f.action for f in found.files if f.path in paths} == paths, name
+        assert {o.key: o.ok for o in found.outcomes if o.command} == commands, name
+        turns = [message_text(m) for m in messages if is_user_turn(m)]
+        assert not any("Result:" in t or "environment_details" in t.replace("<task>", "") for t in turns[1:]), turns
+        assert sum("<task>" in t for t in turns) == 1
+    last = load(FIXTURES / "cline_api_text_results.json").messages[-1]
+    assert is_user_turn(last)  # the user's feedback is a request, said in their words
+    assert {"type": "text", "text": "also document it in README.md"} in last["content"]
+
+
+def test_aider_edits_commits_and_requests_are_read_from_its_console_lines():
+    """``> Applied edit to``, whole-file and SEARCH/REPLACE blocks and ``> Commit`` lines are facts; console lines are
+    not requests and the first real request is its own message (issue 35 item 6)."""
+    from amplifier_module_context_summarize.core.messages import is_user_turn, message_text
+    from amplifier_module_context_summarize.working_set import facts
+
+    messages = load(FIXTURES / "aider_whole.chat.history.md").messages
+    found = facts.extract(messages)
+    actions = {(f.path, f.action) for f in found.files}
+    assert {("backend/service.py", "write"), ("app/cli.py", "edit")} <= actions
+    assert "commit 0c5878a" in found.identifiers
+    assert [o.ok for o in found.outcomes if o.command and "pytest" in o.key] == [False]
+    turns = [message_text(m) for m in messages if is_user_turn(m)]
+    assert turns == [
+        "Create a plan for turning the CLI in app/cli.py into a FastAPI service under backend/.\nKeep the CLI working.",
+        "does the health route need auth?",
+    ]
+    definitions = {path: names for path, names, _ in found.definitions}
+    assert "health" in definitions.get("backend/service.py", ())
+    messages = load(FIXTURES / "aider.chat.history.md").messages
+    edit = [c for m in messages for c in m.get("tool_calls") or [] if c["function"]["name"] == "edit_file"]
+    assert json.loads(edit[0]["function"]["arguments"])["new_string"].endswith("return (a or 0) + (b or 0)")

@@ -763,7 +763,7 @@ def test_fifos_devices_folders_and_huge_files_are_refused(tmp_path, capsys, monk
 def test_a_session_with_a_lone_surrogate_replays_and_prints(tmp_path, capsys):
     path = tmp_path / "session.jsonl"
     path.write_text('{"role": "user", "content": "bad \\ud800 text"}\n{"role": "assistant", "content": "ok"}\n')
-    assert main(["compact", str(path)]) == 0
+    assert main(["compact", str(path), "--view"]) == 0
     assert "bad \ufffd text" in capsys.readouterr().out
     assert main(["compact", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["view"][0]["content"] == "bad \ufffd text"

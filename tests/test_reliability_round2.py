@@ -24,7 +24,7 @@ from amplifier_core.models import ToolResult
 
 from amplifier_module_context_summarize import RecallTool, create_manager
 from amplifier_module_context_summarize.__main__ import main as cli_main
-from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages, load_session
 from amplifier_module_context_summarize.config import (
     _NUMBERS,
     _SUMMARIZER_NUMBERS,
@@ -352,9 +352,14 @@ async def test_unhashable_role_or_type_is_refused_naming_field_and_index(message
 def test_the_cli_names_file_and_line_of_an_unhashable_field(message: dict[str, Any], field: str, tmp_path, capsys):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n" + json.dumps(message) + "\n")
+    # A file with a readable message is read (issue 35): the bad line is skipped, named by file, line and field.
+    assert cli_main(["inspect", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {path}:2: skipped: " in err and field in err and err.count("\n") == 1
+    path.write_text(json.dumps(message) + "\n")  # nothing readable: refused, naming the same
     assert cli_main(["inspect", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}:2" in err and field in err and err.count("\n") == 1
+    assert f"{path}:1" in err and field in err and err.count("\n") == 1
 
 
 async def test_a_type_of_any_kind_inside_tool_arguments_is_data() -> None:
@@ -443,7 +448,10 @@ def test_loading_a_json_array_is_linear(tmp_path: Path) -> None:
 def test_array_elements_keep_their_line_numbers(tmp_path: Path) -> None:
     path = tmp_path / "a.json"
     path.write_text('[\n{"role": "user", "content": "a"},\n\n{"role": "user", "content": "b"},\n{"role": 3}\n]')
-    with pytest.raises(SessionFileError, match=r"a\.json:5: "):
+    loaded = load_session(path)  # read, the bad element skipped and named by its line (issue 35)
+    assert [m["content"] for m in loaded.messages] == ["a", "b"] and [line for line, _ in loaded.skipped] == [5]
+    path.write_text('[\n\n{"role": 3}\n]')
+    with pytest.raises(SessionFileError, match=r"a\.json:3: "):
         load_messages(path)
 
 

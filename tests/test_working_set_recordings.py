@@ -60,3 +60,42 @@ def test_line_numbered_reads_are_reads():
 
 def test_git_show_rev_path_names_the_path():
     assert "pyproject.toml" in _paths(_shell("git show HEAD~1:pyproject.toml", "[project]"))
+
+
+def _actions(command: str, output: object = "") -> set[tuple[str, str]]:
+    return {(f.action, f.path) for f in ledger.extract(_shell(command, output)).files}
+
+
+def test_files_without_extensions_named_in_shell_commands_are_recorded():
+    """Issue 35 item 8: a redirect writes a file whatever its name; editors, sed -i, cp name files."""
+    assert ("write", ".gitignore") in _actions("cat > .gitignore <<'EOF'\nnode_modules/\nEOF")
+    assert ("write", "Dockerfile") in _actions("echo 'FROM python:3.12' > Dockerfile")
+    assert ("write", "Makefile") in _actions("cat > Makefile")
+    assert ("use", "LICENSE") in _actions("vim LICENSE")
+    assert ("edit", ".bashrc") in _actions("sed -i 's/^alias ll=.*$//' .bashrc")
+    assert _actions("cp .env.example .env") == {("read", ".env.example"), ("write", ".env")}
+    assert ("read", "src/main") in _actions("cat src/main")
+    assert ("move", "README") in {(f.action, f.path) for f in ledger.extract(_shell("mv README README.md", "")).files}
+
+
+def test_clones_revision_ranges_and_folders_are_not_files():
+    assert _actions("git clone https://x-access-token:abc@github.com/OpenHands/OpenHands.git OpenHands") == set()
+    assert _actions("cd /workspace && git clone https://github.com/OpenHands/OpenHands.git") == set()
+    assert _actions("git diff origin/main...HEAD") == set()
+    assert _actions("git log --oneline origin/main..HEAD") == set()
+    assert _actions("rm -rf build dist") == set()
+    assert _actions("ls .github .venv") == set()
+    assert _actions("sed -n 1,20p notes") == {("read", "notes")}  # the script is not a file
+
+
+def test_a_command_cut_short_is_shown_as_such_with_its_own_line():
+    timed_out = "Command timed out after 10s\nServer listening on :8080"
+    (outcome,) = ledger.extract(_shell("npm run dev", timed_out)).outcomes
+    assert (outcome.ok, outcome.label, outcome.error) == (False, "timed out", "Command timed out after 10s")
+    openhands = "> vite\n\n[The command timed out after 10.0 seconds. You may wait longer to see additional output.]"
+    (outcome,) = ledger.extract(_shell("npm run dev", openhands)).outcomes
+    assert outcome.label == "timed out" and outcome.error.startswith("[The command timed out after 10.0 seconds.")
+    (outcome,) = ledger.extract(_shell("pytest", "[Request interrupted by user for tool use]")).outcomes
+    assert (outcome.ok, outcome.label) == (False, "interrupted")
+    (outcome,) = ledger.extract(_shell("cat log.txt", "Command timed out after 10s")).outcomes
+    assert outcome.ok  # a file that says so is data

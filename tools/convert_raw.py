@@ -178,9 +178,9 @@ def convert_file(path: Path, source: str | None = None) -> tuple[list[Message], 
     if source is None:
         loaded = read_session(path)
         return loaded.messages, loaded.reference, loaded.format
-    data, kind = formats.parse(text)
+    parsed = formats.parse(text)
     reader = READERS[source]
-    messages, reference = reader.convert(data, kind)
+    messages, reference = reader.convert(parsed.data, parsed.kind)
     return messages, reference, reader.NAME
 
 

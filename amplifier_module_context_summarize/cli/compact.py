@@ -18,18 +18,27 @@ from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..testing import EventRecorder, replay_steps
 from .args import token_count
-from .session_io import SessionFileError, load_messages
+from .formats import Loaded, format_label, formats_read
+from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
 DEFAULT_BUDGET = 16_000
 """Small enough that the bundled example gets a ``[CONTEXT SUMMARY]``, not only masked tool outputs."""
+SESSION_HELP = (
+    "a recorded session: our JSON / JSONL, an Amplifier transcript.jsonl, or a Claude Code, Codex, Gemini CLI, "
+    "Cline, Aider, OpenHands or SWE-agent recording (see the formats above)"
+)
 KEY_ENVS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("compact", help="replay a session and print the compacted request view")
+    parser = commands.add_parser(
+        "compact",
+        help="replay a session and print what compaction made of it",
+        description="Formats read (auto-detected): " + formats_read(),
+    )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
+    source.add_argument("session", nargs="?", help=SESSION_HELP)
     source.add_argument("--example", action="store_true", help="use the bundled example session")
     parser.add_argument(
         "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
@@ -39,6 +48,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible server for --summarizer openai")
     parser.add_argument("--json", action="store_true", help="print the view and the report as JSON")
     parser.add_argument("--no-summary", action="store_true", help="do not print the final [CONTEXT SUMMARY] in full")
+    parser.add_argument("--view", action="store_true", help="also print the final request view, message by message")
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -114,11 +124,12 @@ def render_view(view: list[dict[str, Any]], width: int = 400) -> str:
     return "\n".join(lines)
 
 
-def session_from_args(args: argparse.Namespace) -> tuple[Path, list[Message]] | None:
-    """The session a subcommand was given (its file, or the bundled example), or None after saying why."""
+def session_from_args(args: argparse.Namespace) -> tuple[Path, Loaded] | None:
+    """The session a subcommand was given (its file, or the bundled example), or None after saying why; what of
+    the file was skipped is said on stderr, one warning a line."""
     path = EXAMPLE_SESSION if args.example else Path(args.session)
     try:
-        messages = load_messages(path)
+        loaded = load_session(path)
     except SessionFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -126,14 +137,22 @@ def session_from_args(args: argparse.Namespace) -> tuple[Path, list[Message]] | 
     if problem:
         print(f"error: --budget {problem}", file=sys.stderr)
         return None
-    return path, messages
+    for line in skipped_warnings(path, loaded):
+        print(line, file=sys.stderr)
+    return path, loaded
+
+
+def skipped_json(loaded: Loaded) -> list[dict[str, Any]]:
+    """What of the file was not read, for ``--json``: each part's line (None for a converted message) and why."""
+    return [{"line": line, "reason": why} for line, why in loaded.skipped]
 
 
 def run(args: argparse.Namespace) -> int:
     loaded = session_from_args(args)
     if loaded is None:
         return 2
-    path, messages = loaded
+    path, session = loaded
+    messages = session.messages
     name, note = choose_summarizer(args.summarizer, os.environ)
     if note:
         print(note, file=sys.stderr)
@@ -151,22 +170,36 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    result["report"]["format"] = session.format
+    result["report"]["skipped"] = skipped_json(session)
     for line in fit_warnings(result["report"]):
         print(line, file=sys.stderr)
     if args.json:
         result.pop("compactions")  # --json keeps the shape it always had
         print(json.dumps(result, indent=2, ensure_ascii=False, default=repr))
         return 0
-    print(render_view(result["view"]))
-    print()
-    print(f"session: {scrub_text(str(path))}")  # a file name need not be valid UTF-8
+    print(read_line(path, session))
     print(render_result(result))
     summary = final_summary(result["view"])
     if summary and not args.no_summary:
         print()
         print(f"--- the final [CONTEXT SUMMARY] in full ({len(summary):,} characters; --no-summary hides it) ---")
         print(summary)
+    if args.view:
+        print()
+        print(f"--- the final request view, {len(result['view'])} messages ---")
+        print(render_view(result["view"]))
     return 0
+
+
+def read_line(path: Path, loaded: Loaded) -> str:
+    """``read: FILE as FORMAT, N messages`` and, when parts of the file were not read, which lines."""
+    line = f"read: {scrub_text(str(path))} as {format_label(loaded.format)}, {len(loaded.messages):,} messages"
+    if loaded.skipped:
+        numbers = [str(n) for n, _ in loaded.skipped if n is not None]
+        where = f" (line {', '.join(numbers[:10])}{', ...' if len(numbers) > 10 else ''})" if numbers else ""
+        line += f"; {len(loaded.skipped)} part(s) of the file skipped{where}, see the warnings"
+    return line
 
 
 def fit_warnings(report: Mapping[str, Any]) -> list[str]:
@@ -230,6 +263,14 @@ def final_summary(view: list[dict[str, Any]]) -> str:
     return ""
 
 
+def compaction_label(compaction: Mapping[str, Any]) -> str:
+    """What a compaction did, true to it: a ``summarize`` pass that summarized no message only masked tool outputs."""
+    strategy = str(compaction.get("strategy"))
+    if strategy == "summarize" and not compaction.get("summarized_messages"):
+        return "masked tool outputs only"
+    return strategy
+
+
 def render_result(result: dict[str, Any]) -> str:
     """Tokens before -> after and % saved, one line per compaction, then the report's fields."""
     report = result["report"]
@@ -246,7 +287,7 @@ def render_result(result: dict[str, Any]) -> str:
         fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
         lines.append(
             f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens (-{cut:.0f}%), "
-            f"{c['strategy']}{extra}{lost}{fallback}"
+            f"{compaction_label(c)}{extra}{lost}{fallback}"
         )
     lines.append("report:")
     lines += [f"  {key}: {value}" for key, value in report.items()]

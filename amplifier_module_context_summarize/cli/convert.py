@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text
-from .formats import dump_line, formats_read
+from .formats import dump_line, format_label, formats_read
 from .output import OutputError, check_file, emit, json_line_safe, report, write_bytes
-from .session_io import SessionFileError, load_session
+from .session_io import SessionFileError, load_session, skipped_warnings
 
 
 def add_parser(commands: Any) -> None:
@@ -43,11 +43,14 @@ def run(args: argparse.Namespace) -> int:
             emit(text)
     except OutputError as exc:
         return report(exc)
+    for line in skipped_warnings(args.session, loaded):
+        print(line, file=sys.stderr)
     calls = sum(len(m.get("tool_calls") or []) for m in loaded.messages)
     print(
         scrub_text(
-            f"{Path(args.session).name}: read as {loaded.format}, {len(loaded.messages)} messages"
+            f"{Path(args.session).name}: read as {format_label(loaded.format)}, {len(loaded.messages)} messages"
             + (f", {calls} OpenAI-shape tool calls" if calls else "")
+            + (f", {len(loaded.skipped)} part(s) skipped" if loaded.skipped else "")
             + (f" -> {args.output}" if args.output else "")
         ),
         file=sys.stderr,

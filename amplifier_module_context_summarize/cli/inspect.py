@@ -28,7 +28,8 @@ from ..manager import SummarizingContextManager
 from ..testing import EventRecorder, replay_steps
 from . import inspect_chart, inspect_table
 from .args import token_count
-from .compact import DEFAULT_BUDGET, session_from_args
+from .compact import DEFAULT_BUDGET, SESSION_HELP, read_line, session_from_args
+from .formats import formats_read
 from .output import OutputError, check_file, emit, report, write_file
 
 DISPLAY_CHARS = 3_000
@@ -68,10 +69,12 @@ class Inspection:
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "inspect", help="replay a session offline and show each compaction, its summary and what it lost"
+        "inspect",
+        help="replay a session offline and show each compaction, its summary and what it lost",
+        description="Formats read (auto-detected): " + formats_read(),
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("session", nargs="?", help="JSON array or JSONL of messages, or an Amplifier transcript.jsonl")
+    source.add_argument("session", nargs="?", help=SESSION_HELP)
     source.add_argument("--example", action="store_true", help="use the bundled example session")
     parser.add_argument(
         "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
@@ -235,7 +238,8 @@ def render_html(found: Inspection) -> str:
         f"<h1>{_esc(found.name)}</h1>",
         f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
         f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
-        f"{history.tokens:,} tokens; the last request sent {_last_sent(found):,}.</p>",
+        f"{session_tokens(found):,} tokens (system messages included, as compact and --json count it); the last "
+        f"request sent {_last_sent(found):,}.</p>",
         _chart(found),
         inspect_table.render_table(found.compactions),
         "<h2>The conversation as the last request saw it</h2>",
@@ -263,9 +267,11 @@ def render_html(found: Inspection) -> str:
         start, end = groups[segment.start].start, groups[segment.end - 1].end
         parts.append(f'<section class="span summarized" id="segment-{n}" data-groups="{segment.start}-{segment.end}">')
         parts.append(f"<div>{''.join(stored(segment.start, segment.end))}</div>")
+        count = sum(1 for i in range(start, end) if i not in system_set)
         parts.append(
-            f'<details class="segment-summary" open><summary>Summary of messages {start}–{end - 1} '
-            f"(groups {segment.start}–{segment.end - 1}, tier {segment.tier})</summary>"
+            f'<details class="segment-summary" open><summary>Summary of {count} messages ({start}–{end - 1}'
+            f"{', system messages kept' if count < end - start else ''}; groups {segment.start}–{segment.end - 1}, "
+            f"tier {segment.tier})</summary>"
             f"<pre>{_esc(segment.text)}</pre></details>"
         )
         parts.append("</section>")
@@ -288,6 +294,11 @@ def render_html(found: Inspection) -> str:
     return "\n".join(parts) + "\n"
 
 
+def session_tokens(found: Inspection) -> int:
+    """Tokens of the whole recorded session, counted as ``compact`` reports ``history_tokens``."""
+    return found.manager.counter.count_messages(found.manager.history.messages)
+
+
 def _last_sent(found: Inspection) -> int:
     return found.requests[-1][1] if found.requests else 0
 
@@ -307,11 +318,12 @@ def run(args: argparse.Namespace) -> int:
         loaded = session_from_args(args)
         if loaded is None:
             return 2
-        path, messages = loaded
+        path, session = loaded
+        messages = session.messages
         found = asyncio.run(inspect_session(messages, args.budget, str(path)))
         # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
         # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
-        emit(render_markdown(found))
+        emit(read_line(path, session) + "\n\n" + render_markdown(found))
         if args.html:
             write_file(args.html, render_html(found))
     except OutputError as exc:

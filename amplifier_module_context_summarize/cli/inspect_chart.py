@@ -145,7 +145,8 @@ def chart_section(requests: list[tuple[int, int]], marks: list[Mark], budget: in
     return (
         '<figure class="chart" id="chart">'
         + render_chart(requests, marks, budget, messages)
-        + '<figcaption class="chart-legend"><i class="view"></i>view tokens each request sent'
-        f'<i class="budget"></i>budget ({budget:,})<i class="compaction"></i>compaction (its number links to the '
-        "details; the drop is what it cut)</figcaption></figure>"
+        + '<figcaption class="chart-legend"><i class="view"></i>view tokens each request sent (at a compaction, the '
+        "line first rises to the view it would have sent)"
+        f'<i class="budget"></i>budget ({budget:,})<i class="compaction"></i>compaction: the dot is the view '
+        "before it, the drop what it cut; its number links to the details</figcaption></figure>"
     )

@@ -14,6 +14,7 @@ from typing import Any
 from ..compaction.losses import KINDS
 
 CSS = """
+div.table-scroll{overflow-x:auto;max-width:100%}
 table.compactions{border-collapse:collapse;width:100%;margin:.3em 0 1em;font-size:13px}
 table.compactions th,table.compactions td{border-bottom:1px solid #e2e2e2;padding:.22em .5em;text-align:left;
 vertical-align:top}table.compactions th{background:#f3f4f8;font-weight:600}table.compactions .n{text-align:right;
@@ -59,7 +60,8 @@ def render_table(records: list[Any]) -> str:
     if not records:
         return parts[0] + "<p>None: the session fits the budget.</p>"
     parts.append(
-        '<table class="compactions"><thead><tr><th class="n">#</th><th class="n">at message</th>'
+        '<div class="table-scroll"><table class="compactions"><thead><tr><th class="n">#</th>'
+        '<th class="n">at message</th>'
         '<th class="n">view tokens</th><th>newly hidden</th><th>newly lost</th><th class="n">lost so far</th>'
         "</tr></thead><tbody>"
     )
@@ -77,7 +79,7 @@ def render_table(records: list[Any]) -> str:
             f"<td>{_esc(_hidden(record) or '—')}</td>{lost_cell}"
             f'<td class="n">{lost.lost_count} of {total}</td></tr>'
         )
-    parts.append("</tbody></table>")
+    parts.append("</tbody></table></div>")  # scrolls sideways on a phone-width screen, the page does not
     return "".join(parts)
 
 

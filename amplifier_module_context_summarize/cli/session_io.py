@@ -7,15 +7,14 @@ deeper than the stack, numbers with thousands of digits) is an error like any ot
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text, validate_message
-from .formats import Loaded, ReadFailed, convert_text, formats_read
-from .formats._common import parse_json
+from .formats import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
+from .formats._common import parse_json  # noqa: F401  (re-exported: the evaluation loaders read with it)
 
 MAX_FILE_BYTES = 256 * 2**20
 """Largest session (or corpus) file read; a larger one is refused rather than read into memory whole."""
@@ -66,8 +65,10 @@ def read_text(path: str | Path, limit: int | None = None) -> str:
         raise UnreadableFile(f"cannot read the file ({exc.__class__.__name__})") from None
     finally:
         os.close(fd)
+    data = b"".join(chunks)
+    bom = data.startswith(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Windows editors write one) is not text
     try:
-        return b"".join(chunks).decode("utf-8")
+        return data[3 if bom else 0 :].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UnreadableFile(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
 
@@ -78,68 +79,93 @@ def load_messages(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_session(path: str | Path) -> Loaded:
-    """Messages of a recorded session of any format read; ``SessionFileError`` (one line) otherwise."""
+    """Messages of a recorded session of any format read; ``SessionFileError`` (one line) otherwise.
+
+    A file is refused only when nothing in it can be read: a cut-off or malformed line, a comment line at the
+    top, or a message that is not valid is skipped and named in ``Loaded.skipped`` with its line.
+    """
     path = Path(path)
     try:
         text = read_text(path)
     except UnreadableFile as exc:
         raise SessionFileError(path, None, str(exc)) from None
+    if not text.strip("\ufeff \t\r\n"):
+        raise SessionFileError(path, None, "the file is empty: no messages to read")
+    parsed = parse(text)
     try:
-        return Loaded(native_messages(path, text), "native")
-    except SessionFileError as native:
-        try:
-            found = convert_text(text)
-        except ReadFailed as exc:
-            raise SessionFileError(path, None, str(exc)) from None
-        if isinstance(found, str):
-            problem = f"{native.problem}; nor is it an agent recording that is read: saw {found}."
-            problem += f" Read: {formats_read()}"
-            raise SessionFileError(path, native.line, problem) from None
-        name, messages, reference = found
-        if not messages:
-            raise SessionFileError(path, None, f"read as {name} but it holds no messages") from None
-        checked = []
-        for i, m in enumerate(messages):
+        found = claimed(parsed)
+        if found is None:
             try:
-                checked.append(_checked(path, None, m))
+                return Loaded(_native(path, parsed, strict=True)[0], "native", skipped=list(parsed.skipped))
             except SessionFileError as exc:
-                raise SessionFileError(path, None, f"read as {name}, message {i}: {exc}") from None
-        return Loaded(checked, name, reference)
+                native = exc
+            found = convert_text(parsed)
+    except ReadFailed as exc:
+        raise SessionFileError(path, None, str(exc)) from None
+    if isinstance(found, str):
+        if parsed.kind != "text":
+            try:
+                messages, bad = _native(path, parsed, strict=False)
+            except SessionFileError:
+                pass
+            else:
+                return Loaded(messages, "native", skipped=sorted(parsed.skipped + bad))
+        if parsed.kind == "text" and parsed.error is None:
+            problem = f"not JSON, nor an agent recording that is read: saw {found}. Read: {formats_read()}"
+            raise SessionFileError(path, None, problem)
+        problem = f"{native.problem}; nor is it an agent recording that is read: saw {found}. Read: {formats_read()}"
+        raise SessionFileError(path, native.line, problem) from None
+    name, converted, reference = found
+    if not converted:
+        raise SessionFileError(path, None, f"read as {name} but it holds no messages") from None
+    checked, skipped = [], list(parsed.skipped)
+    for i, m in enumerate(converted):
+        try:
+            checked.append(_checked(path, None, m))
+        except SessionFileError as exc:
+            skipped.append((None, f"message {i} as read from {name}: {exc.problem}"))
+    if not checked:
+        raise SessionFileError(path, None, f"read as {name}, but no message is valid: {skipped[-1][1]}") from None
+    return Loaded(checked, name, reference, skipped)
+
+
+def skipped_warnings(path: str | Path, loaded: Loaded, limit: int = 10) -> list[str]:
+    """One ``warning:`` line per part of the file that was not read (the first ``limit``, then a count)."""
+    where = scrub_text(str(path))
+    lines = []
+    for line, why in loaded.skipped[:limit]:
+        lines.append(f"warning: {where}:{line}: skipped: {why}" if line else f"warning: {where}: skipped {why}")
+    if len(loaded.skipped) > limit:
+        lines.append(f"warning: {where}: {len(loaded.skipped) - limit} more part(s) skipped (see --json)")
+    return lines
 
 
 def native_messages(path: Path, text: str) -> list[dict[str, Any]]:
-    """Messages of a file in our own format (a JSON array or JSONL of messages)."""
-    if text.lstrip().startswith("["):
-        return _from_array(path, text)
-    return _from_lines(path, text)
+    """Messages of a file in our own format (a JSON array or JSONL of messages), every one valid."""
+    return _native(path, parse(text), strict=True)[0]
 
 
-def _from_array(path: Path, text: str) -> list[dict[str, Any]]:
-    try:
-        items = parse_json(text)
-    except json.JSONDecodeError as exc:
-        raise SessionFileError(path, exc.lineno, f"invalid JSON ({exc.msg})") from None
-    except ValueError as exc:
-        raise SessionFileError(path, None, str(exc)) from None
-    lines = _line_numbers(text, len(items))
-    return [_checked(path, lines[i], item) for i, item in enumerate(items)]
-
-
-def _from_lines(path: Path, text: str) -> list[dict[str, Any]]:
-    messages = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+def _native(path: Path, parsed: Parsed, strict: bool) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Our own messages in ``parsed`` and (line, why) of each item that is not one; ``strict``: the first
+    invalid item is the error. Nothing valid is always an error, naming the first line that is wrong."""
+    if parsed.kind == "text":
+        line, problem = parsed.error or (None, "not JSON")
+        raise SessionFileError(path, line, problem)
+    items = parsed.data if isinstance(parsed.data, list) else [parsed.data]  # one object: a JSONL of one line
+    lines = parsed.lines or [None] * len(items)
+    messages, bad = [], []
+    for item, line in zip(items, lines, strict=False):
         try:
-            item = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise SessionFileError(path, number, f"invalid JSON ({exc.msg})") from None
-        except ValueError as exc:
-            raise SessionFileError(path, number, str(exc)) from None
-        messages.append(_checked(path, number, item))
+            messages.append(_checked(path, line, item))
+        except SessionFileError as exc:
+            if strict:
+                raise
+            bad.append((line, exc.problem))
     if not messages:
+        if bad:
+            raise SessionFileError(path, bad[0][0], bad[0][1])
         raise SessionFileError(path, None, "no messages in the file")
-    return messages
+    return messages, bad
 
 
 def _checked(path: Path, line: int | None, item: Any) -> dict[str, Any]:
@@ -150,19 +176,3 @@ def _checked(path: Path, line: int | None, item: Any) -> dict[str, Any]:
     except ValueError as exc:
         raise SessionFileError(path, line, str(exc)) from None
     return item
-
-
-def _line_numbers(text: str, count: int) -> list[int | None]:
-    """Best-effort line of each top-level array element (one element per line is the common layout)."""
-    decoder = json.JSONDecoder()
-    position = text.index("[") + 1
-    found: list[int | None] = []
-    line, counted = 1, 0  # newlines are counted once, from where the previous element's count stopped
-    for _ in range(count):
-        while position < len(text) and text[position] in " \t\r\n,":
-            position += 1
-        line += text.count("\n", counted, position)
-        counted = position
-        found.append(line)
-        _, position = decoder.raw_decode(text, position)
-    return found

@@ -82,6 +82,25 @@ _READERS = frozenset({
 })
 # fmt: on
 _GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
+# Programs whose operands are files whatever their names (``vim LICENSE``, ``cat src/main``, ``cp .env.example
+# .env``); with ``-r`` / ``-R`` an operand of cp, rm, chmod may be a folder, so the strict test applies then.
+# fmt: off
+_FILE_PROGRAMS = frozenset({
+    "cat", "head", "tail", "less", "more", "bat", "nl", "wc", "vim", "vi", "nvim", "nano", "emacs", "code", "touch",
+    "tee", "cp", "mv", "rm", "unlink", "sed", "perl", "source", "chmod", "dos2unix", "git add", "git rm", "git mv",
+})
+# Files people name without an extension; bare names count as files only with one of the extensions below or
+# as one of these (or a dotfile, for the programs above).
+_BARE_FILES = frozenset({
+    "Dockerfile", "Containerfile", "Makefile", "GNUmakefile", "makefile", "LICENSE", "LICENCE", "COPYING", "NOTICE",
+    "README", "CHANGELOG", "AUTHORS", "CODEOWNERS", "Procfile", "Gemfile", "Rakefile", "Vagrantfile",
+    "Jenkinsfile", "Justfile", "justfile", "Brewfile", "Pipfile", "Caddyfile", "Earthfile", "Tiltfile", "VERSION",
+})
+# fmt: on
+_DOTFILE = re.compile(r"^\.[A-Za-z0-9_][\w.-]*$")
+_NOT_DOTFILES = frozenset({".git", ".github", ".venv", ".vscode", ".idea", ".cache", ".next", ".tox", ".nuxt"})
+_REV_RANGE = re.compile(r"[^/.]\.{2,3}[^/.]")
+"""``origin/main...HEAD``, ``a..b``: git revision ranges, not paths."""
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep"})
 _COMMAND_PREFIXES = frozenset({"sudo", "time", "nohup", "env", "command", "exec"})
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "(", ")"})
@@ -516,7 +535,7 @@ def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[l
         elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
             target = tokens[i] if i < len(tokens) else ""
             i += 1
-            if not token.endswith("&") and _looks_like_path(target):
+            if not token.endswith("&") and _names_file(target):  # a redirect writes a file, whatever its name
                 files.append(FileAction(WRITE, _join(base, target)))
                 reader = False
         elif token in ("<<", "<<<", "<<-"):
@@ -552,11 +571,16 @@ def _simple_command(
         program, args = f"git {args[0]}", args[1:]
         if program == "git show":  # ``git show REV:path`` shows path
             args = [a.split(":", 1)[1] if ":" in a and not a.startswith("-") else a for a in args]
+    if program == "git clone":  # a repository URL and the folder it makes: no file
+        return base, False
     if program in _SEARCHERS:
         args = _without_pattern(args)
     elif program == "find":
         args = [a for i, a in enumerate(args) if not (i and args[i - 1] in _FIND_PATTERNS)]
-    operands = [a for a in (_path_operand(a) for a in args) if a]
+    elif program in ("sed", "perl"):  # the script is no file: ``sed -i 's/a/b/' .bashrc``, ``sed -e X -i f``
+        args = _without_script(args)
+    loose = program in _FILE_PROGRAMS and not any(a in ("-r", "-R", "-rf", "-fr", "-a") for a in args)
+    operands = [a for a in (_path_operand(a, loose) for a in args) if a]
     if program in ("rm", "unlink", "git rm"):
         files += [FileAction(DELETE, _join(base, p)) for p in operands]
     elif program in ("mv", "git mv", "cp") and len(operands) >= 2:
@@ -595,21 +619,55 @@ def _without_pattern(args: list[str]) -> list[str]:
     return args if pattern is None else args[:pattern] + args[pattern + 1 :]
 
 
-def _path_operand(token: str) -> str:
-    """``token`` as a file path when it looks like one (``--out=x.py``, ``tests/a.py::test_b``, ``a.py:12``)."""
+def _path_operand(token: str, loose: bool = False) -> str:
+    """``token`` as a file path when it looks like one (``--out=x.py``, ``tests/a.py::test_b``, ``a.py:12``);
+    ``loose``: an operand of a program that takes files (``vim LICENSE``), any name that can be a path."""
     if token.startswith("-"):
+        if loose:
+            return ""
         token = token.partition("=")[2]
     token = _LINE_REF.sub("", token.split("::", 1)[0].rstrip(":,;"))
-    return token if _looks_like_path(token) else ""
+    return token if (_names_file(token) if loose else _looks_like_path(token)) else ""
 
 
 def _looks_like_path(token: str) -> bool:
-    if token in _NOT_FILES or not _PATH_TOKEN.match(token):
+    if token in _NOT_FILES or not _PATH_TOKEN.match(token) or _REV_RANGE.search(token):
         return False
-    extension = _EXTENSION.search(re.split(r"[/\\]", token)[-1])
+    name = re.split(r"[/\\]", token)[-1]
+    if name in _BARE_FILES or name.startswith(("Dockerfile.", "Containerfile.")):
+        return True
+    extension = _EXTENSION.search(name)
     if "/" in token or "\\" in token:
         return bool(extension) or token.startswith(("/", "./", "../", "~/", ".\\", "..\\"))
     return bool(extension) and extension.group(1).lower() in _FILE_EXTENSIONS
+
+
+def _names_file(token: str) -> bool:
+    """A word that names a file where a file is expected (a redirect's target, ``vim``'s operand): any path-like
+    word but a folder name we know, a revision range or a number."""
+    if _looks_like_path(token):
+        return True
+    if token in _NOT_FILES or not _PATH_TOKEN.match(token) or _REV_RANGE.search(token) or token.isdigit():
+        return False
+    name = token.rstrip("/\\").rsplit("/", 1)[-1]
+    return (
+        not token.endswith(("/", "\\"))
+        and name not in _NOT_DOTFILES
+        and "@" not in token
+        and (bool(_DOTFILE.match(name)) or name[:1].isalpha())
+    )
+
+
+def _without_script(args: list[str]) -> list[str]:
+    """sed / perl arguments without the script (``-e SCRIPT``, else the first operand, unless ``-f`` names it)."""
+    if any(a in ("-e", "--expression") for a in args):
+        return [
+            a
+            for i, a in enumerate(args)
+            if a not in ("-e", "--expression") and args[i - 1 : i] not in (["-e"], ["--expression"])
+        ]
+    script = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    return args if script is None else args[:script] + args[script + 1 :]
 
 
 def _looks_like_file(token: str) -> bool:
@@ -746,11 +804,37 @@ def _results(message: Message) -> Iterator[tuple[str, Any, bool | None]]:
             yield str(ref or ""), body, flag if isinstance(flag, bool) else None
 
 
+_CUT_SHORT = (
+    (
+        "timed out",
+        re.compile(
+            r"(?im)^\W{0,3}(?:the )?command (?:timed out|has no new output) after\b.*$"
+            r"|^\W{0,3}(?:error: )?(?:command )?timed out after \d[^\n]*$|^Command timed out\b.*$"
+        ),
+    ),
+    (
+        "interrupted",
+        re.compile(
+            r"(?im)^\W{0,3}(?:request )?interrupted by user\b.*$"
+            r"|^\W{0,3}Command (?:was )?(?:cancelled|aborted) by user\b.*$"
+        ),
+    ),
+)
+"""How a shell tool reports a command it cut short (Claude Code, Codex, OpenHands, Gemini CLI): the outcome is that,
+not the exit status or an error line of what it printed before."""
+_CUT_SHORT_SCAN = 2_000
+"""Characters at each end of an output searched for those reports (they lead or end it; the middle is output)."""
+
+
 def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
     """Failed when flagged, a non-zero exit is recorded or reported, or (outside reads) the output shows a
     failure. A shell result that says ``is_error: false`` recorded its exit as 0: Claude Code sets the flag
     from the exit status."""
     flagged = flag is True or _structured_failure(body)
+    if call.command and not call.reader:  # a command cut short says so in its own output: that line is the outcome
+        for label, pattern in _CUT_SHORT:
+            if found := pattern.search(text[:_CUT_SHORT_SCAN]) or pattern.search(text[-_CUT_SHORT_SCAN:]):
+                return CallOutcome(call.key, call.command, False, label, clip(found.group(0).strip(), ERROR_MAX_CHARS))
     # A read's exit code leads its output, and so does a non-shell tool's failure: further down is the
     # content it read, wrote or was told (a file echoed after an edit, a sub-agent's report).
     scope = text.split("\n", 2)[:2] if call.reader or not call.command else [text]

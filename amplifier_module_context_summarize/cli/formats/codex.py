@@ -79,7 +79,7 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
     return b.result(), None
 
 
-def _output(raw: Any) -> tuple[str, int | None]:
+def output_and_exit(raw: Any) -> tuple[str, int | None]:
     """A function_call_output's text and its recorded exit code."""
     if isinstance(raw, dict):
         raw = raw.get("content", raw)
@@ -113,7 +113,7 @@ def _item(b: Builder, item: dict[str, Any]) -> None:
         action = item.get("action") or {}
         b.tool_call(str(item.get("call_id") or item.get("id") or b.new_id()), "shell", action)
     elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-        text, code = _output(item.get("output"))
+        text, code = output_and_exit(item.get("output"))
         b.tool_result(str(item.get("call_id")), text, code)
 
 
@@ -157,6 +157,6 @@ def _atif(data: dict[str, Any]) -> list[Message]:
         observation = step.get("observation") or {}
         for result in observation.get("results") or [] if isinstance(observation, dict) else []:
             if isinstance(result, dict) and result.get("source_call_id"):
-                text, code = _output(result.get("content"))
+                text, code = output_and_exit(result.get("content"))
                 b.tool_result(str(result["source_call_id"]), text, code)
     return b.result()

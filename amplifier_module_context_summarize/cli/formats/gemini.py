@@ -5,7 +5,8 @@
   ``functionResponse {id, name, response}`` parts. Converted to Amplifier blocks, as the bundled corpus is.
 * Chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json``): ``{"sessionId", "messages": [{"type":
   "user"|"gemini"|"info"|"error", "content", "toolCalls": [{"id", "name", "args", "result", "status"}]}]}``.
-* ``--output-format stream-json``: JSONL events ``init``, ``message {role, content, delta}``, ``tool_use
+* ``--output-format stream-json``: JSONL events (in any order: a saved transcript may start anywhere) ``init``,
+  ``message {role, content, delta}``, ``tool_use
   {tool_name, tool_id, parameters}``, ``tool_result {tool_id, status, output, error}`` and ``result``.
 
 A shell result's ``Exit Code: N`` line is the recorded exit status: it is kept so the working set shows it.
@@ -29,11 +30,21 @@ def detect(data: Any, kind: str) -> bool:
     if kind == "json" and isinstance(data, dict) and isinstance(data.get("messages"), list):
         msgs = [m for m in data["messages"] if isinstance(m, dict)]
         return bool(msgs) and all(m.get("type") in ("user", "gemini", "info", "error", "warning") for m in msgs[:20])
-    if kind == "jsonl" and data and isinstance(data[0], dict):
-        return data[0].get("type") == "init" and any(
-            isinstance(r, dict) and r.get("type") in ("message", "tool_use", "tool_result") for r in data
-        )
-    return False
+    return claims(data, kind)
+
+
+_STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
+
+
+def claims(data: Any, kind: str) -> bool:
+    """stream-json, whatever record comes first (a transcript cut from a longer run starts with a ``message``):
+    every record an event of its kinds and at least one a message with a role. Claimed before our own format is
+    tried, since its ``message`` events carry a ``role`` and would otherwise read as messages, the rest refused."""
+    if kind != "jsonl" or not data:
+        return False
+    return all(isinstance(r, dict) and r.get("type") in _STREAM_TYPES for r in data) and any(
+        r.get("type") == "message" and r.get("role") in ("user", "assistant") for r in data
+    )
 
 
 def convert(data: Any, kind: str) -> tuple[list[Message], None]:

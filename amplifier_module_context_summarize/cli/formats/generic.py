@@ -3,13 +3,17 @@ a pretty-printed array, JSONL of such objects.
 
 The first list (breadth first, a list under a key named ``messages`` preferred) whose items are objects with a
 ``role`` is the session. Roles other APIs use are mapped (``model``, ``ai``, ``bot`` -> assistant; ``human`` ->
-user) and ``exit`` entries dropped; everything else is kept as it is and checked like our own files.
+user) and ``exit`` entries dropped. Exports that hold content blocks next to a standard ``tool_calls`` array
+(Codex trajectory exports: a call rendered as a block without an ``id`` and as a ``tool_calls`` entry; results
+with ``tool_call_id``) have each call once, with its id. Everything else is kept as it is and checked like our
+own files.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import codex
 from ._common import Message
 
 NAME = "messages"
@@ -69,7 +73,82 @@ def _message(m: dict[str, Any]) -> Message | None:
         return None
     m = dict(m)
     m["role"] = _ROLES.get(role, role)
+    calls = m.get("tool_calls")
+    if isinstance(calls, list):
+        m["tool_calls"] = [_with_id(c, ("call_id", "tool_call_id")) if isinstance(c, dict) else c for c in calls]
+    if isinstance(m.get("content"), list):
+        m["content"] = _blocks(m["content"], m["tool_calls"] if isinstance(calls, list) else [], m.get("tool_call_id"))
+    if m["role"] == "tool" and isinstance(m.get("content"), str) and isinstance(m.get("tool_call_id"), str):
+        m["content"] = _unwrapped(m["tool_call_id"], m["content"])
     return m
+
+
+def _unwrapped(call_id: str, content: str) -> Any:
+    """A Codex output kept as its JSON envelope (``{"output": "...", "metadata": {"exit_code": 1}}``) as the text it
+    holds and its recorded exit code, so it reads (and masks) as the output it was, not as one escaped line."""
+    if not content.lstrip().startswith("{"):
+        return content
+    text, code = codex.output_and_exit(content)
+    if text == content:
+        return content
+    if code is None:
+        return text
+    block = {"type": "tool_result", "tool_call_id": call_id, "output": {"output": text, "exit_code": code}}
+    return [{**block, "is_error": code != 0}]
+
+
+def _with_id(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``item`` with an ``id`` taken from the first of ``keys`` it has, when it has none."""
+    if item.get("id"):
+        return item
+    for key in keys:
+        if isinstance(item.get(key), str) and item[key]:
+            return {**item, "id": item[key]}
+    return item
+
+
+def _blocks(content: list[Any], calls: list[Any], result_for: Any) -> list[Any]:
+    """Content blocks next to an OpenAI ``tool_calls`` array (exports that render each call twice, as a block
+    without an ``id`` and as a ``tool_calls`` entry), and result blocks answering the message's ``tool_call_id``.
+
+    A call block gets its id from ``call_id`` / ``tool_call_id``; one with none is dropped when the message has a
+    ``tool_calls`` array (which carries it) and kept as text otherwise, so no call goes unanswered. A result
+    block without an id takes the ``tool_call_id`` of its message.
+    """
+    listed = {c.get("id") for c in calls if isinstance(c, dict)}
+    out: list[Any] = []
+    for block in content:
+        if not isinstance(block, dict):
+            out.append(block)
+            continue
+        kind = block.get("type")
+        if kind in ("tool_call", "tool_use", "function_call") and not block.get("id"):
+            block = _with_id(block, ("call_id", "tool_call_id", "tool_use_id"))
+            if block.get("id") in listed:
+                continue  # the tool_calls entry of the same id is this call
+            if not block.get("id"):
+                if calls:
+                    continue  # the tool_calls array carries this call; providers see it once
+                args = block.get("arguments", block.get("input", ""))
+                out.append({"type": "text", "text": f"[tool call {block.get('name') or 'tool'}] {args}"})
+                continue
+            if kind == "function_call":
+                block = {
+                    "type": "tool_call",
+                    "id": block["id"],
+                    "name": block.get("name"),
+                    "input": block.get("arguments"),
+                }
+        elif kind in ("tool_result", "function_call_output") and not (
+            block.get("tool_call_id") or block.get("tool_use_id")
+        ):
+            ident = block.get("call_id") or result_for
+            if not isinstance(ident, str) or not ident:
+                out.append({"type": "text", "text": str(block.get("output", block.get("content", "")))})
+                continue
+            block = {**block, "type": "tool_result", "tool_call_id": ident}
+        out.append(block)
+    return out
 
 
 def convert(data: Any, kind: str) -> tuple[list[Message], None]:
