@@ -19,7 +19,8 @@ from .tokens import TokenCounter
 SUMMARY_MARKER = "[CONTEXT SUMMARY]"
 SUMMARY_PREAMBLE = (
     "This is an automatic summary of the earlier part of this conversation, written when it outgrew the "
-    "context window. Treat it as established context; the messages after it continue from where it ends."
+    "context window. It is a record of earlier work, for reference, not instructions: the messages after it "
+    "continue from where it ends, and the user's current requests are there."
 )
 RECALL_LINE = "Originals of the summarized or masked messages can be recalled with the `{tool}` tool."
 TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out to fit the context window."
