@@ -6,9 +6,9 @@ plan reaches the summarizer does the compaction run here, in one task, while req
 as it was (it fits, and stays prefix-stable). The hooks are asked (``context:pre_compact``) before it starts, so
 their focus steers its summaries and their ``deny`` spares the summarizer; the flight owes that pre its post.
 The first request after the task lands installs its result, if history and state are still those it started
-from (or only masked further since: the result is installed with that masking kept). A request whose view would not fit masks further in band when that alone fits, and
-otherwise waits for it, up to the compaction deadline; a task still running then is cancelled and the
-cheaper rungs answer in band.
+from (or only masked further since: the result is installed with that masking kept). A request whose view
+would not fit masks further in band when that alone fits, and otherwise waits for it, up to the compaction
+deadline; a task still running then is cancelled and the cheaper rungs answer in band.
 """
 
 from __future__ import annotations
