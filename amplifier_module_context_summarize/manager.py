@@ -237,14 +237,18 @@ class SummarizingContextManager:
     async def close(self, wait_s: float = 10.0) -> None:
         """End of the session: let summaries still being written in the background reach the store (for up to
         ``wait_s``; a summary landing after the last request is then found by the next process), cancel what is
-        still running, then close the store and the summarizer's own client. Never raises."""
+        still running (a compaction never installed reports ``cancelled``), then close the store and the
+        summarizer's own client. Never raises."""
         deadline = time.monotonic() + wait_s
         try:
             await self.background.wait(deadline)
             await self.prefetcher.drain(deadline)
+            pending = self.background.flight
             flight = self.background.cancel()
             if flight is not None:
                 await asyncio.wait({flight.task}, timeout=1.0)  # let the cancellation run before the store closes
+            if pending is not None:  # never installed: its pre gets its post (cancelled)
+                await self.compactor.pay_flight(pending)
         except Exception as exc:
             logger.warning("waiting for background summaries at close failed (%s)", type(exc).__name__)
         for closer in (getattr(self.store, "close", None), getattr(self.summarizer.backend, "aclose", None)):

@@ -106,7 +106,8 @@ async def test_soft_threshold_returns_at_once_and_the_next_request_gets_the_comp
     assert not any(str(m.get("content", "")).startswith(SUMMARY_MARKER) for m in crossing)
     assert provider.requests == [] and recorder.get_events("context:post_compact") == []
     assert phases(recorder) == ["started"]
-    assert recorder.get_events("context:pre_compact") == [], "a background compaction's pre comes when it lands"
+    [(_, asked)] = recorder.get_events("context:pre_compact")  # the hooks are asked before the summarizer works
+    assert asked["fits"] and not asked["forced"]
 
     await asyncio.sleep(0)
     await asyncio.sleep(0)
@@ -168,8 +169,10 @@ async def test_a_view_that_would_not_fit_waits_for_the_summary_until_the_deadlin
     assert phases(recorder) == ["started", "cancelled"]
     [(_, cancelled)] = [e for e in recorder.get_events(BACKGROUND) if e[1]["phase"] == "cancelled"]
     assert cancelled["reason"] == "deadline" and cancelled["waited_ms"] == pytest.approx(5_000, abs=10)
-    [(_, post)] = recorder.get_events("context:post_compact")
-    assert post["fallback"] == "deadline", "the extractive rung answered"
+    dropped, post = [data for _, data in recorder.get_events("context:post_compact")]
+    assert dropped["outcome"] == "cancelled", "the background compaction's pre (when it started) gets its post"
+    assert post["outcome"] == "compacted" and post["fallback"] == "deadline", "the extractive rung answered"
+    assert len(recorder.get_events("context:pre_compact")) == 2
 
 
 async def test_a_view_that_would_not_fit_takes_a_background_summary_that_lands_before_the_deadline(
@@ -217,7 +220,9 @@ async def test_clear_and_set_messages_cancel_a_background_compaction(how: str):
     provider.gate.set()
     view = await manager.get_messages_for_request(BUDGET, provider)
     assert view == (await manager.get_messages() if how == "set_messages" else [])
-    assert recorder.get_events("context:post_compact") == []
+    [(_, post)] = recorder.get_events("context:post_compact")
+    assert post["outcome"] == "cancelled", "its pre went out when it started: the cancel closes it"
+    assert len(recorder.get_events("context:pre_compact")) == 1 and manager.stats["compactions"] == 0
 
 
 async def test_resume_rebuilds_the_same_view_with_zero_provider_calls():
@@ -259,7 +264,8 @@ async def test_a_background_failure_is_reported_and_the_next_compaction_runs_in_
     view = await manager.get_messages_for_request(BUDGET, provider)
     assert phases(recorder) == ["started", "failed"]
     assert recorder.get_events(BACKGROUND)[-1][1]["reason"] == "RuntimeError"
-    [(_, post)] = recorder.get_events("context:post_compact")
+    failed, post = [data for _, data in recorder.get_events("context:post_compact")]
+    assert failed["outcome"] == "cancelled" and post["outcome"] == "compacted"
     assert post["provider_calls"] == 1 and str(view[1]["content"]).startswith(SUMMARY_MARKER)
     assert fits(view, manager)
 

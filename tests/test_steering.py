@@ -272,3 +272,98 @@ async def test_usage_fires_once_per_upward_crossing():
 def test_bad_steering_config_names_the_key(key, value):
     with pytest.raises(ValueError, match=key):
         parse_config({key: value})
+
+
+# ------------------------------------------------------------------ steering in the background (the default mode)
+
+
+async def run_landing(manager: Any, messages: list[dict[str, Any]], provider: Any = None) -> list:
+    """``run``, letting each background compaction finish before the next message (the agent's own model call
+    gives it the loop meanwhile): loop turns, no sleeps."""
+    views = []
+    for message in messages:
+        await manager.add_message(message)
+        if message["role"] == "user":
+            view = await manager.get_messages_for_request(BUDGET, provider)
+            assert manager.counter.count_messages(view) <= BUDGET
+            views.append(view)
+            flight = manager.background.flight
+            if flight is not None:
+                await flight.task
+    return views
+
+
+async def test_a_pre_compact_focus_steers_background_compactions():
+    """The hooks are asked when a background compaction starts, so their focus reaches the summaries it writes;
+    it reports one pre (when it starts) and one post (when a request installs it)."""
+    asked = []
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        asked.append(data["fits"])
+        return HookResult(action="modify", data={**data, "focus": "keep the migration plan"})
+
+    provider = FakeProvider(reply="### State\nsummary text")
+    hooks, seen = hooks_with(("context:pre_compact", focus))
+    for name in ("context:background_compaction",):
+        hooks.register(name, lambda e, d: _record(seen, e, d), priority=0, name="record-bg")
+    manager = create_manager({"max_tokens": BUDGET, "safety_margin": 0}, hooks=hooks)
+    assert manager.config.background_compaction, "the default mode"
+    await run_landing(manager, [m for i in range(40) for m in turn(i)], provider)
+    phases = [d["phase"] for d in of(seen, "context:background_compaction")]
+    assert phases.count("landed") >= 2 and "failed" not in phases
+    assert provider.requests and all("keep the migration plan" in str(r) for r in provider.requests)
+    posts = of(seen, "context:post_compact")
+    assert posts and all(p["focus"] == "keep the migration plan" and p["outcome"] == "compacted" for p in posts)
+    assert sum(p["provider_calls"] for p in posts) == len(provider.requests) or manager.background.flight
+    flight = manager.background.flight
+    assert len(of(seen, "context:pre_compact")) == len(posts) + int(flight is not None and flight.owed is not None)
+    assert all(asked), "asked while the view still fits: before the summarizer works, not when it lands"
+
+
+async def _record(seen: list[tuple[str, dict[str, Any]]], event: str, data: dict[str, Any]) -> HookResult:
+    seen.append((event, data))
+    return HookResult(action="continue")
+
+
+async def test_deny_spares_the_background_summarizer_while_the_view_fits():
+    async def deny(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="deny", reason="checkpoint first")
+
+    provider = FakeProvider(reply="### State\nsummary text")
+    hooks, seen = hooks_with(("context:pre_compact", deny))
+    hooks.register("context:background_compaction", lambda e, d: _record(seen, e, d), priority=0, name="bg")
+    manager = create_manager({"max_tokens": BUDGET, "safety_margin": 0, "observation_masking": False}, hooks=hooks)
+    history = [m for i in range(40) for m in turn(i)]
+    first_over = None
+    for message in history:
+        await manager.add_message(message)
+        if message["role"] != "user":
+            continue
+        over = manager.planned_tokens > BUDGET
+        view = await manager.get_messages_for_request(BUDGET, provider)
+        assert manager.counter.count_messages(view) <= BUDGET
+        if over and first_over is None:
+            first_over = len(provider.requests)
+        if first_over is None:
+            assert provider.requests == [], "no summary is written for a compaction postponed while the view fits"
+    postponed = of(seen, "context:compaction_postponed")
+    assert postponed and all(p["token_count"] <= BUDGET for p in postponed)
+    assert not of(seen, "context:background_compaction"), "a denied compaction never started in the background"
+    posts = of(seen, "context:post_compact")
+    assert posts and all(p["deny_overruled"] for p in posts), "past the budget the compaction went ahead in band"
+    assert len(of(seen, "context:pre_compact")) == len(posts) + len(postponed)
+
+
+async def test_a_background_compaction_dropped_before_it_lands_reports_its_post_as_cancelled():
+    hooks, seen = hooks_with()
+    provider = FakeProvider(reply="### State\nsummary text", delay=1000.0)
+    manager = create_manager({"max_tokens": BUDGET, "safety_margin": 0}, hooks=hooks)
+    for message in [m for i in range(40) for m in turn(i)]:
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET, provider)
+        if manager.background.running:
+            break
+    assert len(of(seen, "context:pre_compact")) == 1 and not of(seen, "context:post_compact")
+    await manager.close(wait_s=0)
+    [post] = of(seen, "context:post_compact")
+    assert post["outcome"] == "cancelled" and manager.stats["compactions_cancelled"] == 1

@@ -159,3 +159,85 @@ def test_compact_cli_warns_when_a_message_is_clipped(tmp_path, capsys):
     report = json.loads(out)["report"]
     assert report["view_tokens"] <= 100 and report["clipped_messages"] == 1
     assert "warning: 1 message(s) could not fit the budget of 100 tokens whole" in err
+
+
+# ------------------------------------------------------------------ pins under random budgets (issue 34)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from amplifier_module_context_summarize.core.messages import message_text  # noqa: E402
+from amplifier_module_context_summarize.core.tokens import TokenCounter  # noqa: E402
+
+PIN_EXAMPLES = 60
+PIN_STATS: dict[str, int] = {"examples": 0, "pins_verbatim": 0, "pins_dropped_by_room": 0, "latest_clipped": 0}
+
+
+@st.composite
+def pinned_sessions(draw: Any) -> dict[str, Any]:
+    budget = draw(st.integers(1_500, 8_000))
+    turns = draw(st.integers(8, 40))
+    messages: list[dict[str, Any]] = []
+    pins: list[str] = []
+    for i in range(turns):
+        size = draw(st.integers(5, 300))
+        messages.append({"role": "user", "content": f"Request {i}: " + " ".join(f"w{i}_{k}" for k in range(size))})
+        pin = draw(st.sampled_from(["none", "none", "metadata", "pattern"]))
+        if pin != "none":
+            text = f"PINNED-{i}: " + " ".join(f"p{i}_{k}" for k in range(draw(st.integers(3, 60))))
+            if pin == "pattern":
+                text = f"<system-reminder>{text}</system-reminder>"
+            pinned: dict[str, Any] = {"role": "user", "content": text}
+            if pin == "metadata":
+                pinned["metadata"] = {"pin": True}
+            messages += [{"role": "assistant", "content": "ok"}, pinned]
+            pins.append(text)
+        messages.append({"role": "assistant", "content": "Done " + " ".join(f"a{i}_{k}" for k in range(size))})
+    latest = "Final request: " + " ".join(f"z{k}" for k in range(draw(st.integers(5, 6_000))))
+    messages.append({"role": "user", "content": latest})
+    return {
+        "budget": budget,
+        "messages": messages,
+        "pins": pins,
+        "latest": latest,
+        "config": {
+            "max_tokens": budget,
+            "background_compaction": False,
+            "summarizer": "extractive",
+            "pin_patterns": ["<system-reminder>"],
+            "pin_budget_ratio": draw(st.sampled_from([0.0, 0.05, 0.1, 0.2, 0.3])),
+            "preserve_recent_user_turns": draw(st.integers(0, 5)),
+        },
+    }
+
+
+@settings(max_examples=PIN_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pinned_sessions())
+async def test_random_pins_and_budgets_every_view_fits_keeps_the_latest_request_and_pins_within_their_share(case):
+    recorder = EventRecorder()
+    manager = create_manager(case["config"], hooks=recorder)
+    counter = TokenCounter()  # counted apart from the manager's own counter
+    budget = case["budget"]
+    view: list[dict[str, Any]] = []
+    for message in case["messages"]:
+        await manager.add_message(message)
+        if message["role"] == "user":
+            view = await manager.get_messages_for_request(budget)
+            assert counter.count_messages(view) <= budget, "a view over the budget"
+            assert not check_view(view)
+    texts = [message_text(m) for m in view]
+    last = texts[-1]
+    assert last == case["latest"] or ("characters clipped" in last and "handle" in last), "the latest request"
+    PIN_STATS["examples"] += 1
+    PIN_STATS["latest_clipped"] += last != case["latest"]
+    room = case["config"]["pin_budget_ratio"] * budget
+    dropped = recorder.get_events("context:pins_dropped")
+    clipped = bool(manager.view.clipped) or last != case["latest"]
+    for pin in case["pins"]:
+        tokens = counter.count_text(pin)
+        if pin in texts:
+            PIN_STATS["pins_verbatim"] += 1
+        elif not clipped and sum(counter.count_text(p) for p in case["pins"]) <= room * 0.8 and not dropped:
+            raise AssertionError(f"a pin within its share ({tokens} tokens, room {room:.0f}) is not verbatim")
+        else:
+            PIN_STATS["pins_dropped_by_room"] += 1

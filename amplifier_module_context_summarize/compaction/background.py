@@ -3,11 +3,12 @@
 At ``compact_threshold`` the view still fits the budget, so no request needs to wait for an LLM summary.
 The manager plans the compaction offline first (masking and stored summaries cost no call); only when that
 plan reaches the summarizer does the compaction run here, in one task, while requests keep getting the view
-as it was (it fits, and stays prefix-stable). The first request after the task lands installs its result,
-if history and state are still those it started from (or only masked further since: the result is installed
-with that masking kept). A request whose view would not fit masks further in band when that alone fits, and
-otherwise waits for it, up to the compaction deadline; a task still running then is cancelled and the
-cheaper rungs answer in band.
+as it was (it fits, and stays prefix-stable). The hooks are asked (``context:pre_compact``) before it starts, so
+their focus steers its summaries and their ``deny`` spares the summarizer; the flight owes that pre its post.
+The first request after the task lands installs its result, if history and state are still those it started
+from (or only masked further since: the result is installed with that masking kept). A request whose view
+would not fit masks further in band when that alone fits, and otherwise waits for it, up to the compaction
+deadline; a task still running then is cancelled and the cheaper rungs answer in band.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.history import History
 from ..core.state import CompactionState, Shown
@@ -55,6 +57,9 @@ class Flight:
     """Seconds requests spent waiting for it (only a request whose view would not fit waits)."""
     error: str | None = None
     """Class name of the fault that ended it, when it failed."""
+    owed: Any = None
+    """The ``context:post_compact`` its ``context:pre_compact`` is owed (the compactor's ``OwedPost``): paid when
+    it is installed, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
 
     def elapsed_ms(self) -> float:
         return round((time.monotonic() - self.started) * 1000, 3)
@@ -84,6 +89,8 @@ class BackgroundCompactor:
     def __init__(self, run: Run) -> None:
         self._run = run
         self.flight: Flight | None = None
+        self.lost: list[Flight] = []
+        """Flights dropped with their event loop (``orphaned``): their owed posts are paid by the next request."""
 
     @property
     def running(self) -> bool:
@@ -95,6 +102,7 @@ class BackgroundCompactor:
         flight = self.flight
         if flight is not None and orphaned(flight.task):
             logger.warning("background compaction lost with its event loop; the next one starts afresh")
+            self.lost.append(flight)
             self.flight = None
 
     def start(self, job: Compaction, before: CompactionState, history: History, tokens: int) -> Flight:

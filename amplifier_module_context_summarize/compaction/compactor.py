@@ -5,8 +5,10 @@ The view passes the threshold: while it still fits, nothing waits for the summar
 offline; a plan that needs the summarizer runs in the background, ``background.py``); a view that would not
 fit is masked further when that alone fits, else it waits, up to the compaction deadline, then the cheaper
 rungs answer. A landed background compaction is installed by the next request if history and state are still
-those it started from, or masked further since. Every install is reported (``context:pre_compact``, then
-``context:post_compact``), and where masking reached is stored, so a resumed session shows the same view.
+those it started from, or masked further since. Every compaction asks the hooks first (``context:pre_compact``:
+their focus steers its summaries, their ``deny`` postpones it while the view fits) and is reported once it is
+installed or dropped (``context:post_compact``); a background one asks before its summarizer work starts, so its
+post comes requests later. Where masking reached is stored, so a resumed session shows the same view.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import events
@@ -93,11 +95,10 @@ class Compactor:
         self._working_set_recorded: tuple[str, str, str] | None = None
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
         self._folding: asyncio.Task[None] | None = None
-        self._owed: OwedPost | None = None
-        """A compaction whose ``context:pre_compact`` went out and whose post has not yet."""
-        self._steer = Steer()
-        """What the hooks answered the last ``context:pre_compact`` (reported by the ``post_compact`` after it)."""
         """After a resume served the stored working set: its groups extracted and folded between requests."""
+        self._owed: OwedPost | None = None
+        """A compaction of this request whose ``context:pre_compact`` went out and whose post has not yet (what the
+        hooks answered rides in it); a background flight holds its own until a request lands or drops it."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -122,8 +123,21 @@ class Compactor:
         outcome = events.COMPACTED if owed.installed else events.CANCELLED
         duration_ms = round((time.perf_counter() - owed.started) * 1000, 3)
         await self._report_compaction(
-            owed.report, owed.limits, owed.tokens, owed.messages, duration_ms, owed.force, NOTHING_ACCOUNTED, outcome
+            owed.report,
+            owed.limits,
+            owed.tokens,
+            owed.messages,
+            duration_ms,
+            owed.force,
+            NOTHING_ACCOUNTED,
+            outcome,
+            owed.steer,
         )
+
+    async def pay_flight(self, flight: Flight) -> None:
+        """A background compaction dropped before it was installed: its pre gets its post (``cancelled``)."""
+        self._owed, flight.owed = flight.owed, None
+        await self.pay_owed_post()
 
     def _mark_installed(self) -> None:
         if self._owed is not None:
@@ -176,14 +190,7 @@ class Compactor:
                 steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
                 await self._postponed(steer, limits, tokens_before)  # over the budget: never postponed
                 await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
-            deadline = time.monotonic() + BACKGROUND_DEADLINE_S
-            flight = self.background.start(
-                self._job(limits, provider, force=False, deadline=deadline),
-                self.view.state,
-                self.view.history,
-                tokens_before,
-            )
-            await self._emit_background(flight, STARTED)
+            await self._start_background(limits, provider)
             return True
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
@@ -196,6 +203,21 @@ class Compactor:
             return True
         await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
         return True
+
+    async def _start_background(self, limits: Limits, provider: Any | None) -> None:
+        """Ask the hooks (``context:pre_compact``), then run the summarizer in the background with their focus; a
+        ``deny`` while the view fits postpones it before any summarizer call. The flight owes the post from here.
+        """
+        started = time.perf_counter()
+        tokens, messages = self.view.tokens(), len(self.view.build())
+        job = self._job(limits, provider, force=False, deadline=None)
+        steer = await self._emit_pre_compact(job, tokens, messages, started)
+        if await self._postponed(steer, limits, tokens):
+            return
+        job.focus, job.deadline = steer.focus, time.monotonic() + BACKGROUND_DEADLINE_S
+        flight = self.background.start(job, self.view.state, self.view.history, tokens)
+        flight.owed, self._owed = self._owed, None  # no await between: a cancel from here on leaves it to the flight
+        await self._emit_background(flight, STARTED)
 
     async def _mask_beside_flight(self, limits: Limits, provider: Any | None) -> bool:
         """A view past the budget while a background summary is written: when masking further alone fits, install
@@ -351,35 +373,37 @@ class Compactor:
     def may_land(self) -> bool:
         """A background compaction is in flight or has finished: ``land`` has something to look at (asked on
         every request, so the usual answer costs no coroutine)."""
-        return self.background.flight is not None
+        return self.background.flight is not None or bool(self.background.lost)
 
     async def land(self) -> None:
         """Install a background compaction that has landed, if it still applies; report how it ended."""
         await self._paying(self._land())
 
     async def _land(self) -> None:
+        while self.background.lost:  # dropped with an event loop that closed under it
+            await self.pay_flight(self.background.lost.pop(0))
         flight = self.background.landed()
         if flight is None:
             return
+        # This request reports it now: its pre went out when it started (the hooks' focus is in its summaries).
+        self._owed, flight.owed = flight.owed, None
         landed = None if flight.task.cancelled() else flight.task.result()
         if landed is None:
             self.in_band_next = True
             await self._emit_background(flight, FAILED, flight.error or "error")
+            await self.pay_owed_post()
             return
         current = self.view.state
         applies = current is flight.before or masks_further(flight.before, current)
         if flight.history is not self.view.history or not applies:
             await self._emit_background(flight, CANCELLED, "superseded")
+            await self.pay_owed_post()
             return
         state = landed.state
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
-        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        landing = time.perf_counter() - flight.elapsed_ms() / 1000
-        # each post has its pre
-        steer = await self._emit_pre_compact(flight.job, tokens_before, messages_before, landing)
-        if await self._postponed(steer, flight.job.limits, tokens_before):
-            return  # its summaries are stored: the next compaction finds them
+        owed = self._owed
+        tokens_before, messages_before = (owed.tokens, owed.messages) if owed is not None else (flight.tokens, 0)
         self.view.state = state
         self._mark_installed()
         self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
@@ -405,9 +429,18 @@ class Compactor:
         await self.cancel_background("deadline")
 
     async def cancel_background(self, reason: str) -> None:
+        """Cancel the background compaction (one finished but not installed is dropped too); its pre gets its
+        post, outcome ``cancelled``."""
+        await self._paying(self._cancel_background(reason))
+
+    async def _cancel_background(self, reason: str) -> None:
+        pending = self.background.flight
         flight = self.background.cancel()
+        if pending is not None:
+            self._owed, pending.owed = pending.owed, None
         if flight is not None:
             await self._emit_background(flight, CANCELLED, reason)
+        await self.pay_owed_post()
 
     async def _emit_background(self, flight: Flight, phase: str, reason: str | None = None) -> None:
         await self.emit(
@@ -433,7 +466,7 @@ class Compactor:
         """Report a compaction about to be installed; its post is owed from here on, whatever happens. What the
         hooks answer steers it (``Steer``)."""
         limits = self.view.budget.limits(job.limits.budget)  # a forced job's own limits have no threshold
-        self._owed = OwedPost(job.report, job.limits, tokens, messages, started, force)
+        self._owed = owed = OwedPost(job.report, job.limits, tokens, messages, started, force)
         result = await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
@@ -446,7 +479,7 @@ class Compactor:
                 focus=focus,
             )
         )
-        self._steer = steer = Steer.of(result, focus)
+        owed.steer = steer = Steer.of(result, focus)
         return steer
 
     async def _warm(self) -> None:
@@ -493,14 +526,18 @@ class Compactor:
         force: bool,
         artifacts: Account,
         outcome: str = events.COMPACTED,
+        steer: Steer | None = None,
     ) -> None:
+        """Send the ``context:post_compact`` of ``self._owed`` (or of a pre already taken off it: ``steer`` is then
+        what its hooks answered), then the kernel's event; what a ``post_compact`` hook injects is put back."""
         tokens_after, messages_after = self.view.sent_tokens(limits.budget), len(self.view.build())
         summarized = self.view.history.messages_before(self.view.state.boundary)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
+        if steer is None:
+            steer = self._owed.steer if self._owed is not None else Steer()
         self._owed = None  # paid now: a cancel from here on does not report it twice
-        steer, self._steer = self._steer, Steer()
         result = await self.emit(
             events.PostCompact(
                 message_count=messages_after,
@@ -669,6 +706,8 @@ class OwedPost:
     force: bool
     installed: bool = False
     """The compaction's state is in the view already: it happened, only its report was cut short."""
+    steer: Steer = field(default_factory=lambda: Steer())
+    """What the hooks answered its ``context:pre_compact``."""
 
 
 NOTHING_ACCOUNTED = Account({}, {})
