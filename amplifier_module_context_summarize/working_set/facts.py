@@ -520,9 +520,7 @@ _NESTED_SHELLS = 2
 """How deep ``bash -lc "…"`` scripts inside scripts are read (each level lexes its script again)."""
 
 
-def _shell_files(
-    command: str, base: str | None, workdirs: list[str], depth: int = 0
-) -> tuple[list[FileAction], bool]:
+def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> tuple[list[FileAction], bool]:
     """The files each simple command of a shell line acts on, and whether the line only reads."""
     script = _without_heredoc_bodies(command)
     files: list[FileAction] = []
