@@ -233,3 +233,51 @@ def test_aider_edits_commits_and_requests_are_read_from_its_console_lines():
     messages = load(FIXTURES / "aider.chat.history.md").messages
     edit = [c for m in messages for c in m.get("tool_calls") or [] if c["function"]["name"] == "edit_file"]
     assert json.loads(edit[0]["function"]["arguments"])["new_string"].endswith("return (a or 0) + (b or 0)")
+
+
+def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
+    """SWE-agent 0.x trajectories keep the chat in ``history`` without ``tool_calls`` (the command sits in the
+    reply text and in ``action``): each step's action is a call, ``open``/``create``/``edit`` name their file
+    (``edit`` the one ``state`` says is open), and the task statement is kept."""
+    state = '{{"open_file": "{}", "working_dir": "/repo"}}\n'
+    handler = state.format("/repo/pkg/handler.py")
+    steps = [
+        ("create repro.py\n", "[File: /repo/repro.py (1 lines total)]\n1:", state.format("/repo/repro.py")),
+        ("edit 1:1\nprint(1)\nend_of_edit\n", "File updated.", state.format("/repo/repro.py")),
+        ("python repro.py\n", "1", state.format("/repo/repro.py")),
+        ("open pkg/handler.py 290\n", "[File: /repo/pkg/handler.py (372 lines total)]", handler),
+        ("edit 287:295\n    x = 2\nend_of_edit\n", "File updated.", handler),
+        ("rm repro.py\n", "", state.format("n/a")),
+        ("submit\n", "diff --git a/pkg/handler.py b/pkg/handler.py", state.format("n/a")),
+    ]
+    history = [
+        {"role": "system", "content": "SETTING: you are in a shell.", "agent": "primary"},
+        {"role": "user", "content": "We're solving the following issue: handler drops rows.", "agent": "primary"},
+    ]
+    for action, observation, _ in steps:
+        reply = f"Next.\n```\n{action}```"
+        history.append({"role": "assistant", "content": reply, "thought": "Next.", "action": action})
+        history.append({"role": "user", "content": observation, "agent": "primary"})
+    data = {
+        "environment": "swe_main",
+        "trajectory": [
+            {"action": a, "observation": o, "response": f"Next.\n```\n{a}```", "state": s, "thought": "Next."}
+            for a, o, s in steps
+        ],
+        "history": history,
+        "info": {"exit_status": "submitted"},
+    }
+    path = tmp_path / "pkg__pkg-1.traj"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    loaded = load(path)
+    assert loaded.format == "swe-agent"
+    assert "handler drops rows" in message_text(loaded.messages[1])
+    from amplifier_module_context_summarize.working_set import facts
+
+    found = facts.extract(loaded.messages).files
+    assert facts.FileAction("write", "repro.py") in found
+    assert facts.FileAction("read", "pkg/handler.py") in found
+    assert facts.FileAction("edit", "/repo/pkg/handler.py") in found
+    assert facts.FileAction("edit", "/repo/repro.py") in found
+    assert facts.FileAction("delete", "repro.py") in found
+    assert _calls(loaded.messages) == len(steps)

@@ -218,3 +218,29 @@ def test_the_first_screen_shows_the_chart_and_the_table(session_file, tmp_path):
     assert chart[2] > 900 and 0 <= chart[0] < chart[1] <= 900  # the whole chart, full width, on the first screen
     assert chart[1] <= table[0] < 900 and row[1] <= 900  # the table starts there, its first row whole
     assert layout["conversation"][0] > table[0]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary: install it with `apt-get install -y chromium`")
+def test_the_report_has_no_horizontal_page_scroll_on_a_phone(tmp_path):
+    """A phone-width window (headless Chromium lays a page out at least ~500 px wide): the page never scrolls
+    sideways; a long command in a compaction's lists wraps, the wide table scrolls inside its own box."""
+    page = tmp_path / "report.html"
+    assert main(["inspect", "--example", "--html", str(page)]) == 0
+    measure = (
+        "<script>const d=document.documentElement,p=document.createElement('pre');p.id='width';"
+        "p.textContent=JSON.stringify([d.scrollWidth,d.clientWidth]);document.body.append(p)</script>"
+    )
+    probe = tmp_path / "measure.html"
+    probe.write_text(page.read_text().replace("</body>", measure + "</body>"), encoding="utf-8")
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=420,900"]
+    dump = subprocess.run(
+        [*flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = re.search(r'<pre id="width">(.*?)</pre>', dump.stdout)
+    assert dump.returncode == 0 and found, dump.stderr[-2000:]
+    scroll_width, client_width = json.loads(html.unescape(found.group(1)))
+    assert client_width <= 500
+    assert scroll_width <= client_width

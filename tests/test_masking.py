@@ -327,3 +327,17 @@ def test_masking_a_wide_parallel_group_is_linear_in_its_calls(
         assert changed and masked == plain, "the same placeholders and handles, sanitized or not"
     for count in (reads, scanned):
         assert count[1_600] <= 4 * count[400] + 16, f"{count}: quadratic in the group's calls"
+
+
+async def test_a_one_line_output_is_masked_as_one_line_not_1_lines():
+    """Minified JSON or a long log line is one line: the placeholder says ``1 line``."""
+    history = tool_session("anthropic", 30, output_lines=100)
+    for message in history:  # every output on one line
+        if isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    block["content"] = block_text(block).replace("\n", " ")
+    manager, _ = make({"max_tokens": WIDE})
+    views = await replay(manager, history, FakeProvider(), budget=WIDE)
+    masked = [t for t in outputs(views[-1]) if t.startswith("[tool output masked:")]
+    assert masked and all(" chars, 1 line; " in t for t in masked)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from amplifier_module_context_summarize.cli.session_io import load_session as load
@@ -99,3 +100,48 @@ def test_a_command_cut_short_is_shown_as_such_with_its_own_line():
     assert (outcome.ok, outcome.label) == (False, "interrupted")
     (outcome,) = ledger.extract(_shell("cat log.txt", "Command timed out after 10s")).outcomes
     assert outcome.ok  # a file that says so is data
+
+
+def test_a_script_given_to_a_shell_as_one_string_is_read_for_its_files(tmp_path):
+    """``codex exec --json`` records ``/usr/bin/zsh -lc "printf '…' > artifacts/text.md"``: the script inside
+    the quotes writes the file (a quoted ``>`` in it is text, not a redirect)."""
+    events = [
+        {"type": "thread.started", "thread_id": "t1"},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_1",
+                "type": "command_execution",
+                "command": "/usr/bin/zsh -lc \"printf '> a quote\\n\\n-- Psalm 23:1\\n' > artifacts/text.md\"",
+                "aggregated_output": "",
+                "exit_code": 0,
+                "status": "completed",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_2",
+                "type": "command_execution",
+                "command": "bash -lc 'cat src/app.py && rm old.log'",
+                "aggregated_output": "x = 1\n",
+                "exit_code": 0,
+                "status": "completed",
+            },
+        },
+    ]
+    path = tmp_path / "exec.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    files = ledger.extract(load(path).messages).files
+    assert ledger.FileAction("write", "artifacts/text.md") in files
+    assert ledger.FileAction("read", "src/app.py") in files
+    assert ledger.FileAction("delete", "old.log") in files
+    assert not any("quote" in f.path or "Psalm" in f.path for f in files)
+
+
+def test_a_quoted_file_name_with_spaces_is_a_file():
+    """A Codex rollout's ``["bash", "-lc", "cat 'LM Studio configuration.md'"]``: one quoted operand."""
+    messages = _shell("cat 'LM Studio configuration.md' && echo ok > \"build notes.txt\"", "")
+    assert {"LM Studio configuration.md", "build notes.txt"} <= _paths(messages)
+    assert "Studio" not in _paths(messages)

@@ -20,7 +20,7 @@ table.compactions th,table.compactions td{border-bottom:1px solid #e2e2e2;paddin
 vertical-align:top}table.compactions th{background:#f3f4f8;font-weight:600}table.compactions .n{text-align:right;
 white-space:nowrap}td.lost-new{color:#a00}td.lost-none{color:#777}
 section.compaction{border:1px solid #e5c07b;border-radius:4px;padding:.2em .8em .6em;margin:.8em 0;background:#fffdf6}
-section.compaction h3{margin:.4em 0}section.compaction ul{margin:.2em 0}a.up{font-size:.85em}
+section.compaction h3{margin:.4em 0}section.compaction ul{margin:.2em 0;overflow-wrap:anywhere}a.up{font-size:.85em}
 """
 
 SINGULAR = {"files": "file", "commands": "command", "urls": "URL", "identifiers": "id", "errors": "error"}

@@ -247,7 +247,8 @@ class Masks:
             line = line[: FIRST_LINE_CHARS - 1].rstrip() + "…"
         quoted = json.dumps(line, ensure_ascii=False)
         placeholder = (
-            f"[tool output masked: {len(text):,} chars, {lines:,} lines; {label}: {quoted}; {self._recall(handle)}]"
+            f"[tool output masked: {len(text):,} chars, {lines:,} line{'' if lines == 1 else 's'}; {label}: {quoted}; "
+            f"{self._recall(handle)}]"
         )
         return placeholder if len(placeholder) < len(text) else None
 

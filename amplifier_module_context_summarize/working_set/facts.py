@@ -13,7 +13,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -516,7 +516,11 @@ def _shell_tokens(script: str) -> list[str]:
         return script.replace("\n", " ; ").split()
 
 
-def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[list[FileAction], bool]:
+_NESTED_SHELLS = 2
+"""How deep ``bash -lc "…"`` scripts inside scripts are read (each level lexes its script again)."""
+
+
+def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> tuple[list[FileAction], bool]:
     """The files each simple command of a shell line acts on, and whether the line only reads."""
     script = _without_heredoc_bodies(command)
     files: list[FileAction] = []
@@ -529,13 +533,13 @@ def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[l
         i += 1
         if token in _SEPARATORS:
             if words:
-                base, reads = _simple_command(words, base, files, workdirs)
+                base, reads = _simple_command(words, base, files, workdirs, depth)
                 reader = reader and reads
             words = []
         elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
             target = tokens[i] if i < len(tokens) else ""
             i += 1
-            if not token.endswith("&") and _names_file(target):  # a redirect writes a file, whatever its name
+            if not token.endswith("&") and _quoted_ok(target, _names_file):  # a redirect writes a file, any name
                 files.append(FileAction(WRITE, _join(base, target)))
                 reader = False
         elif token in ("<<", "<<<", "<<-"):
@@ -551,7 +555,7 @@ def _shell_files(command: str, base: str | None, workdirs: list[str]) -> tuple[l
 
 
 def _simple_command(
-    words: list[str], base: str | None, files: list[FileAction], workdirs: list[str]
+    words: list[str], base: str | None, files: list[FileAction], workdirs: list[str], depth: int = 0
 ) -> tuple[str | None, bool]:
     """Record what one simple command does to files; return the folder the next one runs in, and if it only reads."""
     while words and (_ASSIGNMENT.match(words[0]) or words[0] in _COMMAND_PREFIXES):
@@ -559,6 +563,11 @@ def _simple_command(
     if not words:
         return base, True
     program, args = posixpath.basename(words[0]), words[1:]
+    if program in _SHELLS and len(args) >= 2 and args[0] in ("-c", "-lc", "-ic") and depth < _NESTED_SHELLS:
+        # ``zsh -lc "printf '…' > out.md"`` as one string (codex exec): the script is the command
+        nested, reads = _shell_files(args[1], base, workdirs, depth + 1)
+        files += nested
+        return base, reads
     if program == "cd":
         target = next((a for a in args if not a.startswith("-")), "")
         if not target or target.startswith("~"):
@@ -627,7 +636,12 @@ def _path_operand(token: str, loose: bool = False) -> str:
             return ""
         token = token.partition("=")[2]
     token = _LINE_REF.sub("", token.split("::", 1)[0].rstrip(":,;"))
-    return token if (_names_file(token) if loose else _looks_like_path(token)) else ""
+    return token if _quoted_ok(token, _names_file if loose else _looks_like_path) else ""
+
+
+def _quoted_ok(token: str, check: Callable[[str], bool]) -> bool:
+    """``check`` of a shell word; one with spaces was quoted (``cat 'LM Studio notes.md'``) and is one name."""
+    return check(token.replace(" ", "_")) if " " in token.strip() else check(token)
 
 
 def _looks_like_path(token: str) -> bool:

@@ -5,8 +5,11 @@
   entry and the ``extra`` / ``provider_specific_fields`` / ``function_call`` keys are dropped.
 * SWE-agent: ``{"trajectory": [{"action", "observation", "response", "thought", ...}], "history": [...],
   "info"}``. ``history`` is the chat the model saw (``role``, ``content``, ``tool_calls`` / ``tool_call_ids``
-  in function-calling mode); when it is missing the steps of ``trajectory`` are replayed instead, each action
-  as a ``bash`` call and its observation as the result.
+  in function-calling mode); when it is missing, or holds no ``tool_calls`` (SWE-agent 0.x keeps the command in
+  the reply text), the steps of ``trajectory`` are replayed instead after the opening system and task messages,
+  each action as a call and its observation as the result. SWE-agent's own file commands become editor calls:
+  ``open F`` views F, ``create F`` creates it, ``edit N:M`` / ``insert`` change the file the step's ``state``
+  (``{"open_file": ...}``) says is open; anything else is a ``bash`` call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
         return mini_swe(data["messages"]), None
     history = data.get("history")
     if isinstance(history, list) and history and all(isinstance(m, dict) and "role" in m for m in history):
-        return _history(history), None
+        if any(m.get("tool_calls") for m in history) or not data.get("trajectory"):
+            return _history(history), None
+        opening = []
+        for m in history:  # the system prompt, demonstrations and the task, up to the first reply
+            if m.get("role") == "assistant":
+                break
+            opening.append(m)
+        return _history(opening) + _steps(data["trajectory"]), None
     return _steps(data["trajectory"]), None
 
 
@@ -100,6 +110,34 @@ def _steps(steps: list[Any]) -> list[Message]:
         action = step.get("action")
         if action:
             call_id = b.new_id()
-            b.tool_call(call_id, "bash", {"command": action})
+            name, args = _action_call(action, step.get("state"))
+            b.tool_call(call_id, name, args)
             b.tool_result(call_id, step.get("observation"))
     return b.result()
+
+
+_EDITOR = {"open": "view", "create": "create", "edit": "str_replace", "insert": "insert"}
+
+
+def _action_call(action: str, state: Any) -> tuple[str, dict[str, Any]]:
+    """The tool call one SWE-agent action is: its own file commands as editor calls on their file, else bash."""
+    words = action.strip().split(None, 2)
+    command = _EDITOR.get(words[0]) if words else None
+    if command is None:
+        return "bash", {"command": action}
+    opened = words[1].strip("\"'") if len(words) > 1 else ""
+    path = opened if command in ("view", "create") else _open_file(state)  # edit / insert: the open file
+    if not path:
+        return "bash", {"command": action}
+    return words[0], {"command": command, "path": path, "text": action}
+
+
+def _open_file(state: Any) -> str:
+    """The file SWE-agent's recorded ``state`` (a JSON string or object) says is open, or ''."""
+    if isinstance(state, str):
+        try:
+            state = json.loads(state)
+        except ValueError:
+            return ""
+    found = state.get("open_file") if isinstance(state, dict) else None
+    return found if isinstance(found, str) and found not in ("", "n/a") else ""
