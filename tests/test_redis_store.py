@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from amplifier_module_context_summarize import create_manager, events, parse_config
+from amplifier_module_context_summarize.benchmark.fleet import BESIDE_SUMMARIES
 from amplifier_module_context_summarize.compaction.flight import SingleFlight
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, RedisSettings, SqliteStore
 from amplifier_module_context_summarize.stores.redis_store import RedisStore
@@ -296,8 +297,7 @@ async def test_two_workers_needing_one_segment_at_once_pay_for_it_once(redis_ser
         await asyncio.sleep(0.005)
     gate.set()
     assert await second_view == await first_view
-    beside = (b":s:mask:", b":s:ws:")  # summaries, not the mask ends and working sets stored beside them
-    keys = [k for k in raw(redis_server).keys("acs:v1:*:s:*") if not any(b in k for b in beside)]
+    keys = [k for k in raw(redis_server).keys("acs:v1:*:s:*") if not any(b in k for b in BESIDE_SUMMARIES)]
     stored = sum(len(raw(redis_server).hkeys(k)) for k in keys)
     assert len(first_provider.requests) + len(second_provider.requests) == stored >= 1
     assert second.stats["cache_hits"] >= 1 and second.segments.flight.served >= 1

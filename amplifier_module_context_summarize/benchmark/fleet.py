@@ -222,14 +222,18 @@ def run_comparison(plan: FleetPlan) -> list[FleetRun]:
     return runs
 
 
+BESIDE_SUMMARIES = (b":s:mask:", b":s:ws:", b":s:cut:")
+"""Key parts of the rows stored beside summaries (mask ends, working sets, a plan's cuts): not summaries."""
+
+
 def stored_summaries(url: str) -> int:
     """Summaries held under this module's keys in the Redis at ``url``."""
     import redis
 
     client = redis.Redis.from_url(url)
     try:
-        beside = (b":s:mask:", b":s:ws:")  # mask ends and working sets are stored beside them; not summaries
-        summaries = (key for key in client.scan_iter(match="acs:v1:*:s:*") if not any(b in key for b in beside))
+        keys = client.scan_iter(match="acs:v1:*:s:*")
+        summaries = (key for key in keys if not any(b in key for b in BESIDE_SUMMARIES))
         return sum(client.hlen(key) for key in summaries)
     finally:
         client.close()
