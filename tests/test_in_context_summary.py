@@ -126,3 +126,59 @@ async def test_a_view_that_does_not_show_the_span_gets_the_compact_prompt():
     assert locate(altered, history, masks, start, end) is None
     # Another history (a set_messages since): nothing found.
     assert locate(sent, object(), masks, start, end) is None
+
+
+class ToolCallingProvider(RecordingProvider):
+    """Answers a summary asked at the end of the view with a tool call (a preamble, then ``read_file``), as a real
+    model may when the session's tools are in the request; answers everything else like ``RecordingProvider``."""
+
+    async def complete(self, request: Any, **kwargs: Any) -> ChatResponse:
+        from amplifier_core.message_models import ToolCall, ToolCallBlock
+
+        if (request.messages[-1].metadata or {}).get("source") != INSTRUCTION_KIND:
+            return await super().complete(request, **kwargs)
+        self.requests.append((request, kwargs))
+        call = {"id": "toolu_1", "name": "read_file", "arguments": {"path": "src/app.py"}}
+        return ChatResponse(
+            content=[
+                TextBlock(text="Let me read the file again before I summarize."),
+                ToolCallBlock(id="toolu_1", name="read_file", input={"path": "src/app.py"}),
+            ],
+            tool_calls=[ToolCall(**call)],
+            usage=Usage(input_tokens=100, output_tokens=20, total_tokens=120),
+        )
+
+
+def _is_instruction(request: Any) -> bool:
+    return (request.messages[-1].metadata or {}).get("source") == INSTRUCTION_KIND
+
+
+async def test_the_in_context_request_keeps_the_session_tool_choice():
+    """Anthropic: a tool_choice change invalidates the cached message blocks (the whole span), so the request
+    sends tool_choice as loop-basic does (unset: the provider's auto) and forbids a call in the instruction."""
+    provider = RecordingProvider()
+    await _session({}, provider)
+    summaries = [(r, k) for r, k in provider.requests if _is_instruction(r)]
+    assert summaries
+    for request, kwargs in summaries:
+        assert request.tool_choice is None and "tool_choice" not in kwargs
+        assert "call no tool" in request.messages[-1].content
+
+
+async def test_a_tool_call_answer_falls_back_to_the_compact_prompt():
+    provider = ToolCallingProvider()
+    manager, _ = await _session({}, provider)
+    asked = [(i, r) for i, (r, _) in enumerate(provider.requests) if _is_instruction(r)]
+    assert asked, "no summary was asked at the end of a view"
+    for index, _request in asked:
+        # The very next request is the compact prompt for the same span: no tools, the fenced transcript.
+        following, _ = provider.requests[index + 1]
+        assert not _is_instruction(following)
+        assert "<<<TRANSCRIPT" in str(following.messages[-1].content)
+        assert not following.tools
+    # Each in-context ask was tried once: a model that called a tool is not asked the same again.
+    assert all(not _is_instruction(provider.requests[i + 1][0]) for i, _ in asked)
+    summaries = [m for m in await manager.get_messages_for_request() if "CONTEXT SUMMARY" in str(m.get("content"))]
+    assert summaries, "no summary in the view"
+    assert not any("Let me read the file" in str(m["content"]) for m in summaries)
+    assert "The agent read files and ran the tests." in str(summaries[0]["content"])

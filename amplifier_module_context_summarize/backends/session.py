@@ -66,6 +66,18 @@ def response_text(response: Any) -> str:
     return "".join(parts).strip()
 
 
+def tool_call_count(response: Any) -> int:
+    """Tool calls in a ChatResponse: its ``tool_calls``, else its ``tool_call`` blocks (typed or plain dicts)."""
+    calls = getattr(response, "tool_calls", None)
+    if calls:
+        return len(calls)
+    count = 0
+    for block in getattr(response, "content", None) or []:
+        kind = getattr(block, "type", None) or (block.get("type") if isinstance(block, dict) else None)
+        count += kind in ("tool_call", "tool_use")
+    return count
+
+
 BACKGROUND_METADATA = {"stream": False, "source": "context-summarize"}
 """How the real orchestrators mark their own background calls: the providers then skip ``llm:stream_*``."""
 STREAMED_METADATA = {"source": "context-summarize"}
@@ -74,7 +86,12 @@ BACKGROUND_KWARGS = {"extended_thinking": False, "enable_response_chaining": Fal
 """No thinking, and no OpenAI response chain: a summary is one self-contained call."""
 IN_CONTEXT_KWARGS = {"enable_response_chaining": False, "store": False}
 """A summary asked at the end of the session's prefix leaves thinking as the session's requests have it: Anthropic
-drops cached message blocks when the thinking parameters change."""
+drops cached message blocks when the thinking parameters change. ``tool_choice`` is left as loop-basic leaves it
+(unset: provider-anthropic omits it, Anthropic's default ``auto``; provider-openai sends ``"auto"``) for the same
+reason: Anthropic documents that a ``tool_choice`` change invalidates the cached message blocks, so
+``{"type": "none"}`` would turn the whole span into a cache write (1.25x) instead of a read (0.1x). The instruction
+forbids a call instead, and an answer that makes one anyway is rejected (``TOOL_CALL``): the compact prompt,
+which carries no tools, is asked then."""
 
 PATH_FAULTS = (TypeError, AttributeError)
 """What a provider raises when its code does not match the SDK installed beside it (never a network fault)."""
@@ -272,6 +289,7 @@ class SessionBackend:
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
             model=answering_model(response),
+            tool_calls=tool_call_count(response),
         )
 
     def tool_specs(self) -> list[ToolSpec] | None:

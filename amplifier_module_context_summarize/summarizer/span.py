@@ -29,6 +29,7 @@ from ..backends.base import (
     NOT_SMALLER,
     REFUSAL,
     RETRYABLE,
+    TOOL_CALL,
     Backend,
     BackendError,
 )
@@ -278,7 +279,8 @@ class SpanSummarizer:
         max_tokens: int | None,
     ) -> list[str] | None:
         """The summary asked at the end of the session's last view; None when that request is too long for the
-        model (the compact prompt is then sent)."""
+        model or the model answered it with a tool call (the compact prompt, which carries no tools, is then sent:
+        the same request would only be answered the same way)."""
         transcript = render_transcript(context.span)
         source_tokens = self.count_text(transcript)
         values = {"previous_section": _previous_section(previous_summary)}
@@ -286,8 +288,9 @@ class SpanSummarizer:
         try:
             return [await self._ask(ask, provider, outcome, deadline, context)]
         except BackendError as exc:
-            if exc.category != INPUT_TOO_LONG:
+            if exc.category not in (INPUT_TOO_LONG, TOOL_CALL):
                 raise
+            logger.info("summary at the end of the view: %s; asking with the compact prompt", exc.category)
             return None
 
     async def _split(
@@ -352,6 +355,8 @@ class SpanSummarizer:
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
+            if completion.tool_calls:  # only a request carrying the session's tools: asked again without them
+                raise BackendError(TOOL_CALL)
             if completion.model and self.model and not same_model(completion.model, self.model):
                 outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, ask.source_tokens)
