@@ -195,6 +195,7 @@ class SummarizingContextManager:
             view, sent = self.view.fitted(limits.budget, tokens)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
+            self.compactor.record_sent(view)
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()

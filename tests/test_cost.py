@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from amplifier_module_context_summarize.evaluation.prices import PRICES_DATE, TABLES, ModelPrice, PriceTable
-from amplifier_module_context_summarize.evaluation.prompt_cache import CacheMeter, bill
+from amplifier_module_context_summarize.evaluation.prompt_cache import CacheMeter, CacheUsage, InContextSummaries, bill
 
 
 def _msg(role: str, name: str, tokens: int) -> dict:
@@ -42,6 +42,31 @@ def test_prefix_cache_accounting_by_hand():
     assert round(priced.input_equivalent) == 1_120 + 1_500
     assert abs(priced.dollars - 2_620 / 1e6) < 1e-12
     assert round(bill(meter.usage["openai:o"], 0, 0, openai).input_equivalent) == (512 * 0.25 + 1028)
+
+
+def test_a_summary_asked_at_the_end_of_the_view_is_a_cache_read_by_hand():
+    anthropic, openai = _tables()
+    meter = CacheMeter(lambda m: m["n"], [anthropic, openai])
+    meter.request([SYS, U1, A1, U2])
+    ask = {"role": "user", "content": "summarize", "n": 60, "metadata": {"ephemeral": True}}
+    # Anthropic: the breakpoint stays on U2 (the instruction is ephemeral): all 700 read, nothing written, the
+    # instruction uncached. OpenAI: the shared 700 in 128-token steps (640), the rest input.
+    assert meter.summary_request([SYS, U1, A1, U2, ask]) == {"anthropic:a": (700, 0, 60), "openai:o": (640, 0, 120)}
+    # Totalled apart from the agent's requests.
+    assert meter.usage["anthropic:a"].requests == 1 and meter.summaries["anthropic:a"].requests == 1
+    # A prefix no request ended at: only the system block is read, the rest written.
+    assert meter.summary_request([SYS, U1, ask])["anthropic:a"] == (200, 300, 60)
+    # Billed: with the agent's own model the calls go under the cache (900 read x 0.1, 300 written x 1.25, 120
+    # uncached) instead of as their 880 tokens of uncached input; priced at another model, as the compact prompts
+    # they would be (here 300 tokens).
+    calls = InContextSummaries(meter.summaries["anthropic:a"], input=880, compact_input=300)
+    plain = bill(CacheUsage(), 1_000, 0, anthropic)
+    cached = bill(CacheUsage(), 1_000, 0, anthropic, calls)
+    assert round(plain.input_equivalent) == 1_000
+    assert round(cached.input_equivalent) == (1_000 - 880) + 90 + 375 + 120
+    cheap = ModelPrice("c", 0.5, 2.5, 0.05, 0.625, 100)
+    other = PriceTable("anthropic", anthropic.agent, cheap, "test")
+    assert round(bill(CacheUsage(), 1_000, 0, other, calls).dollars * 1e6, 6) == (1_000 - 880 + 300) * 0.5
 
 
 def test_system_messages_are_one_block_and_a_changed_system_prompt_breaks_everything():

@@ -26,6 +26,8 @@ UNGROUNDED = "ungrounded"
 """The answer named files, identifiers or commands that its span and the previous summary never name."""
 DEGENERATE = "degenerate"
 """The answer looped (one sentence over and over) or forged the module's own markup."""
+TOOL_CALL = "tool_call"
+"""A summary asked at the end of the session's view (its tools in the request) was answered with a tool call."""
 ERROR = "error"
 DEADLINE = "deadline"
 """The compaction's deadline passed before the summarizer answered."""
@@ -36,7 +38,7 @@ COOLDOWN = "cooldown"
 RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
 PROVIDER_FAULTS = RETRYABLE | {DEADLINE, AUTH, NO_PROVIDER, ERROR}
 """Faults of the summarizer's provider: only these count toward opening the circuit breaker."""
-CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER, UNGROUNDED, DEGENERATE})
+CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER, UNGROUNDED, DEGENERATE, TOOL_CALL})
 """The provider answered, but the answer was not a usable summary: reported, never held against its health."""
 
 
@@ -60,6 +62,8 @@ class Completion:
     output_tokens: int = 0
     model: str | None = None
     """The model the response says answered, when it says."""
+    tool_calls: int = 0
+    """Tool calls in the answer (only a request that carries tools can get any): such an answer is no summary."""
 
 
 class Backend(Protocol):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from amplifier_core import llm_errors
-from amplifier_core.message_models import ChatRequest, Message
+from amplifier_core.message_models import ChatRequest, Message, ToolSpec
 
 from .base import (
     AUTH,
@@ -66,12 +66,32 @@ def response_text(response: Any) -> str:
     return "".join(parts).strip()
 
 
+def tool_call_count(response: Any) -> int:
+    """Tool calls in a ChatResponse: its ``tool_calls``, else its ``tool_call`` blocks (typed or plain dicts)."""
+    calls = getattr(response, "tool_calls", None)
+    if calls:
+        return len(calls)
+    count = 0
+    for block in getattr(response, "content", None) or []:
+        kind = getattr(block, "type", None) or (block.get("type") if isinstance(block, dict) else None)
+        count += kind in ("tool_call", "tool_use")
+    return count
+
+
 BACKGROUND_METADATA = {"stream": False, "source": "context-summarize"}
 """How the real orchestrators mark their own background calls: the providers then skip ``llm:stream_*``."""
 STREAMED_METADATA = {"source": "context-summarize"}
 """The provider's default (streaming) path: the one that works when its non-streaming path is broken."""
 BACKGROUND_KWARGS = {"extended_thinking": False, "enable_response_chaining": False, "store": False}
 """No thinking, and no OpenAI response chain: a summary is one self-contained call."""
+IN_CONTEXT_KWARGS = {"enable_response_chaining": False, "store": False}
+"""A summary asked at the end of the session's prefix leaves thinking as the session's requests have it: Anthropic
+drops cached message blocks when the thinking parameters change. ``tool_choice`` is left as loop-basic leaves it
+(unset: provider-anthropic omits it, Anthropic's default ``auto``; provider-openai sends ``"auto"``) for the same
+reason: Anthropic documents that a ``tool_choice`` change invalidates the cached message blocks, so
+``{"type": "none"}`` would turn the whole span into a cache write (1.25x) instead of a read (0.1x). The instruction
+forbids a call instead, and an answer that makes one anyway is rejected (``TOOL_CALL``): the compact prompt,
+which carries no tools, is asked then."""
 
 PATH_FAULTS = (TypeError, AttributeError)
 """What a provider raises when its code does not match the SDK installed beside it (never a network fault)."""
@@ -220,6 +240,70 @@ class SessionBackend:
         if model:
             kwargs["model"] = model
         return await provider.complete(request, **kwargs)
+
+    def shares_session_cache(self, provider: Any | None) -> bool:
+        """True when a summary for a request of ``provider`` is answered by that provider with the session's own
+        model (no model configured, or the provider's default): its prompt cache holds the session's prefix."""
+        if provider is None or not hasattr(provider, "complete"):
+            return False
+        if self.provider_name and self.mounted_provider() is not provider:
+            return False
+        if self.configured_model is None:
+            return True
+        return self.configured_model == getattr(provider, "default_model", None)
+
+    def accepts(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` make an Amplifier request (a view the orchestrator could not have sent, e.g. one in
+        a provider's native block shapes, gets the compact prompt instead)."""
+        try:
+            for message in messages:
+                Message(**message)
+        except Exception:
+            return False
+        return True
+
+    async def complete_in_context(
+        self, messages: list[dict[str, Any]], max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        """Self-compaction: ``messages`` (the session's last view, then the instruction) sent as the session sends
+        them, with the tool schemas of the mounted tools as the loops build them, so the provider's prompt cache
+        reads the prefix. Faults are classified as ``complete`` classifies them."""
+        if provider is None or not hasattr(provider, "complete"):
+            raise BackendError(NO_PROVIDER)
+        streamed = provider_label(provider) in self.streamed
+        request = ChatRequest(
+            messages=[Message(**message) for message in messages],
+            tools=self.tool_specs(),
+            max_output_tokens=max_output_tokens,
+            metadata=dict(STREAMED_METADATA if streamed else BACKGROUND_METADATA),
+        )
+        try:
+            response = await provider.complete(request, **IN_CONTEXT_KWARGS)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from None
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=response_text(response),
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            model=answering_model(response),
+            tool_calls=tool_call_count(response),
+        )
+
+    def tool_specs(self) -> list[ToolSpec] | None:
+        """The mounted tools as loop-basic and loop-streaming send them (name, description, input schema, in
+        mount order): Anthropic caches the tools first, so other schemas would make every block after them new."""
+        try:
+            mounted = (self._coordinator.get("tools") if self._coordinator is not None else None) or {}
+            specs = [
+                ToolSpec(name=tool.name, description=tool.description, parameters=tool.input_schema)
+                for tool in mounted.values()
+            ]
+        except Exception:
+            return None
+        return specs or None
 
     def _broken(self, label: str, fault: BaseException) -> BackendError:
         if label not in self.broken:

@@ -3,7 +3,12 @@
 Each session is replayed (``evaluation.runner.replay_session``: a request before every assistant message, and
 at every probe) through each policy; every agent request's view goes through the cache model of each price
 table (``prompt_cache``), and each summarizer call is billed at the summarizer model's price. The summarizer
-is ``testing.SimulatedLLM`` (summaries of a real model's size, and token counts for its input and output).
+is ``testing.SimulatedLLM`` (summaries of a real model's size, and token counts for its input and output) standing
+as the session's own provider and model (``SessionModelLLM``): as with the default ``summarizer.provider:
+session``, a summary whose span the last view showed is asked at the end of that view (``summarizer/in_context``)
+and billed under the cache (``CacheMeter.summary_request``); the others get the compact prompt, billed uncached.
+The rows priced with a cheaper summarizer model bill every summary as a compact prompt (another model shares
+none of the session's cache).
 
 Policies:
 
@@ -17,6 +22,7 @@ Policies:
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +31,12 @@ from statistics import mean
 from typing import Any
 
 from .. import create_manager
+from ..backends.base import Completion
 from ..core.messages import scrub_text
 from ..evaluation.loader import Session
 from ..evaluation.models import SIMULATED, ModelSpec, build_backend
 from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
-from ..evaluation.prompt_cache import CacheMeter, CacheUsage, bill, key
+from ..evaluation.prompt_cache import CacheMeter, CacheUsage, InContextSummaries, bill, key
 from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
 from ..evaluation.strategies import make_manager, manager_config
@@ -47,6 +54,61 @@ CLAUDE_CODE = {
 """Claude Code's auto-compact: the whole history until ~95% of the window, then one summary standing for all
 of it but the most recent turns (here: the newest 5% of the window), merged into the next one."""
 SPEC = ModelSpec(SIMULATED)
+
+
+class SessionModelLLM:
+    """A simulated summarizer standing as the session's own provider and model: it takes the in-context route
+    (``shares_session_cache``), and bills each such request through the meter's cache model.
+
+    The simulated model writes from a transcript, so the span named by the instruction ("conversation messages
+    A to B") is rendered as the compact prompt would send it; ``compact_input`` keeps that prompt's tokens (what
+    the same summary costs asked with the compact prompt), ``input`` the in-context request's own.
+    """
+
+    retries_itself = False
+
+    def __init__(self, inner: Any, count_message: Any = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.meter: CacheMeter | None = None
+        self.count_message = count_message
+        self.input = 0
+        self.compact_input = 0
+
+    def fork(self) -> SessionModelLLM:
+        fork = getattr(self.inner, "fork", None)
+        return SessionModelLLM(fork() if callable(fork) else self.inner, self.count_message)
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None) -> Any:
+        return await self.inner.complete(system, prompt, max_output_tokens, provider)
+
+    def shares_session_cache(self, provider: Any | None) -> bool:
+        return True
+
+    async def complete_in_context(
+        self, messages: list[dict[str, Any]], max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN, render_transcript
+
+        if self.meter is not None:
+            self.meter.summary_request(messages)
+        *prefix, instruction = messages
+        text = str(instruction.get("content") or "")
+        found = _SPAN.search(text)
+        conversation = [m for m in prefix if m.get("role") != "system"]
+        first, last = (int(found.group(1)), int(found.group(2))) if found else (1, len(conversation))
+        transcript = render_transcript(conversation[first - 1 : last])
+        prompt = f"{text}\n\n{FENCE_OPEN}\n{transcript}\n{FENCE_CLOSE}"
+        answer = await self.inner.complete("", prompt, max_output_tokens)
+        count = self.count_message or (lambda m: 0)
+        sent = sum(count(m) for m in messages)
+        self.input += sent
+        self.compact_input += answer.input_tokens
+        return Completion(answer.text, sent, answer.output_tokens, answer.model)
+
+
+_SPAN = re.compile(r"conversation messages (\d+) to (\d+)")
 
 
 def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, Any] | None = None) -> Any:
@@ -80,6 +142,8 @@ class SessionCost:
     """False for ``none-200k`` when the session outgrows the window (the run is then left out)."""
     compactions: int = 0
     seconds: float = 0.0
+    in_context: dict[str, InContextSummaries] = field(default_factory=dict)
+    """Summaries asked at the end of the session's view, by price table."""
 
 
 async def replay_cost(
@@ -96,15 +160,19 @@ async def replay_cost(
     started = time.perf_counter()
     manager = policy_manager(policy, budget, backend, overrides)
     meter = CacheMeter(manager.counter.count_message, tables, tools_tokens)
+    session_model = manager.summarizer.backend if isinstance(manager.summarizer.backend, SessionModelLLM) else None
+    if session_model is not None:
+        session_model.meter, session_model.count_message = meter, manager.counter.count_message
     window = NONE_WINDOW if policy == "none-200k" else budget
     if policy == "none-200k" and manager.counter.count_messages(session.messages) > NONE_WINDOW:
         return SessionCost(session.name, corpus, policy, budget, 0, 0, meter.usage, 0, 0, [], fits=False)
     if not session.probes:  # nothing to score: the views alone (no retention or view checks)
-        return await _light_replay(session, corpus, policy, budget, manager, window, meter, started)
+        cost = await _light_replay(session, corpus, policy, budget, manager, window, meter, started)
+        return _with_in_context(cost, meter, session_model)
     run = await replay_session(session, policy, manager, window, artifacts=artifacts, on_request=meter.request)
     agent = [r for r in run.records if not r.probe_only]
     fits = policy != "none-200k" or run.stats.get("compactions", 0) == 0
-    return SessionCost(
+    cost = SessionCost(
         session.name,
         corpus,
         policy,
@@ -119,6 +187,16 @@ async def replay_cost(
         run.stats.get("compactions", 0),
         time.perf_counter() - started,
     )
+    return _with_in_context(cost, meter, session_model)
+
+
+def _with_in_context(cost: SessionCost, meter: CacheMeter, session_model: SessionModelLLM | None) -> SessionCost:
+    if session_model is not None:
+        cost.in_context = {
+            name: InContextSummaries(usage, session_model.input, session_model.compact_input)
+            for name, usage in meter.summaries.items()
+        }
+    return cost
 
 
 async def _light_replay(
@@ -174,6 +252,7 @@ class Row:
     input_equivalent: float
     key_score: float | None
     compactions: int
+    in_context: InContextSummaries | None = None
 
     @property
     def per_100_turns(self) -> float:
@@ -206,6 +285,11 @@ class Row:
             "input_equivalent_per_100_turns": self.equivalent_per_100_turns,
             "key_score": self.key_score,
             "compactions": self.compactions,
+            "in_context_summaries": (
+                {"usage": self.in_context.usage.as_dict(), "input": self.in_context.input}
+                if self.in_context is not None
+                else None
+            ),
         }
 
 
@@ -232,7 +316,14 @@ def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[
             for c in kept:
                 usage.merge(c.usage[key(price)])
             s_in, s_out = sum(c.summarizer_input for c in kept), sum(c.summarizer_output for c in kept)
-            priced = bill(usage, s_in, s_out, price)
+            in_context = InContextSummaries(CacheUsage())
+            for c in kept:
+                part = c.in_context.get(key(price))
+                if part is not None:
+                    in_context.usage.merge(part.usage)
+                    in_context.input += part.input
+                    in_context.compact_input += part.compact_input
+            priced = bill(usage, s_in, s_out, price, in_context)
             scores = [s for c in kept for s in c.key_scores]
             rows.append(
                 Row(
@@ -250,6 +341,7 @@ def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[
                     priced.input_equivalent,
                     mean(scores) if scores else None,
                     sum(c.compactions for c in kept),
+                    in_context,
                 )
             )
     return rows
@@ -304,7 +396,7 @@ async def compare(
     """Every session of every corpus, under every policy at every budget, billed at every price table."""
     started = time.perf_counter()
     chosen = list(tables or default_tables())
-    backend = build_backend(ModelSpec(SIMULATED, seed=seed))
+    backend = SessionModelLLM(build_backend(ModelSpec(SIMULATED, seed=seed)))
     result = CostResult(chosen, sessions={name: [s.name for s in group] for name, group in corpora.items()})
     costs: list[SessionCost] = []
     for corpus, sessions in corpora.items():
@@ -338,8 +430,9 @@ def render(result: CostResult) -> str:
         + "; ".join(SOURCES.values())
         + ")",
         "tables: " + " | ".join(t.label for t in result.tables),
-        "agent input billed under each provider's prompt cache; summarizer input and output at its model's price;"
-        " the agent's own output (the same for every policy) left out",
+        "agent input billed under each provider's prompt cache; a summary asked at the end of the session's view"
+        " (the session's own model) billed under the same cache, a compact-prompt one as uncached input, output at"
+        " the summarizer's price; the agent's own output (the same for every policy) left out",
         "",
     ]
     by_group: dict[tuple[str, int], list[Row]] = {}

@@ -28,6 +28,7 @@ from ..core.plan import Limits, needs_compaction
 from ..core.state import CompactionState, Shown
 from ..core.tokens import counts_exactly
 from ..stores import CachedSummary, CheckedStore, SummaryStore
+from ..summarizer.in_context import SentView
 from ..working_set.facts import Facts
 from ..working_set.index import RENDER_VERSION, index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
@@ -91,6 +92,8 @@ class Compactor:
         self.in_band_next = False
         """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
         self.warmer = Warmer()
+        self.sent: SentView | None = None
+        """The view the last request returned (``record_sent``): a session-model summary is asked at its end."""
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
         self._working_set_recorded: tuple[str, str, str] | None = None
         """The key of the working set stored last, so a request that installs the same summary stores nothing."""
@@ -321,6 +324,7 @@ class Compactor:
             summary_room=c.summary_room(self.view.budget.wire),
             recall_tool=c.recall_tool_name,
             offline=offline,
+            last_sent=lambda: self.sent,
         )
         job.remember(self.view.state, self.view.shown())
         return job
@@ -586,6 +590,13 @@ class Compactor:
                 strategy_level=report.fallback or strategy,
             )
         )
+
+    def record_sent(self, view: list[Message]) -> None:
+        """Remember ``view``, returned to the orchestrator, with where its groups start (a copy fitted to the
+        budget shows them as ``build`` does up to its first clip; ``locate`` compares every message it uses)."""
+        shown, state = self.view.shown(), self.view.state
+        head = len(self.view.system_view()) + len(shown.messages)
+        self.sent = SentView(view, len(view), self.view.history, state.boundary, state.tail_start, head)
 
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
         """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from ..core.messages import Message
 from ..core.plan import Limits, choose_boundary, near_target
 from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
 from ..core.tokens import TokenCounter
+from ..summarizer.in_context import InContext, SentView, locate
 from ..working_set.index import index_of
 from .masking import Masks
 from .splice import shown, summary_message, working_set_room
@@ -89,6 +90,9 @@ class Compaction:
     focus: str | None = None
     """What this compaction's summaries are asked to focus on (``compact(focus=...)``, a ``context:pre_compact``
     hook); part of their store keys."""
+    last_sent: Callable[[], SentView | None] | None = None
+    """The view the session's last request sent (read when a summary is asked: a background compaction's runs
+    after the request that started it returned its view)."""
     _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
@@ -141,6 +145,11 @@ class Compaction:
 
     def fits(self, state: CompactionState) -> bool:
         return self.view_tokens(state) <= self.limits.budget
+
+    def in_context(self, start: int, end: int) -> InContext | None:
+        """Groups ``[start, end)`` in the last view sent, as it showed them (None when it does not show them)."""
+        sent = self.last_sent() if self.last_sent is not None else None
+        return locate(sent, self.history, self.masks, start, end)
 
     def span(self, start: int, end: int) -> list[Message]:
         """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""

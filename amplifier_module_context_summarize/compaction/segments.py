@@ -109,7 +109,13 @@ class SegmentSource:
             try:
                 with self.quiet():
                     outcome = await self.summarizer.summarize(
-                        span, previous, job.provider, deadline=job.deadline, pinned=pinned, max_tokens=max_tokens
+                        span,
+                        previous,
+                        job.provider,
+                        deadline=job.deadline,
+                        pinned=pinned,
+                        max_tokens=max_tokens,
+                        context=job.in_context(start, end),
                     )
                 self.note_health(outcome)
                 return await self.record(key, start, end, outcome, tier=0, report=report)

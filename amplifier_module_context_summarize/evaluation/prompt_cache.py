@@ -13,6 +13,14 @@ provider sees them:
 * **OpenAI** (automatic prefix cache): a request reads the longest prefix it shares with any earlier request,
   in 128-token steps from 1,024 tokens; the rest is input at the base price, with no write premium.
 
+* **Self-compaction** (``CacheMeter.summary_request``): a summary the session's own model is asked for at the end
+  of the view the session last sent (``summarizer/in_context.py``; also how the Claude-Code-style policy's own
+  summary is asked, its instruction appended to the conversation) is billed like an agent request: its prefix is
+  a cache read when the session sent it; the appended instruction is ephemeral, so Anthropic's message breakpoint
+  stays on the last message before it (that instruction is uncached input), and OpenAI reads the shared prefix
+  in its 128-token steps. Entries are assumed alive: the summary is asked within seconds of the request that
+  wrote its prefix, well inside the 5-minute TTL. Tool schemas are the same as the session's (``tools_tokens``).
+
 Prefixes are compared message by message (a message shared only in part counts as not shared), which is
 exact for Anthropic's breakpoints and slightly conservative for OpenAI's token-level matching.
 """
@@ -177,6 +185,8 @@ class CacheMeter:
         self.anthropic: dict[int, AnthropicCache] = {}
         self.openai: dict[int, OpenAICache] = {}
         self.usage: dict[str, CacheUsage] = {}
+        self.summaries: dict[str, CacheUsage] = {}
+        """Summary requests asked at the end of a view the session sent (``summary_request``), by price table."""
         self._tables = list(tables)
         for price in self._tables:
             floor = price.agent.min_cacheable
@@ -185,6 +195,7 @@ class CacheMeter:
             else:
                 self.openai.setdefault(floor, OpenAICache(floor))
             self.usage[key(price)] = CacheUsage()
+            self.summaries[key(price)] = CacheUsage()
 
     def _unit(self, message: Message) -> Unit:
         hit = self._memo.get(id(message))
@@ -200,6 +211,14 @@ class CacheMeter:
 
     def request(self, view: Sequence[Message]) -> dict[str, tuple[int, int, int]]:
         """Bill one request; returns ``(read, write, uncached)`` by price table."""
+        return self._bill(view, self.usage)
+
+    def summary_request(self, messages: Sequence[Message]) -> dict[str, tuple[int, int, int]]:
+        """Bill one summary request of the session's own model: a view the session sent, then ephemeral messages
+        (the instruction) after Anthropic's last breakpoint. Totalled in ``summaries``, apart from the agent's."""
+        return self._bill(messages, self.summaries)
+
+    def _bill(self, view: Sequence[Message], totals: dict[str, CacheUsage]) -> dict[str, tuple[int, int, int]]:
         units = [self._unit(m) for m in view]
         tools = [Unit(b"tools", self.tools_tokens, 1)] if self.tools_tokens else []
         # Anthropic: tools, the system messages joined into one block, then the conversation.
@@ -210,7 +229,13 @@ class CacheMeter:
             joined = hashlib.blake2b(b"".join(u.digest for u in system), digest_size=16).digest()
             head.append(Unit(joined, sum(u.tokens for u in system), 1))
         ordered = head + rest
-        marks = sorted({i for i in (len(tools) - 1, len(head) - 1, len(ordered) - 1) if i >= 0})
+        # provider-anthropic's message breakpoint: the last message that is not ephemeral.
+        conversation = [m for m in view if m.get("role") != "system"]
+        trailing = 0
+        while trailing < len(conversation) and _ephemeral(conversation[len(conversation) - 1 - trailing]):
+            trailing += 1
+        last = len(ordered) - 1 - trailing
+        marks = sorted({i for i in (len(tools) - 1, len(head) - 1, last) if i >= 0})
         by_anthropic = {floor: cache.request(ordered, marks) for floor, cache in self.anthropic.items()}
         by_openai = {floor: cache.request(tools + units) for floor, cache in self.openai.items()}
         billed = {}
@@ -218,8 +243,13 @@ class CacheMeter:
             floor = price.agent.min_cacheable
             split = by_anthropic[floor] if price.provider == "anthropic" else by_openai[floor]
             billed[key(price)] = split
-            self.usage[key(price)].add(*split)
+            totals[key(price)].add(*split)
         return billed
+
+
+def _ephemeral(message: Message) -> bool:
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("ephemeral") is True
 
 
 def key(price: PriceTable) -> str:
@@ -241,13 +271,41 @@ class Bill:
         return {**asdict(self), "usage": self.usage.as_dict()}
 
 
-def bill(usage: CacheUsage, summarizer_input: int, summarizer_output: int, price: PriceTable) -> Bill:
+@dataclass
+class InContextSummaries:
+    """Summary calls asked at the end of the session's view: billed under the cache (``usage``) when the summarizer
+    is the agent's model; priced at another model, each is billed as the compact prompt it would have been."""
+
+    usage: CacheUsage
+    input: int = 0
+    """Their input tokens (included in the summarizer input the run counted)."""
+    compact_input: int = 0
+    """What the same summaries cost as compact prompts (system, instruction, the span as a transcript)."""
+
+
+def bill(
+    usage: CacheUsage,
+    summarizer_input: int,
+    summarizer_output: int,
+    price: PriceTable,
+    in_context: InContextSummaries | None = None,
+) -> Bill:
     """The agent's input under the cache, plus the summarizer's input and output at its model's price.
 
-    The summarizer's calls are billed as uncached input: each one sends a span the agent's cache does not hold
-    in that form. The agent's own output is left out: it is the same whatever the context policy.
+    A compact-prompt summary call is billed as uncached input: it sends a span the agent's cache does not hold
+    in that form. A call asked at the end of the session's view (``in_context``) is billed under the cache when
+    the summarizer is the agent's own model (the only case the module asks one), else as the compact prompt it
+    would then be. The agent's own output is left out: it is the same whatever the context policy.
     """
     agent = price.agent.dollars(usage.read, usage.write, usage.uncached)
-    summarizing = price.summarizer.dollars(0, 0, summarizer_input, summarizer_output)
+    uncached = summarizer_input
+    cached = 0.0
+    if in_context is not None and in_context.input:
+        uncached -= in_context.input
+        if price.summarizer.model == price.agent.model:
+            cached = price.agent.dollars(in_context.usage.read, in_context.usage.write, in_context.usage.uncached)
+        else:
+            uncached += in_context.compact_input
+    summarizing = cached + price.summarizer.dollars(0, 0, uncached, summarizer_output)
     dollars = agent + summarizing
     return Bill(usage, summarizer_input, summarizer_output, dollars, dollars * 1e6 / price.agent.input)

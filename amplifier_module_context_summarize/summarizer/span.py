@@ -29,6 +29,7 @@ from ..backends.base import (
     NOT_SMALLER,
     REFUSAL,
     RETRYABLE,
+    TOOL_CALL,
     Backend,
     BackendError,
 )
@@ -36,6 +37,7 @@ from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
+from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
 from .prompts import FOCUS, PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -167,15 +169,16 @@ class SpanSummarizer:
     def max_retries(self) -> int:
         return retries_for(self.backend, self.settings.max_retries)
 
-    def _retrying(self, outcome: Outcome) -> RetryingBackend:
-        """The backend behind the retry policy, counting every attempt as a provider call of ``outcome``.
+    def _retrying(self, outcome: Outcome, context: InContext | None = None) -> RetryingBackend:
+        """The backend behind the retry policy, counting every attempt as a provider call of ``outcome``
+        (asked at the end of ``context``'s prefix when given).
 
         Built per ask (it is only settings): concurrent summaries then never share a counter.
         """
         assert self.backend is not None
         s = self.settings
         return RetryingBackend(
-            self.backend,
+            InContextCall(self.backend, context.prefix) if context is not None else self.backend,
             self.max_retries,
             s.timeout_s,
             s.wait_base,
@@ -191,17 +194,24 @@ class SpanSummarizer:
         deadline: float | None = None,
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
+        context: InContext | None = None,
     ) -> Outcome:
         """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary; ``pinned`` is
         for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
-        (the model is asked for fewer words; its output cap stays)."""
+        (the model is asked for fewer words; its output cap stays). ``context``: the span as the session's last
+        view showed it, asked for at the end of that view when the backend is the session's own provider and
+        model (``in_context``); else, or when that view is too long for one more message, the compact prompt."""
         if self.backend is None:
             return await self.extractive_off_loop(messages, previous_summary, None, pinned, max_tokens)
         outcome = Outcome(text="")
         try:
-            parts = await self._summarize_fragments(
-                messages, previous_summary, provider, outcome, 0, deadline, max_tokens
-            )
+            parts = None
+            if context is not None and shares_session_cache(self.backend, provider, context):
+                parts = await self._in_context(context, previous_summary, provider, outcome, deadline, max_tokens)
+            if parts is None:
+                parts = await self._summarize_fragments(
+                    messages, previous_summary, provider, outcome, 0, deadline, max_tokens
+                )
         except BackendError as exc:
             level = logging.INFO if exc.category in TRANSIENT else logging.WARNING  # anything else is never silent
             logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
@@ -259,6 +269,30 @@ class SpanSummarizer:
                 raise
             return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
 
+    async def _in_context(
+        self,
+        context: InContext,
+        previous_summary: str | None,
+        provider: Any | None,
+        outcome: Outcome,
+        deadline: float | None,
+        max_tokens: int | None,
+    ) -> list[str] | None:
+        """The summary asked at the end of the session's last view; None when that request is too long for the
+        model or the model answered it with a tool call (the compact prompt, which carries no tools, is then sent:
+        the same request would only be answered the same way)."""
+        transcript = render_transcript(context.span)
+        source_tokens = self.count_text(transcript)
+        values = {"previous_section": _previous_section(previous_summary)}
+        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values)
+        try:
+            return [await self._ask(ask, provider, outcome, deadline, context)]
+        except BackendError as exc:
+            if exc.category not in (INPUT_TOO_LONG, TOOL_CALL):
+                raise
+            logger.info("summary at the end of the view: %s; asking with the compact prompt", exc.category)
+            return None
+
     async def _split(
         self,
         messages: list[Message],
@@ -279,7 +313,9 @@ class SpanSummarizer:
         )
         return first + second
 
-    async def _ask(self, ask: Ask, provider: Any | None, outcome: Outcome, deadline: float | None) -> str:
+    async def _ask(
+        self, ask: Ask, provider: Any | None, outcome: Outcome, deadline: float | None, context: InContext | None = None
+    ) -> str:
         """Ask the backend for about ``ask.tokens`` tokens; a rejected answer gets one more try.
 
         An answer no smaller than its source is asked again for half the size: the same prompt would only get
@@ -287,7 +323,7 @@ class SpanSummarizer:
         names what its span never names, loops or forges markup (``grounding``), unless cutting it to its sound
         sentences keeps most of it.
         """
-        backend = self._retrying(outcome)
+        backend = self._retrying(outcome, context)
         rejection = ERROR
         system = scrub_text(self.prompts.system(ask.kind))  # sendable as UTF-8
         tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
@@ -295,19 +331,32 @@ class SpanSummarizer:
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
                 raise BackendError(DEADLINE)
-            prompt = self.prompts.user(
-                ask.kind,
-                transcript=ask.transcript,
-                max_words=str(max_words(tokens, per_word)),
-                max_tokens=str(tokens),
-                guidance_section=guidance_section(self.instructions, FOCUS.get()),
-                **ask.values,
-            )
+            guidance = guidance_section(self.instructions, FOCUS.get())
+            if context is not None:
+                prompt = instruction(
+                    context,
+                    rules_of(system),
+                    max_words(tokens, per_word),
+                    tokens,
+                    bool(ask.values.get("previous_section")),
+                    guidance,
+                )
+            else:
+                prompt = self.prompts.user(
+                    ask.kind,
+                    transcript=ask.transcript,
+                    max_words=str(max_words(tokens, per_word)),
+                    max_tokens=str(tokens),
+                    guidance_section=guidance,
+                    **ask.values,
+                )
             completion = await backend.complete(
                 system, scrub_text(prompt), self.settings.max_output_tokens, provider, deadline=deadline
             )
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
+            if completion.tool_calls:  # only a request carrying the session's tools: asked again without them
+                raise BackendError(TOOL_CALL)
             if completion.model and self.model and not same_model(completion.model, self.model):
                 outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, ask.source_tokens)
