@@ -161,7 +161,7 @@ async def test_a_summarizer_outage_costs_one_deadline_then_the_circuit_opens():
         started = time.monotonic()
         await loop.turn(f"Turn {turn}: review a.py. " + "Context for the review. " * 40)
         longest = max(longest, time.monotonic() - started)
-    post = of(events, "context:post_compact")
+    post = [d for d in of(events, "context:post_compact") if d["outcome"] == "compacted"]  # not dropped flights
     assert len(post) >= 3
     assert longest < 2.0, "a compaction waited past its deadline"
     assert all(d["fallback"] is not None for d in post)

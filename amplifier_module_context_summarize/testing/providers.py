@@ -23,6 +23,7 @@ from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock, 
 from amplifier_core.models import ProviderInfo
 
 from ..core.tokens import TokenCounter
+from ..summarizer.in_context import INSTRUCTION_KIND
 
 __all__ = ["TOKENIZER_RATIO", "AnthropicLikeProvider", "FakeProvider", "ReadFileTool"]
 
@@ -130,7 +131,7 @@ class AnthropicLikeProvider:
     async def complete(self, request: ChatRequest, **kwargs: Any) -> ChatResponse:
         model = kwargs.get("model", self.default_model)
         streaming = not (isinstance(request.metadata, dict) and request.metadata.get("stream") is False)
-        summary = "<<<TRANSCRIPT" in str(request.messages[-1].content)
+        summary = "<<<TRANSCRIPT" in str(request.messages[-1].content) or in_context_summary(request)
         for attempt in range(self.retries + 1):
             try:
                 response = self._answer(request, summary, model)
@@ -156,9 +157,13 @@ class AnthropicLikeProvider:
             self.summary_calls.append({"model": model, "metadata": request.metadata, "at": time.monotonic()})
             if self.fail_summaries:
                 raise llm_errors.ProviderUnavailableError("500 from the summarizer", provider=self.name)
-            prompt = str(request.messages[-1].content)
-            start = prompt.rindex("<<<TRANSCRIPT") + len("<<<TRANSCRIPT")
-            text = "### Progress\n" + prompt[start : start + 400].replace("TRANSCRIPT>>>", "")
+            if in_context_summary(request):  # the session's own view, then the instruction: quote the conversation
+                quoted = " ".join(str(m.content) for m in request.messages[:-1] if m.role == "user")
+            else:
+                prompt = str(request.messages[-1].content)
+                start = prompt.rindex("<<<TRANSCRIPT") + len("<<<TRANSCRIPT")
+                quoted = prompt[start : start + 400].replace("TRANSCRIPT>>>", "")
+            text = "### Progress\n" + quoted[:400].rsplit(" ", 1)[0]
             return ChatResponse(content=[TextBlock(text=text)], usage=usage)
         self.agent_wire_tokens.append(tokens)
         before_injection = request.messages[-2]
@@ -166,6 +171,12 @@ class AnthropicLikeProvider:
             call = ToolCall(id=f"toolu_{len(self.agent_wire_tokens)}", name="read_file", arguments={"path": "a.py"})
             return ChatResponse(content=[TextBlock(text="Reading.")], tool_calls=[call], usage=usage)
         return ChatResponse(content=[TextBlock(text="Done. " + "The file looks fine. " * 20)], usage=usage)
+
+
+def in_context_summary(request: ChatRequest) -> bool:
+    """A summary asked in the session's own context: its view, then the module's instruction as the last message."""
+    metadata = request.messages[-1].metadata if request.messages else None
+    return isinstance(metadata, dict) and metadata.get("source") == INSTRUCTION_KIND
 
 
 class ReadFileTool:
