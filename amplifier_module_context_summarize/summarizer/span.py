@@ -29,6 +29,7 @@ from ..backends.base import (
     NOT_SMALLER,
     REFUSAL,
     RETRYABLE,
+    TIMEOUT,
     Backend,
     BackendError,
 )
@@ -36,6 +37,7 @@ from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
+from .pace import Pace
 from .prompts import PromptSet, fence_safe, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -112,6 +114,8 @@ class SpanSummarizer:
         self.prompts = prompts
         self.count_text = count_text
         self.settings = settings
+        self.pace = Pace()
+        """Seconds per input token of this summarizer's calls, measured (``pace.py``)."""
 
     @property
     def name(self) -> str:
@@ -299,9 +303,21 @@ class SpanSummarizer:
                 max_tokens=str(tokens),
                 **ask.values,
             )
-            completion = await backend.complete(
-                system, scrub_text(prompt), self.settings.max_output_tokens, provider, deadline=deadline
-            )
+            prompt = scrub_text(prompt)
+            began = time.monotonic()
+            try:
+                completion = await backend.complete(
+                    system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
+                )
+            except BackendError as exc:
+                if exc.category in (DEADLINE, TIMEOUT):  # cut short: the backend is at least this slow
+                    self.pace.cut(time.monotonic() - began, self.count_text(system) + self.count_text(prompt))
+                raise
+            except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
+                self.pace.cut(time.monotonic() - began, self.count_text(system) + self.count_text(prompt))
+                raise
+            sent = completion.input_tokens or self.count_text(system) + self.count_text(prompt)
+            self.pace.answered(time.monotonic() - began, sent)
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
             if completion.model and self.model and not same_model(completion.model, self.model):
