@@ -228,3 +228,25 @@ async def test_a_live_session_whose_summaries_keep_missing_the_deadline_warns_on
     warnings = [r for r in caplog.records if r.name == PACE_LOGGER]
     assert len(warnings) == 1, [r.message for r in warnings]
     assert "compaction_deadline_s" in warnings[0].message or "summarizer.timeout_s" in warnings[0].message
+
+
+async def test_offline_replays_give_summaries_the_time_their_calls_take(monkeypatch: pytest.MonkeyPatch):
+    """``compact`` and ``eval`` replay with nobody waiting: the live 30 s deadline cut every summary of a small local
+    model there (prompt processing alone is 30 s for a 6,000-token span); their deadline is the replay's."""
+    from amplifier_module_context_summarize.cli import compact
+    from amplifier_module_context_summarize.evaluation.models import ModelSpec
+    from amplifier_module_context_summarize.evaluation.strategies import manager_config
+    from amplifier_module_context_summarize.testing import REPLAY_DEADLINE_S
+
+    seen: list[dict[str, Any]] = []
+
+    def capturing(config: dict[str, Any], **kwargs: Any) -> Any:
+        seen.append(config)
+        return create_manager(config, **kwargs)
+
+    monkeypatch.setattr(compact, "create_manager", capturing)
+    await compact.replay_session(mixed_history(6, size=2), 6_000, {"provider": "extractive"})
+    [config] = seen
+    assert config["compaction_deadline_s"] == REPLAY_DEADLINE_S >= 5 * 120, "several calls of the default timeout"
+    spec = ModelSpec(provider="openai", model="smollm2")
+    assert manager_config("summarize", 20_000, spec)["compaction_deadline_s"] == REPLAY_DEADLINE_S
