@@ -248,5 +248,7 @@ async def test_offline_replays_give_summaries_the_time_their_calls_take(monkeypa
     await compact.replay_session(mixed_history(6, size=2), 6_000, {"provider": "extractive"})
     [config] = seen
     assert config["compaction_deadline_s"] == REPLAY_DEADLINE_S >= 5 * 120, "several calls of the default timeout"
+    assert config["summarizer"]["timeout_s"] == REPLAY_DEADLINE_S
     spec = ModelSpec(provider="openai", model="smollm2")
-    assert manager_config("summarize", 20_000, spec)["compaction_deadline_s"] == REPLAY_DEADLINE_S
+    evaluated = manager_config("summarize", 20_000, spec)
+    assert evaluated["compaction_deadline_s"] == evaluated["summarizer"]["timeout_s"] == REPLAY_DEADLINE_S

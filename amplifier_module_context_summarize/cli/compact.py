@@ -68,7 +68,7 @@ async def replay_session(
     # In band: a replay has no agent time between requests in which a background summary could land.
     # Nobody waits for a replay's requests: a summary gets the time its calls take (``REPLAY_DEADLINE_S``).
     config = {
-        "summarizer": summarizer,
+        "summarizer": {"timeout_s": REPLAY_DEADLINE_S, **summarizer},
         "max_tokens": budget,
         "background_compaction": False,
         "compaction_deadline_s": REPLAY_DEADLINE_S,

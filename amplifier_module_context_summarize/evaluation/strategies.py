@@ -32,6 +32,7 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
     # A simulated model stands where a direct backend would (the backend itself is passed to create_manager).
     settings: dict[str, Any] = {"provider": "anthropic" if summarizer.provider == SIMULATED else summarizer.provider}
+    settings["timeout_s"] = REPLAY_DEADLINE_S  # one call of a small local model on a busy machine: minutes
     if summarizer.model:
         settings["model"] = summarizer.model
     config: dict[str, Any] = {
