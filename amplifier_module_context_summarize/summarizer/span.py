@@ -305,18 +305,20 @@ class SpanSummarizer:
             )
             prompt = scrub_text(prompt)
             began = time.monotonic()
+            # Counted here, not taken from the usage reported: a provider's count may be of another tokenizer,
+            # of the part not served from its cache, or missing.
+            sent = self.count_text(system) + self.count_text(prompt)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
                 )
             except BackendError as exc:
                 if exc.category in (DEADLINE, TIMEOUT):  # cut short: the backend is at least this slow
-                    self.pace.cut(time.monotonic() - began, self.count_text(system) + self.count_text(prompt))
+                    self.pace.cut(time.monotonic() - began, sent)
                 raise
             except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
-                self.pace.cut(time.monotonic() - began, self.count_text(system) + self.count_text(prompt))
+                self.pace.cut(time.monotonic() - began, sent)
                 raise
-            sent = completion.input_tokens or self.count_text(system) + self.count_text(prompt)
             self.pace.answered(time.monotonic() - began, sent)
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
