@@ -37,6 +37,7 @@ from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
 from .stores import CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
+from .summarizer.pace import SlowWarning
 from .summarizer.span import Outcome, SpanSummarizer
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,8 @@ class SummarizingContextManager:
         strategy = strategy or STRATEGIES[c.compaction_strategy](self.segments, c.summary_budget_ratio, c.prefetch)
         self.prefetcher = Prefetcher(self.segments, c.prefetch_threshold, self._report_prefetch)
         self._stats = events.Stats()
+        self.slow = SlowWarning(summarizer.pace, c.compaction_deadline_s, c.summarizer.timeout_s)
+        """Says once when summaries keep falling back because the summarizer is slower than its time."""
         self._system_prompt_factory: SystemPromptFactory | None = None
         """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
         self._lock = asyncio.Lock()
@@ -199,7 +202,7 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()
-            if c.prefetch and c.compaction_strategy not in ("truncate", "mask"):
+            if (c.prefetch or self.compactor.slow(limits)) and c.compaction_strategy not in ("truncate", "mask"):
                 fixed = self.view.system_view_tokens() + self.view.shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
                 saves = self.view.mask_savings if self.masks is not None else None
@@ -386,6 +389,19 @@ class SummarizingContextManager:
             self.state = await self.compactor.resumed(self.history, wire_budget)
             self.compactor.fold_after_resume(self.history, self.state)
 
+    def _watch_pace(self, payload: events.Payload) -> None:
+        """Feed ``SlowWarning``: a compaction or prefetch the LLM wrote ends a run of cut summaries; one cut by the
+        deadline or a timeout extends it (a compaction's ``summary_failed`` repeats its post's fallback)."""
+        if isinstance(payload, events.PostCompact):
+            if payload.fallback is not None:
+                self.slow.fell_back(payload.fallback)
+            elif payload.summaries:
+                self.slow.written()
+        elif isinstance(payload, events.SummaryFailed) and payload.reason == "prefetch":
+            self.slow.fell_back(payload.fallback)
+        elif isinstance(payload, events.SummaryPrefetched):
+            self.slow.written()
+
     async def _report_prefetch(self, outcome: Outcome) -> None:
         if outcome.cacheable:
             payload: events.Payload = events.SummaryPrefetched(
@@ -399,6 +415,7 @@ class SummarizingContextManager:
         """Emit ``payload``; return what the hooks answered, or None (amplifier-core folds the handlers'
         ``HookResult``s into one: ``deny`` stops the chain, ``modify`` chains ``data``, injections are collected)."""
         self._stats.observe(payload)
+        self._watch_pace(payload)
         if self.hooks is None:
             return None
         try:

@@ -16,7 +16,7 @@ from .. import create_manager
 from ..core.budget import budget_problem
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
-from ..testing import EventRecorder, replay_steps
+from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
 from .session_io import SessionFileError, load_session, skipped_warnings
@@ -76,7 +76,13 @@ async def replay_session(
     """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end."""
     recorder = EventRecorder(only={"context:post_compact"})
     # In band: a replay has no agent time between requests in which a background summary could land.
-    config = {"summarizer": summarizer, "max_tokens": budget, "background_compaction": False}
+    # Nobody waits for a replay's requests: a summary gets the time its calls take (``REPLAY_DEADLINE_S``).
+    config = {
+        "summarizer": {"timeout_s": REPLAY_DEADLINE_S, **summarizer},
+        "max_tokens": budget,
+        "background_compaction": False,
+        "compaction_deadline_s": REPLAY_DEADLINE_S,
+    }
     manager = create_manager(config, hooks=recorder)
     started = time.perf_counter()
     view: list[dict[str, Any]] = []

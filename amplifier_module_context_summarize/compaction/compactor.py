@@ -29,6 +29,7 @@ from ..core.state import CompactionState, Shown
 from ..core.tokens import counts_exactly
 from ..stores import CachedSummary, CheckedStore, SummaryStore
 from ..summarizer.in_context import SentView
+from ..summarizer.pace import Pace
 from ..working_set.facts import Facts
 from ..working_set.index import RENDER_VERSION, index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
@@ -147,10 +148,10 @@ class Compactor:
             self._owed.installed = True
 
     async def _for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
-        deadline = time.monotonic() + self.config.compaction_deadline_s
-        if not self.config.background_compaction:
-            await self._in_band(limits, provider, force=False, deadline=deadline)
+        if not self.config.background_compaction:  # blocking: the request waits as long as the summary takes
+            await self._in_band(limits, provider, force=False, deadline=time.monotonic() + self.wait_s(limits, tokens))
             return
+        deadline = time.monotonic() + self.config.compaction_deadline_s
         if tokens > limits.budget and self.background.running:
             # A summary about to land beats masking further; past a short grace, masking that fits beats waiting.
             await self.background.wait(min(deadline, time.monotonic() + LANDING_GRACE_S))
@@ -217,10 +218,38 @@ class Compactor:
         steer = await self._emit_pre_compact(job, tokens, messages, started)
         if await self._postponed(steer, limits, tokens):
             return
-        job.focus, job.deadline = steer.focus, time.monotonic() + BACKGROUND_DEADLINE_S
+        job.focus = steer.focus
+        job.deadline = time.monotonic() + max(BACKGROUND_DEADLINE_S, self.pace.allowance_s(tokens))
         flight = self.background.start(job, self.view.state, self.view.history, tokens)
         flight.owed, self._owed = self._owed, None  # no await between: a cancel from here on leaves it to the flight
         await self._emit_background(flight, STARTED)
+
+    @property
+    def pace(self) -> Pace:
+        return self.segments.summarizer.pace
+
+    def span_estimate(self, limits: Limits, tokens: int) -> int:
+        """Input tokens of the summary a compaction of a ``tokens`` view would ask for: what it takes down to the
+        target, and the prompt around it (an estimate: the span is read masked, so usually less)."""
+        return max(tokens - limits.target, 0) + self.config.summary_output_tokens
+
+    def wait_s(self, limits: Limits, tokens: int) -> float:
+        """How long a blocking compaction waits: ``compaction_deadline_s``, or longer when the summarizer's measured
+        pace says its summary takes longer, up to what its calls may take (``summarizer.timeout_s`` each)."""
+        c, settings = self.config, self.segments.summarizer.settings
+        span = self.span_estimate(limits, tokens)
+        calls = 1 + span // max(settings.max_input_tokens, 1)  # a span past the summarizer's input is cut in fragments
+        return max(c.compaction_deadline_s, min(self.pace.allowance_s(span), settings.timeout_s * calls))
+
+    def slow(self, limits: Limits) -> bool:
+        """The summarizer is measured slower than the compaction deadline for a summary of the usual size (from the
+        threshold down to the target): its summaries are started early, at ``prefetch_threshold``, as ``prefetch``
+        does, so a request past the budget finds them written rather than cutting them at the deadline. Not when
+        blocking: there the request waits as long as the pace asks (``wait_s``), and a prefetch would only be
+        cancelled by it, its time lost."""
+        if not self.config.background_compaction or self.segments.summarizer.backend is None or not self.pace.known:
+            return False
+        return self.pace.allowance_s(self.span_estimate(limits, limits.compact_at)) > self.config.compaction_deadline_s
 
     async def _mask_beside_flight(self, limits: Limits, provider: Any | None) -> bool:
         """A view past the budget while a background summary is written: when masking further alone fits, install
@@ -272,7 +301,10 @@ class Compactor:
     ) -> bool:
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
-        deadline = time.monotonic() + self.config.compaction_deadline_s if deadline is None else deadline
+        if deadline is None:
+            blocking = not self.config.background_compaction
+            wait = self.wait_s(limits, self.view.tokens()) if blocking else self.config.compaction_deadline_s
+            deadline = time.monotonic() + wait
         await self.prefetcher.drain(deadline)
         await self._warm()
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())

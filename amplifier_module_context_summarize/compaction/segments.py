@@ -61,6 +61,8 @@ class SegmentSource:
         """Entered around summarizer calls (the usage they report is not the agent's)."""
         self._failed: OrderedDict[tuple[str, str], float] = OrderedDict()
         self.flight = SingleFlight(store)
+        self.prefetched_any = False
+        """A prefetch has stored a summary (``prefetch``, or a summarizer measured slow): compactions look for one."""
         """Claims a segment across a fleet before paying for it, when the store can hold claims (Redis)."""
 
     @property
@@ -243,6 +245,7 @@ class SegmentSource:
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
             await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
+            self.prefetched_any = True
         else:
             self.cool_down(key)
         return outcome

@@ -152,7 +152,7 @@ class SummarizeStrategy:
         return await self._merge_tiers(job, state)
 
     async def _prefetched_end(self, job: Compaction) -> int | None:
-        if not self.use_prefetched:
+        if not (self.use_prefetched or self.segments.prefetched_any):  # a slow summarizer is prefetched unasked
             return None
         return await self.segments.ready_end(job, job.near_target)
 

@@ -10,6 +10,7 @@ from ..core.messages import Message
 from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
 from ..summarizer.span import Outcome, SpanSummarizer
+from ..testing.replay import REPLAY_DEADLINE_S
 from .models import SIMULATED, ModelSpec
 from .naive import NaiveStrategy
 
@@ -31,6 +32,7 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
     # A simulated model stands where a direct backend would (the backend itself is passed to create_manager).
     settings: dict[str, Any] = {"provider": "anthropic" if summarizer.provider == SIMULATED else summarizer.provider}
+    settings["timeout_s"] = REPLAY_DEADLINE_S  # one call of a small local model on a busy machine: minutes
     if summarizer.model:
         settings["model"] = summarizer.model
     config: dict[str, Any] = {
@@ -40,6 +42,7 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
         # A replay has no agent time between requests for background work to run in: compact in band, so the
         # views scored are the ones compaction makes (when they arrive is what ``bench --latency`` measures).
         "background_compaction": False,
+        "compaction_deadline_s": REPLAY_DEADLINE_S,  # nobody waits for a replay: summaries get their calls' time
     }
     if strategy == "summarize-only":
         config["observation_masking"] = False

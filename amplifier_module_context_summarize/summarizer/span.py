@@ -29,6 +29,7 @@ from ..backends.base import (
     NOT_SMALLER,
     REFUSAL,
     RETRYABLE,
+    TIMEOUT,
     TOOL_CALL,
     Backend,
     BackendError,
@@ -38,6 +39,7 @@ from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
 from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
+from .pace import Pace
 from .prompts import FOCUS, PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -116,6 +118,8 @@ class SpanSummarizer:
         self.settings = settings
         self.instructions: str | None = None
         """The user's standing guidance (``summary_instructions``), in every prompt beside the compaction's focus."""
+        self.pace = Pace()
+        """Seconds per input token of this summarizer's calls, measured (``pace.py``)."""
 
     @property
     def name(self) -> str:
@@ -350,9 +354,24 @@ class SpanSummarizer:
                     guidance_section=guidance,
                     **ask.values,
                 )
-            completion = await backend.complete(
-                system, scrub_text(prompt), self.settings.max_output_tokens, provider, deadline=deadline
-            )
+            prompt = scrub_text(prompt)
+            began = time.monotonic()
+            # Counted here, not taken from the usage reported: a provider's count may be of another tokenizer,
+            # of the part not served from its cache, or missing. In the session's context the view before the
+            # instruction is its cached prefix: the new work is the instruction's.
+            sent = self.count_text(system) + self.count_text(prompt)
+            try:
+                completion = await backend.complete(
+                    system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
+                )
+            except BackendError as exc:
+                if exc.category in (DEADLINE, TIMEOUT):  # cut short: the backend is at least this slow
+                    self.pace.cut(time.monotonic() - began, sent)
+                raise
+            except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
+                self.pace.cut(time.monotonic() - began, sent)
+                raise
+            self.pace.answered(time.monotonic() - began, sent)
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
             if completion.tool_calls:  # only a request carrying the session's tools: asked again without them

@@ -45,7 +45,7 @@ from .events import EventRecorder
 from .loops import LoopLike
 from .providers import TOKENIZER_RATIO, AnthropicLikeProvider, FakeProvider, ReadFileTool
 from .redis_server import RedisServer
-from .replay import ReplayStep, extends, replay, replay_steps, request_due
+from .replay import REPLAY_DEADLINE_S, ReplayStep, extends, replay, replay_steps, request_due
 from .simulated_llm import SimulatedBehaviour, SimulatedLLM
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "extends",
     "mixed_history",
     "openai_turn",
+    "REPLAY_DEADLINE_S",
     "replay",
     "replay_steps",
     "request_due",

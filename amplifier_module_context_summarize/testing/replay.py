@@ -21,7 +21,13 @@ from typing import Any
 
 from ..core.invariants import check_view
 
-__all__ = ["ReplayStep", "extends", "replay", "replay_steps", "request_due"]
+__all__ = ["REPLAY_DEADLINE_S", "ReplayStep", "extends", "replay", "replay_steps", "request_due"]
+
+REPLAY_DEADLINE_S = 600.0
+"""``compaction_deadline_s`` and ``summarizer.timeout_s`` of an offline replay (``compact``, ``eval``): nobody waits
+for its requests, so a summary is given the time its calls take rather than a live request's 30 s, which a small
+local model misses on every span of 6,000 tokens or more (5-6 ms a prompt token on two idle cores; 40 ms on busy
+ones, where one call takes minutes)."""
 
 
 def request_due(messages: Sequence[dict[str, Any]], index: int, *, at_end: bool = False) -> bool:
