@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..backends.base import DEGENERATE, UNGROUNDED
@@ -352,18 +353,21 @@ def _repeat_key(sentence: str) -> str | None:
     return key if len(key) >= 16 or len(key.split()) >= 3 else None
 
 
-def _word_run(text: str) -> bool:
+def _has_run(keys: Iterable[str | None], limit: int) -> bool:
+    """``limit`` equal keys in a row; a None key breaks the run."""
     run, previous = 0, None
-    for word in text.split():
-        word = word.strip(".,;:!?\"'()[]*").lower()
-        if not any(c.isalpha() for c in word):  # rows of numbers or rules in echoed output are not words
-            run, previous = 0, None
-            continue
-        run = run + 1 if word == previous else 1
-        previous = word
-        if run >= WORD_RUN_LIMIT:
+    for key in keys:
+        run = 0 if key is None else run + 1 if key == previous else 1
+        previous = key
+        if run >= limit:
             return True
     return False
+
+
+def _word_run(text: str) -> bool:
+    """One word said ``WORD_RUN_LIMIT`` times in a row; rows of numbers or rules in echoed output are not words."""
+    words = (word.strip(".,;:!?\"'()[]*").lower() for word in text.split())
+    return _has_run((w if any(c.isalpha() for c in w) else None for w in words), WORD_RUN_LIMIT)
 
 
 def _line_key(line: str) -> str:
@@ -373,16 +377,8 @@ def _line_key(line: str) -> str:
 def _line_run(text: str) -> bool:
     """One line, however short (a heading, "Done."), said ``REPEAT_LIMIT`` times in a row: blank lines between
     the copies do not break the run, any other line does."""
-    run, previous = 0, None
-    for line in text.splitlines():
-        key = _line_key(line)
-        if not key:
-            continue
-        run = run + 1 if key == previous else 1
-        previous = key
-        if run >= REPEAT_LIMIT:
-            return True
-    return False
+    keys = (_line_key(line) for line in text.splitlines())
+    return _has_run((key for key in keys if key), REPEAT_LIMIT)
 
 
 def _forges(sentence: str, source: Source) -> int:
