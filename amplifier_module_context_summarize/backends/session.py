@@ -192,34 +192,26 @@ class SessionBackend:
         if provider is None:
             raise BackendError(NO_PROVIDER)
         label = provider_label(provider)
-        streamed = label in self.streamed
-        try:
-            response = await self._ask(provider, system, prompt, max_output_tokens, streamed)
-        except BackendError:
-            raise
-        except Exception as exc:
-            fault = path_fault(exc)
-            if fault is None:
-                raise classify(exc) from None
-            if streamed:
-                raise self._broken(label, fault) from None
-            self.streamed.add(label)
-            logger.warning(
-                "summaries through provider %r failed on its non-streaming path (%s); asking on its streaming "
-                "path from now on. %s",
-                label,
-                describe_fault(fault),
-                PIN_ADVICE,
-            )
+        for stream in (True,) if label in self.streamed else (False, True):
             try:
-                response = await self._ask(provider, system, prompt, max_output_tokens, True)
+                response = await self._ask(provider, system, prompt, max_output_tokens, stream)
+                break
             except BackendError:
                 raise
-            except Exception as again:
-                fault = path_fault(again)
+            except Exception as exc:
+                fault = path_fault(exc)
                 if fault is None:
-                    raise classify(again) from None
-                raise self._broken(label, fault) from None
+                    raise classify(exc) from None
+                if stream:
+                    raise self._broken(label, fault) from None
+                self.streamed.add(label)
+                logger.warning(
+                    "summaries through provider %r failed on its non-streaming path (%s); asking on its streaming "
+                    "path from now on. %s",
+                    label,
+                    describe_fault(fault),
+                    PIN_ADVICE,
+                )
         usage = getattr(response, "usage", None)
         return Completion(
             text=response_text(response),
