@@ -37,12 +37,15 @@ def compaction_line(data: dict[str, Any]) -> str:
     )
     summarized = data.get("summarized_messages", 0)
     if summarized:
-        written, cached = data.get("summaries", 0), data.get("cache_hits", 0)
+        written, cached, fallback = data.get("summaries", 0), data.get("cache_hits", 0), data.get("fallback")
         line += f"; {summarized} messages summarized"
-        parts = [f"{written} by the LLM"] if written else []
+        # ``summaries`` counts offline summaries too: "by the LLM" only when none of this compaction's fell back
+        # and the LLM was asked (the extractive summarizer asks none).
+        by_llm = not fallback and data.get("provider_calls", 0) > 0
+        parts = [f"{written} by the LLM" if by_llm else f"{written} written"] if written else []
         parts += [f"{cached} from cache"] if cached else []
-        if data.get("fallback"):
-            parts.append(f"offline summary ({data['fallback']})")
+        if fallback:
+            parts.append(f"offline summary ({fallback})")
         if parts:
             line += ": " + ", ".join(parts)
     elif data.get("strategy"):

@@ -9,6 +9,7 @@ from amplifier_core import llm_errors
 from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
+from amplifier_module_context_summarize.notify import compaction_line
 from amplifier_module_context_summarize.stores import SqliteStore, default_store_path
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
@@ -129,3 +130,13 @@ async def test_failing_summaries_show_one_fallback_line_and_one_for_the_open_cir
     assert len([w for w in warnings if w.startswith("summary fell back")]) == 1
     assert len([w for w in warnings if w.startswith("summaries paused")]) <= 1
     assert all("offline summary" in message for message, _, _ in lines if message.startswith("context compacted"))
+
+
+def test_the_compaction_line_says_by_the_llm_only_when_no_summary_fell_back():
+    base = {"tokens_before": 16_000, "token_count": 7_600, "budget": 12_000, "summarized_messages": 21}
+    by_llm = compaction_line({**base, "summaries": 1, "provider_calls": 1})
+    assert by_llm.endswith("21 messages summarized: 1 by the LLM")
+    fell_back = compaction_line({**base, "summaries": 1, "provider_calls": 1, "fallback": "error"})
+    assert "by the LLM" not in fell_back and fell_back.endswith("1 written, offline summary (error)")
+    offline = compaction_line({**base, "summaries": 2, "provider_calls": 0})  # the extractive summarizer
+    assert offline.endswith("2 written")

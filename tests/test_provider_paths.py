@@ -11,6 +11,7 @@ from amplifier_core import llm_errors
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.backends.base import BackendError
 from amplifier_module_context_summarize.backends.session import SessionBackend
+from amplifier_module_context_summarize.summarizer.in_context import INSTRUCTION_KIND
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
 from amplifier_module_context_summarize.testing.sdk_paths import AwaitedParseProvider, UnawaitedParseProvider
 
@@ -96,3 +97,37 @@ async def test_a_transient_provider_fault_stays_at_info(caplog):
     await replay(manager, mixed_history(90), failing, budget=BUDGET)
     assert manager.stats["summary_failures"] >= 1
     assert not any("failed (server_error)" in w for w in _warnings(caplog))
+
+
+class RecordingUnawaited(UnawaitedParseProvider):
+    """Records whether each request was a summary asked in the session's own context (the instruction last)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.in_context: list[bool] = []
+
+    async def complete(self, request, **kwargs):
+        self.in_context.append((request.messages[-1].metadata or {}).get("source") == INSTRUCTION_KIND)
+        return await super().complete(request, **kwargs)
+
+
+async def test_a_summary_asked_in_the_session_context_takes_the_streaming_path_too(caplog):
+    """The session's own view, then the instruction (self-compaction), fails on the broken non-streaming path as the
+    compact prompt does (seen in the real CLI on anthropic 2.14: every in-context summary fell back as `error`)."""
+    caplog.set_level(logging.INFO)
+    recorder = EventRecorder()
+    provider = RecordingUnawaited(recorder, reply="The user asked about the build; the agent checked the module.")
+    manager = create_manager({"max_tokens": 6_000}, hooks=recorder)
+    turns = [
+        message
+        for i in range(160)
+        for message in (
+            {"role": "user", "content": f"Turn {i}: check the build of the module again. " + "Context. " * 60},
+            {"role": "assistant", "content": f"Checked the build on turn {i}; it passes."},
+        )
+    ]
+    await replay(manager, turns, provider, budget=6_000)
+    assert any(provider.in_context), "the summaries were asked in the session's context"
+    assert manager.stats["summary_failures"] == 0 and manager.stats["summaries"] >= 2
+    assert provider.quiet_calls == 1  # the first in-context summary found the fault; every later one streamed
+    assert len([w for w in _warnings(caplog) if "non-streaming path" in w]) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from amplifier_core import llm_errors
@@ -192,10 +192,23 @@ class SessionBackend:
         if provider is None:
             raise BackendError(NO_PROVIDER)
         label = provider_label(provider)
+        response = await self._on_a_working_path(
+            label, lambda stream: self._ask(provider, system, prompt, max_output_tokens, stream)
+        )
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=response_text(response),
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            model=answering_model(response),
+        )
+
+    async def _on_a_working_path(self, label: str, send: Callable[[bool], Awaitable[Any]]) -> Any:
+        """``send(stream)`` on the non-streaming path, then on the streaming path if the provider's non-streaming
+        path is broken (said once, at WARNING); a provider known to need streaming is asked there at once."""
         for stream in (True,) if label in self.streamed else (False, True):
             try:
-                response = await self._ask(provider, system, prompt, max_output_tokens, stream)
-                break
+                return await send(stream)
             except BackendError:
                 raise
             except Exception as exc:
@@ -212,13 +225,7 @@ class SessionBackend:
                     describe_fault(fault),
                     PIN_ADVICE,
                 )
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=response_text(response),
-            input_tokens=getattr(usage, "input_tokens", 0) or 0,
-            output_tokens=getattr(usage, "output_tokens", 0) or 0,
-            model=answering_model(response),
-        )
+        raise BackendError(ERROR)  # not reached: the streaming path returns or raises
 
     async def _ask(self, provider: Any, system: str, prompt: str, max_output_tokens: int, streamed: bool) -> Any:
         model = self.configured_model
@@ -259,22 +266,21 @@ class SessionBackend:
     ) -> Completion:
         """Self-compaction: ``messages`` (the session's last view, then the instruction) sent as the session sends
         them, with the tool schemas of the mounted tools as the loops build them, so the provider's prompt cache
-        reads the prefix. Faults are classified as ``complete`` classifies them."""
+        reads the prefix. Faults, and a broken non-streaming path, are handled as ``complete`` handles them."""
         if provider is None or not hasattr(provider, "complete"):
             raise BackendError(NO_PROVIDER)
-        streamed = provider_label(provider) in self.streamed
-        request = ChatRequest(
-            messages=[Message(**message) for message in messages],
-            tools=self.tool_specs(),
-            max_output_tokens=max_output_tokens,
-            metadata=dict(STREAMED_METADATA if streamed else BACKGROUND_METADATA),
-        )
-        try:
-            response = await provider.complete(request, **IN_CONTEXT_KWARGS)
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise classify(exc) from None
+        tools = self.tool_specs()
+
+        def send(stream: bool) -> Awaitable[Any]:
+            request = ChatRequest(
+                messages=[Message(**message) for message in messages],
+                tools=tools,
+                max_output_tokens=max_output_tokens,
+                metadata=dict(STREAMED_METADATA if stream else BACKGROUND_METADATA),
+            )
+            return provider.complete(request, **IN_CONTEXT_KWARGS)
+
+        response = await self._on_a_working_path(provider_label(provider), send)
         usage = getattr(response, "usage", None)
         return Completion(
             text=response_text(response),
