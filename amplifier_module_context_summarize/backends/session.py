@@ -56,6 +56,18 @@ def classify(exc: BaseException) -> BackendError:
     return BackendError(ERROR)
 
 
+def completion_of(response: Any, tool_calls: int = 0) -> Completion:
+    """A provider's ``ChatResponse`` as the summarizer reads it: text, usage, the model that answered."""
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=response_text(response),
+        input_tokens=getattr(usage, "input_tokens", 0) or 0,
+        output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        model=answering_model(response),
+        tool_calls=tool_calls,
+    )
+
+
 def response_text(response: Any) -> str:
     """Join the text blocks of a ChatResponse (typed blocks or plain dicts)."""
     parts = []
@@ -195,13 +207,7 @@ class SessionBackend:
         response = await self._on_a_working_path(
             label, lambda stream: self._ask(provider, system, prompt, max_output_tokens, stream)
         )
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=response_text(response),
-            input_tokens=getattr(usage, "input_tokens", 0) or 0,
-            output_tokens=getattr(usage, "output_tokens", 0) or 0,
-            model=answering_model(response),
-        )
+        return completion_of(response)
 
     async def _on_a_working_path(self, label: str, send: Callable[[bool], Awaitable[Any]]) -> Any:
         """``send(stream)`` on the non-streaming path, then on the streaming path if the provider's non-streaming
@@ -281,14 +287,7 @@ class SessionBackend:
             return provider.complete(request, **IN_CONTEXT_KWARGS)
 
         response = await self._on_a_working_path(provider_label(provider), send)
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=response_text(response),
-            input_tokens=getattr(usage, "input_tokens", 0) or 0,
-            output_tokens=getattr(usage, "output_tokens", 0) or 0,
-            model=answering_model(response),
-            tool_calls=tool_call_count(response),
-        )
+        return completion_of(response, tool_calls=tool_call_count(response))
 
     def tool_specs(self) -> list[ToolSpec] | None:
         """The mounted tools as loop-basic and loop-streaming send them (name, description, input schema, in
