@@ -12,7 +12,7 @@ from typing import Any
 from . import events
 from .backends.base import Backend
 from .backends.registry import build_backend
-from .compaction.job import Strategy
+from .compaction.strategies import Strategy, strategy_for
 from .config import Config, parse_config
 from .core.invariants import check_view
 from .core.tokens import TokenCounter
@@ -64,7 +64,8 @@ def create_manager(
         timeout_s=cfg.summarizer.timeout_s,
         max_retries=cfg.summarizer.max_retries,
     )
-    if backend is None and cfg.compaction_strategy == "summarize":
+    strategy = strategy or strategy_for(cfg)
+    if backend is None and strategy.asks_llm:
         backend = build_backend(cfg.summarizer, coordinator, http_client)
     summarizer = SpanSummarizer(backend, load_prompts(cfg.prompt_dir), counter.count_text, settings)
     summarizer.instructions = cfg.summary_instructions

@@ -103,13 +103,6 @@ class Config:
         return f"Config({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
-    def masking(self) -> bool:
-        """Whether compactions mask: the ``mask`` strategy always does; ``truncate`` never."""
-        if self.compaction_strategy == "mask":
-            return True
-        return self.observation_masking and self.compaction_strategy != "truncate"
-
-    @property
     def recall_tool_name(self) -> str | None:
         """Name of the recall tool that placeholders and the summary preamble mention (``None`` when off)."""
         return RECALL_TOOL_NAME if self.recall_tool else None

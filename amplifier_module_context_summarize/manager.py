@@ -20,13 +20,12 @@ from amplifier_core.models import HookResult
 from . import events
 from .compaction.breaker import CircuitBreaker
 from .compaction.compactor import FOCUS_MAX_CHARS, Compactor
-from .compaction.job import Strategy
 from .compaction.masking import Masks, MaskSettings
 from .compaction.prefetch import Prefetcher
 from .compaction.request_view import RequestView
 from .compaction.resume import fingerprint as fingerprint_of
 from .compaction.segments import SegmentSource
-from .compaction.strategies import STRATEGIES
+from .compaction.strategies import Strategy, strategy_for
 from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.history import History
@@ -79,7 +78,7 @@ class SummarizingContextManager:
         self.segments = SegmentSource(
             summarizer, reads, self.breaker, c.failure_cooldown_s, self.clock, self.calibration.quiet
         )
-        strategy = strategy or STRATEGIES[c.compaction_strategy](self.segments, c.summary_budget_ratio, c.prefetch)
+        strategy = strategy or strategy_for(c)
         self.prefetcher = Prefetcher(self.segments, c.prefetch_threshold, self._report_prefetch)
         self._stats = events.Stats()
         self.slow = SlowWarning(summarizer.pace, c.compaction_deadline_s, c.summarizer.timeout_s)
@@ -89,9 +88,8 @@ class SummarizingContextManager:
         self._lock = asyncio.Lock()
         self._resumed_at: int | None = None
         """The budget ``set_messages`` resumed under, until the first request says which one the session has."""
-        self.mask_settings = (
-            MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if c.masking else None
-        )
+        masking = strategy.masks(c.observation_masking)
+        self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if masking else None
         self.view = RequestView(c, self.counter, self.budget)
         self.compactor = Compactor(
             c, self.view, strategy, self.segments, self.breaker, self.prefetcher, self.mask_settings, self._emit
@@ -108,7 +106,7 @@ class SummarizingContextManager:
     def __repr__(self) -> str:
         return (
             f"SummarizingContextManager(messages={len(self.history.messages)}, boundary={self.state.boundary}, "
-            f"strategy={self.config.compaction_strategy!r}, summarizer={self.summarizer.name!r})"
+            f"strategy={self.strategy.name!r}, summarizer={self.summarizer.name!r})"
         )
 
     @property
@@ -120,10 +118,6 @@ class SummarizingContextManager:
     def strategy(self) -> Strategy:
         """Decides each compaction; the configured one unless another is given (the evaluation's baselines)."""
         return self.compactor.strategy
-
-    @strategy.setter
-    def strategy(self, strategy: Strategy) -> None:
-        self.compactor.strategy = strategy
 
     @property
     def history(self) -> History:
@@ -202,7 +196,7 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()
-            if (c.prefetch or self.compactor.slow(limits)) and c.compaction_strategy not in ("truncate", "mask"):
+            if (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes:
                 fixed = self.view.system_view_tokens() + self.view.shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
                 saves = self.view.mask_savings if self.masks is not None else None
@@ -230,7 +224,7 @@ class SummarizingContextManager:
         under keys that include it, so none written without it is served for it."""
         if focus is not None and not isinstance(focus, str):
             raise ValueError(f"compact: focus must be text, got {type(focus).__name__}")
-        focus = " ".join(focus.split())[: FOCUS_MAX_CHARS] if focus else None
+        focus = " ".join(focus.split())[:FOCUS_MAX_CHARS] if focus else None
         async with self._lock:
             limits = self.budget.limits(self.budget.last)
             await self.compactor.settle_background(time.monotonic() + self.config.compaction_deadline_s)
@@ -385,7 +379,7 @@ class SummarizingContextManager:
         self.view.install(history, Masks(history, self.mask_settings) if self.mask_settings else None, state)
 
     async def _resume(self, wire_budget: int) -> None:
-        if self.config.compaction_strategy != "truncate":
+        if self.strategy.stores_cuts:
             self.state = await self.compactor.resumed(self.history, wire_budget)
             self.compactor.fold_after_resume(self.history, self.state)
 

@@ -10,17 +10,20 @@ async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_d
     still walk its own segments (the walk reaching furthest), not stop after the fork's."""
     cache = MemoryStore()
     history = mixed_history(60)
-    parent = create_manager({"max_tokens": 12_000}, store=cache)
+    # In band: with background compactions, whether a flight stored a summary the parent never installed depends
+    # on the machine's load (a resume may then take a cut from the cache that the live parent has not made yet).
+    in_band = {"background_compaction": False}
+    parent = create_manager({"max_tokens": 12_000, **in_band}, store=cache)
     await replay(parent, history, FakeProvider(), budget=12_000)
 
-    child = create_manager({"max_tokens": 14_000}, store=cache)
+    child = create_manager({"max_tokens": 14_000, **in_band}, store=cache)
     fork = [*history[:150], {"role": "user", "content": "child task " * 50}]
     await replay(child, fork, FakeProvider(), budget=14_000)
     assert child.state.segments[0].end != parent.state.segments[0].end  # the fork really cut the prefix differently
     # The parent's view once its background compaction (stored while the fork ran) has landed: what it sends next.
     live = await parent.get_messages_for_request(token_budget=12_000, provider=FakeProvider())
 
-    resumed = create_manager({"max_tokens": 12_000}, store=cache)
+    resumed = create_manager({"max_tokens": 12_000, **in_band}, store=cache)
     await resumed.set_messages(history)
     provider = FakeProvider()
     view = await resumed.get_messages_for_request(token_budget=12_000, provider=provider)

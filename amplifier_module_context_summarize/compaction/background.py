@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.history import History
 from ..core.state import CompactionState, Shown
-from .job import Compaction
+from .job import Job
 from .losses import Account
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class Landed:
 class Flight:
     """One background compaction: the job, what it started from, and its task."""
 
-    job: Compaction
+    job: Job
     before: CompactionState
     history: History
     tokens: int
@@ -65,7 +65,7 @@ class Flight:
         return round((time.monotonic() - self.started) * 1000, 3)
 
 
-Run = Callable[[Compaction, CompactionState], Awaitable[Landed]]
+Run = Callable[[Job, CompactionState], Awaitable[Landed]]
 
 
 def orphaned(task: asyncio.Future[object]) -> bool:
@@ -105,7 +105,7 @@ class BackgroundCompactor:
             self.lost.append(flight)
             self.flight = None
 
-    def start(self, job: Compaction, before: CompactionState, history: History, tokens: int) -> Flight:
+    def start(self, job: Job, before: CompactionState, history: History, tokens: int) -> Flight:
         flight = Flight(job, before, history, tokens, time.monotonic())
         flight.task = asyncio.get_running_loop().create_task(self._guarded(flight))
         self.flight = flight

@@ -34,14 +34,17 @@ from ..working_set.facts import Facts
 from ..working_set.index import RENDER_VERSION, index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
+from .execute import Executor
+from .facts import PlanFacts
 from .flight import BACKGROUND_CLAIM_S
-from .job import Compaction, CompactionReport, Strategy, SummarizerNeeded
+from .job import CompactionReport, Job
 from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
 from .resume import CUT_MARK, plan_tag, walk
 from .segments import SegmentSource
+from .strategies import Strategy
 from .warm import Warmer, fold_ahead, let_loop_run
 
 logger = logging.getLogger(__name__)
@@ -73,7 +76,8 @@ anyway once the view no longer fits, with the newest groups then in its place.""
 
 
 class Compactor:
-    """Runs the strategy for a request's view and installs what it returns, in band or from the background."""
+    """Decides when a request's compaction runs (in band, at the soft threshold, in the background), has the
+    executor carry the strategy's plan out, and installs and reports what it returns."""
 
     def __init__(
         self,
@@ -88,6 +92,7 @@ class Compactor:
     ) -> None:
         self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
         self.breaker, self.prefetcher, self.mask_settings, self.emit = breaker, prefetcher, mask_settings, emit
+        self.executor = Executor(segments)
         self.background = BackgroundCompactor(self._run_background)
         """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
         self.in_band_next = False
@@ -181,41 +186,32 @@ class Compactor:
         as the plan got, when that fits; if it does not, nothing happens here (False) and the request compacts
         in band.
         """
-        started = time.perf_counter()
-        await self._warm()
-        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
-        try:
-            state = await self.strategy.compact(job)
-        except SummarizerNeeded as needed:
-            if over_budget and needed.fitting is None:
+        attempt = await self._begin(limits, provider, force=False, deadline=None, offline=True)
+        executed = await self.executor.run(self.strategy, attempt.job)
+        if executed.state is None:
+            if over_budget and executed.fitting is None:
                 return False
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
-                steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
-                await self._postponed(steer, limits, tokens_before)  # over the budget: never postponed
-                await self._finish(job, before, needed.fitting, tokens_before, messages_before, started, force=False)
+                steer = await self._emit_pre_compact(attempt)
+                await self._postponed(steer, limits, attempt.tokens)  # over the budget: never postponed
+                await self._finish(attempt, executed.fitting)
             await self._start_background(limits, provider)
             return True
-        except Exception as exc:  # a bug here must never stop the agent loop
-            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
-            state = job.truncated(self.view.state, limits)
-        if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
+        if not over_budget and attempt.job.facts.view_tokens(executed.state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
-        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
-        if await self._postponed(steer, limits, tokens_before):
+        steer = await self._emit_pre_compact(attempt)
+        if await self._postponed(steer, limits, attempt.tokens):
             return True
-        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        await self._finish(attempt, executed.state)
         return True
 
     async def _start_background(self, limits: Limits, provider: Any | None) -> None:
         """Ask the hooks (``context:pre_compact``), then run the summarizer in the background with their focus; a
         ``deny`` while the view fits postpones it before any summarizer call. The flight owes the post from here.
         """
-        started = time.perf_counter()
-        tokens, messages = self.view.tokens(), len(self.view.build())
-        job = self._job(limits, provider, force=False, deadline=None)
-        steer = await self._emit_pre_compact(job, tokens, messages, started)
+        attempt = self._attempt(time.perf_counter(), limits, provider, force=False, deadline=None)
+        tokens, job = attempt.tokens, attempt.job
+        steer = await self._emit_pre_compact(attempt)
         if await self._postponed(steer, limits, tokens):
             return
         job.focus = steer.focus
@@ -259,22 +255,14 @@ class Compactor:
         """
         if self.view.masks is None:  # masking is off: there is nothing to install but the summary
             return False
-        started = time.perf_counter()
-        await self._warm()
-        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        job, before = self._job(limits, provider, force=False, deadline=None, offline=True), self.view.state
-        try:
-            state: CompactionState | None = await self.strategy.compact(job)
-        except SummarizerNeeded as needed:
-            state = needed.fitting
-        except Exception as exc:  # only a plan: the request waits for the summary as before
-            logger.exception("planning beside a background compaction failed (%s)", type(exc).__name__)
+        attempt = await self._begin(limits, provider, force=False, deadline=None, offline=True)
+        executed = await self.executor.run(self.strategy, attempt.job)
+        state = executed.fitting if executed.state is None else executed.state
+        if state is None or not masks_further(attempt.before, state) or not attempt.job.facts.fits(state):
             return False
-        if state is None or not masks_further(before, state) or not job.fits(state):
-            return False
-        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started)
-        await self._postponed(steer, limits, tokens_before)  # past the budget: never postponed
-        await self._finish(job, before, state, tokens_before, messages_before, started, force=False)
+        steer = await self._emit_pre_compact(attempt)
+        await self._postponed(steer, limits, attempt.tokens)  # past the budget: never postponed
+        await self._finish(attempt, state)
         return True
 
     async def in_band(
@@ -306,20 +294,13 @@ class Compactor:
             wait = self.wait_s(limits, self.view.tokens()) if blocking else self.config.compaction_deadline_s
             deadline = time.monotonic() + wait
         await self.prefetcher.drain(deadline)
-        await self._warm()
-        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        job, before = self._job(limits, provider, force, deadline), self.view.state
-        steer = await self._emit_pre_compact(job, tokens_before, messages_before, started, force, focus)
-        if await self._postponed(steer, limits, tokens_before):
+        attempt = await self._begin(limits, provider, force, deadline, started=started)
+        steer = await self._emit_pre_compact(attempt, focus)
+        if await self._postponed(steer, limits, attempt.tokens):
             return False
-        job.focus = steer.focus
-        try:
-            state = await self.strategy.compact(job)
-        except Exception as exc:  # a bug here must never stop the agent loop
-            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
-            state = job.truncated(self.view.state, limits)
-        await self._finish(job, before, state, tokens_before, messages_before, started, force)
+        attempt.job.focus = steer.focus
+        executed = await self.executor.run(self.strategy, attempt.job)
+        await self._finish(attempt, executed.state or attempt.before)  # a job that may call the LLM has a state
         return True
 
     async def _postponed(self, steer: Steer, limits: Limits, tokens: int) -> bool:
@@ -338,49 +319,58 @@ class Compactor:
         )
         return True
 
-    def _job(
-        self, limits: Limits, provider: Any | None, force: bool, deadline: float | None, offline: bool = False
-    ) -> Compaction:
-        c = self.config
-        job = Compaction(
-            history=self.view.history,
-            state=self.view.state,
-            limits=limits if not force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
-            system_tokens=self.view.system_view_tokens(),
-            counter=self.view.counter,
-            summary_allowance=c.summary_output_tokens,
-            provider=provider,
-            deadline=deadline,
-            masks=self.view.masks,
-            working_set_tokens=c.working_set_tokens(self.view.budget.wire),
-            summary_room=c.summary_room(self.view.budget.wire),
-            recall_tool=c.recall_tool_name,
-            offline=offline,
-            last_sent=lambda: self.sent,
-        )
-        job.remember(self.view.state, self.view.shown())
-        return job
-
-    async def _finish(
+    async def _begin(
         self,
-        job: Compaction,
-        before: CompactionState,
-        state: CompactionState,
-        tokens_before: int,
-        messages_before: int,
-        started: float,
+        limits: Limits,
+        provider: Any | None,
         force: bool,
-    ) -> None:
+        deadline: float | None,
+        offline: bool = False,
+        started: float | None = None,
+    ) -> Attempt:
+        """Warm what the plan reads (the loop let run), then take the view's measure and make the job."""
+        started = time.perf_counter() if started is None else started
+        await self._warm()
+        return self._attempt(started, limits, provider, force, deadline, offline)
+
+    def _attempt(
+        self,
+        started: float,
+        limits: Limits,
+        provider: Any | None,
+        force: bool,
+        deadline: float | None,
+        offline: bool = False,
+    ) -> Attempt:
+        c, view = self.config, self.view
+        facts = PlanFacts(
+            history=view.history,
+            limits=limits if not force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
+            system_tokens=view.system_view_tokens(),
+            counter=view.counter,
+            summary_allowance=c.summary_output_tokens,
+            working_set_tokens=c.working_set_tokens(view.budget.wire),
+            summary_room=c.summary_room(view.budget.wire),
+            masks=view.masks,
+            recall_tool=c.recall_tool_name,
+            summarizer=self.segments.summarizer.backend is not None,
+        )
+        facts.remember(view.state, view.shown())
+        job = Job(facts, view.state, provider, deadline, offline, last_sent=lambda: self.sent)
+        return Attempt(job, view.state, view.tokens(), len(view.build()), started, force)
+
+    async def _finish(self, attempt: Attempt, state: CompactionState) -> None:
         """Install a compaction made in band and report it."""
+        job, before = attempt.job, attempt.before
         self.view.state = state
         self._mark_installed()
-        self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.shown(self.view.state))
+        self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.facts.shown(self.view.state))
         await let_loop_run()
         await self._after_install(before)
         artifacts = await self._artifacts_hidden(before, self.view.state, self.view.shown(), job)
-        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        duration_ms = round((time.perf_counter() - attempt.started) * 1000, 3)
         await self._report_compaction(
-            job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts
+            job.report, job.limits, attempt.tokens, attempt.messages, duration_ms, attempt.force, artifacts
         )
 
     async def _after_install(self, before: CompactionState) -> None:
@@ -390,20 +380,15 @@ class Compactor:
             await self._record_mask_end(before)
         await self._record_working_set()
 
-    async def _run_background(self, job: Compaction, before: CompactionState) -> Landed:
-        """The background task: a prefetch under way is let land first (single flight), then the strategy runs.
+    async def _run_background(self, job: Job, before: CompactionState) -> Landed:
+        """The background task: a prefetch under way is let land first (single flight), then the plan is carried out.
 
         The summary message and the artifact account are worked out here too, off the request path.
         """
         await self.prefetcher.drain(job.deadline)
         await self.warmer.warm(job.history, job.masks, job.state)
-        try:
-            state = await self.strategy.compact(job)
-        except Exception as exc:  # as in band: a bug in a strategy truncates, it does not fail the compaction
-            logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
-            state = job.truncated(job.state, job.limits)
-        shows = job.shown(state)
+        state = (await self.executor.run(self.strategy, job)).state or before
+        shows = job.facts.shown(state)
         return Landed(state, shows, await self._artifacts_hidden(before, state, shows, job))
 
     def may_land(self) -> bool:
@@ -490,25 +475,18 @@ class Compactor:
             )
         )
 
-    async def _emit_pre_compact(
-        self,
-        job: Compaction,
-        tokens: int,
-        messages: int,
-        started: float,
-        force: bool = False,
-        focus: str | None = None,
-    ) -> Steer:
+    async def _emit_pre_compact(self, attempt: Attempt, focus: str | None = None) -> Steer:
         """Report a compaction about to be installed; its post is owed from here on, whatever happens. What the
         hooks answer steers it (``Steer``)."""
+        job, tokens, force = attempt.job, attempt.tokens, attempt.force
         limits = self.view.budget.limits(job.limits.budget)  # a forced job's own limits have no threshold
-        self._owed = owed = OwedPost(job.report, job.limits, tokens, messages, started, force)
+        self._owed = owed = OwedPost(job.report, job.limits, tokens, attempt.messages, attempt.started, force)
         result = await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
                 token_count=tokens,
                 budget=limits.budget,
-                strategy=self.config.compaction_strategy,
+                strategy=self.strategy.name,
                 threshold=limits.compact_at,
                 forced=force,
                 fits=tokens <= limits.budget,
@@ -522,7 +500,7 @@ class Compactor:
         await self.warmer.warm(self.view.history, self.view.masks, self.view.state)
 
     async def _artifacts_hidden(
-        self, before: CompactionState, state: CompactionState, shows: Shown, job: Compaction
+        self, before: CompactionState, state: CompactionState, shows: Shown, job: Job
     ) -> Account:
         """The newly summarized or masked groups' artifacts, kept or lost by the text that now stands for them.
 
@@ -570,7 +548,7 @@ class Compactor:
         summarized = self.view.history.messages_before(self.view.state.boundary)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
-        strategy = self.config.compaction_strategy
+        strategy = self.strategy.name
         if steer is None:
             steer = self._owed.steer if self._owed is not None else Steer()
         self._owed = None  # paid now: a cancel from here on does not report it twice
@@ -633,9 +611,9 @@ class Compactor:
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
         """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``
         (none for ``truncate``: it stores nothing): only cuts and masking that plan installed are taken."""
-        if self.config.compaction_strategy == "truncate":
+        if not self.strategy.stores_cuts:
             return CompactionState()
-        tag = plan_tag(self.config, wire_budget)
+        tag = plan_tag(self.strategy.plans_as, self.config, wire_budget)
         state = await walk(history, self.segments.store, history.last_cuttable, CUT_MARK + tag)
         if self.mask_settings is not None:
             state = state.masked_to(await self._stored_mask_end(history, state.boundary, tag))
@@ -714,10 +692,10 @@ class Compactor:
         """Store the segments this plan installed (``CUT_MARK``), so a resume with the same plan takes them and one
         with another does not."""
         state, history = self.view.state, self.view.history
-        if self.config.compaction_strategy == "truncate":
+        if not self.strategy.stores_cuts:
             return
         known = set(before.segments)
-        tag = CUT_MARK + plan_tag(self.config, self.view.budget.wire)
+        tag = CUT_MARK + plan_tag(self.strategy.plans_as, self.config, self.view.budget.wire)
         for segment in state.segments:
             if segment not in known:
                 start, end = history.chain_at(segment.start), history.chain_at(segment.end)
@@ -730,7 +708,8 @@ class Compactor:
             return
         if state.mask_end == before.mask_end and state.boundary == before.boundary:
             return
-        start = MASK_MARK + plan_tag(self.config, self.view.budget.wire) + history.chain_at(state.boundary)
+        tag = plan_tag(self.strategy.plans_as, self.config, self.view.budget.wire)
+        start = MASK_MARK + tag + history.chain_at(state.boundary)
         await self.segments.store.put(
             CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
         )
@@ -751,6 +730,19 @@ class OwedPost:
     """The compaction's state is in the view already: it happened, only its report was cut short."""
     steer: Steer = field(default_factory=lambda: Steer())
     """What the hooks answered its ``context:pre_compact``."""
+
+
+@dataclass
+class Attempt:
+    """One compaction under way: its job, and the view's measure when it started (for its events)."""
+
+    job: Job
+    before: CompactionState
+    tokens: int
+    messages: int
+    started: float
+    """``time.perf_counter()`` when it started."""
+    force: bool
 
 
 NOTHING_ACCOUNTED = Account({}, {})

@@ -1,46 +1,20 @@
-"""One compaction as a value: its inputs, the planning questions a strategy asks, and its report.
-
-A strategy is handed a ``Compaction`` and returns the new ``CompactionState``; everything it needs to
-plan (token counts of a candidate view, where a cut may fall) is asked through this object, so the
-strategies hold no state of their own and never reach into the manager.
-"""
+"""One compaction as a value: what it reads (``PlanFacts``), what it may do (provider, deadline, focus, whether
+it may call the LLM), and its report. The executor carries a strategy's plan out over a ``Job``; the summary
+sources read the span and the last view sent through it."""
 
 from __future__ import annotations
 
-import asyncio
-from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..core.history import History
-from ..core.invariants import last_allowed_cut
 from ..core.messages import Message
-from ..core.plan import Limits, choose_boundary, near_target
-from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
-from ..core.tokens import TokenCounter
+from ..core.plan import Limits
+from ..core.state import CompactionState
 from ..summarizer.in_context import InContext, SentView, locate
-from ..working_set.index import index_of
+from .facts import PlanFacts
 from .masking import Masks
-from .splice import shown, summary_message, working_set_room
-from .warm import let_loop_run
-
-PIN_PASSES = 3
-"""Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
-
-
-class SummarizerNeeded(Exception):
-    """Raised by an ``offline`` compaction at the first summary that would call the LLM.
-
-    The soft threshold plans a compaction in band this way: when masking and stored summaries are enough it
-    is installed at once; otherwise it is run again in the background (``background.py``). ``fitting`` is the
-    state masking reached on the way when its view fits the budget (else None): a request whose view would not
-    fit installs it instead of waiting for the summary.
-    """
-
-    def __init__(self, fitting: CompactionState | None = None) -> None:
-        super().__init__("an offline compaction needs the summarizer")
-        self.fitting = fitting
 
 
 @dataclass
@@ -62,210 +36,43 @@ class CompactionReport:
 
 
 @dataclass
-class Compaction:
-    """The inputs of one compaction and the planning questions about them."""
+class Job:
+    """One compaction: its facts, the state it starts from, and what its summaries may do."""
 
-    history: History
+    facts: PlanFacts
     state: CompactionState
-    limits: Limits
-    system_tokens: int
-    """Tokens of the system part of the view (kept apart from the groups)."""
-    counter: TokenCounter
-    summary_allowance: int
-    """Output cap of one summary: the room a new segment summary is planned with."""
     provider: Any | None = None
     deadline: float | None = None
     """``time.monotonic()`` value past which no summarizer call runs."""
-    working_set_tokens: int = 0
-    """Tokens the working set (the summary message's last section) may always take."""
-    summary_room: int = 0
-    """The summary's whole room: the working set may also take what the segment summaries leave of it."""
-    report: CompactionReport = field(default_factory=CompactionReport)
-    masks: Masks | None = None
-    """Masked forms of the groups, when observation masking is on."""
-    recall_tool: str | None = None
-    """The mounted recall tool the summary's preamble names (none: it names no tool)."""
     offline: bool = False
-    """Never call the summarizer: a summary that would need it raises ``SummarizerNeeded`` (the soft threshold)."""
+    """Never call the summarizer: the executor stops at the first summary that would need it (the soft threshold
+    plans in band this way, and runs the job again in the background when it stops)."""
     focus: str | None = None
     """What this compaction's summaries are asked to focus on (``compact(focus=...)``, a ``context:pre_compact``
     hook); part of their store keys."""
     last_sent: Callable[[], SentView | None] | None = None
     """The view the session's last request sent (read when a summary is asked: a background compaction's runs
     after the request that started it returned its view)."""
-    _memo: dict[int, tuple[CompactionState, Shown]] = field(default_factory=dict, repr=False)
+    report: CompactionReport = field(default_factory=CompactionReport)
 
-    def shown(self, state: CompactionState) -> Shown:
-        """What ``state`` shows before the tail (remembered: planning asks about the same states repeatedly)."""
-        known = self._memo.get(id(state))
-        if known is None or known[0] is not state:
-            shows = shown(
-                state,
-                self.history,
-                self.counter,
-                self.summary_allowance,
-                self.working_set_tokens,
-                self.recall_tool,
-                self.summary_room,
-            )
-            known = self._memo[id(state)] = (state, shows)
-        return known[1]
+    @property
+    def history(self) -> History:
+        return self.facts.history
 
-    async def shown_off_loop(self, state: CompactionState) -> Shown:
-        """``shown``, worked out with the event loop let run between writing the summary message and counting
-        it, and the counting (a pure function of a message of its own) done in a worker thread."""
-        known = self._memo.get(id(state))
-        if known is not None and known[0] is state:
-            return known[1]
-        await let_loop_run()
-        if state.segments:  # the message below finds this render kept, its count made in a worker thread
-            room = working_set_room(state, self.working_set_tokens, self.summary_room)
-            history = self.history
-            await index_of(history).render_off_loop(state.segments[-1].end, room, history.counter.count_text)
-        summary = summary_message(state, self.history, self.working_set_tokens, self.recall_tool, self.summary_room)
-        await let_loop_run()
-        tokens = await asyncio.to_thread(self.counter.count_message, summary) if summary is not None else 0
-        pins = pins_for(self.history, state.boundary, self.counter, self.summary_allowance)
-        shows = Shown(summary, tokens).pinning(pins)
-        self._memo[id(state)] = (state, shows)
-        return shows
+    @property
+    def limits(self) -> Limits:
+        return self.facts.limits
 
-    def remember(self, state: CompactionState, shows: Shown) -> None:
-        """What the caller already knows ``state`` shows (the current state: its summary is not recounted)."""
-        self._memo[id(state)] = (state, shows)
+    @property
+    def masks(self) -> Masks | None:
+        return self.facts.masks
 
-    def view_tokens(self, state: CompactionState) -> int:
-        return self.system_tokens + self.shown(state).tokens + self.groups_tokens(state, state.boundary)
-
-    def groups_tokens(self, state: CompactionState, start: int) -> int:
-        """Tokens of the groups from ``start`` as ``state`` shows them (masked up to its mask end)."""
-        history, tail = self.history, max(start, state.tail_start)
-        masked = self.masks.tokens(start, tail) if self.masks is not None else 0
-        return masked + history.total - history.prefix[tail]
-
-    def fits(self, state: CompactionState) -> bool:
-        return self.view_tokens(state) <= self.limits.budget
+    def span(self, start: int, end: int) -> list[Message]:
+        """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""
+        masks = self.facts.masks
+        return masks.span(start, end) if masks is not None else self.facts.history.span(start, end)
 
     def in_context(self, start: int, end: int) -> InContext | None:
         """Groups ``[start, end)`` in the last view sent, as it showed them (None when it does not show them)."""
         sent = self.last_sent() if self.last_sent is not None else None
-        return locate(sent, self.history, self.masks, start, end)
-
-    def span(self, start: int, end: int) -> list[Message]:
-        """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""
-        return self.masks.span(start, end) if self.masks is not None else self.history.span(start, end)
-
-    def masked(self, state: CompactionState, limit: int | None = None) -> CompactionState:
-        """The cheapest rung: mask the oldest shown groups until the view meets the target, or as far as allowed.
-
-        Allowed: up to the groups holding the newest ``keep_recent`` tool outputs, or up to ``limit`` (a
-        summary's planned end: groups it would take whole may as well be masked instead).
-        """
-        masks = self.masks
-        if masks is None:
-            return state
-        start = state.tail_start
-        limit = min(masks.limit() if limit is None else limit, last_allowed_cut(self.history))
-        excess = self.view_tokens(state) - self.limits.target
-        if limit <= start or excess <= 0:
-            return state
-        prefix = self.history.prefix
-
-        def saved(end: int) -> int:
-            return prefix[end] - prefix[start] - masks.tokens(start, end)
-
-        low, high = start + 1, limit
-        if saved(high) <= excess:
-            return state.masked_to(high)
-        while low < high:  # the nearest end that saves enough (savings only grow with the end)
-            middle = (low + high) // 2
-            if saved(middle) >= excess:
-                high = middle
-            else:
-                low = middle + 1
-        return state.masked_to(low)
-
-    @property
-    def near_target(self) -> int:
-        """A view this small leaves nearly all the room the target would: no further rung is worth paying for."""
-        return near_target(self.limits)
-
-    def within_target(self, state: CompactionState) -> bool:
-        return self.view_tokens(state) <= self.near_target
-
-    def fitting_boundary(self, state: CompactionState, summary_tokens: int, limits: Limits | None = None) -> int:
-        """Where to cut so a view with this much summary (and the request it will pin) meets ``limits``."""
-        limits = limits or self.limits
-        history, fixed = self.history, self.system_tokens + summary_tokens
-        last = last_allowed_cut(history)
-        prefix = self._shown_prefix(state)
-        end, pinned = choose_boundary(prefix, state.boundary, last, fixed, limits), 0
-        for _ in range(PIN_PASSES):  # a further cut may pin another request (first, then latest): plan with it
-            now = sum(tokens for _, tokens in pins_for(history, end, self.counter, self.summary_allowance))
-            if now == pinned:
-                break
-            pinned, end = now, choose_boundary(prefix, state.boundary, last, fixed + now, limits)
-        return end
-
-    def end_with_span(self, state: CompactionState, end: int, tokens: int) -> int | None:
-        """The nearest cut from ``end`` on whose span ``[boundary, cut)``, as a summarizer reads it, has ``tokens``
-        or more; None when no cut up to the last allowed one has."""
-        start, last = state.boundary, last_allowed_cut(self.history)
-        cuts = range(end, last + 1)
-        found = bisect_left(cuts, tokens, key=lambda cut: self.span_tokens(start, cut))
-        return cuts[found] if found < len(cuts) else None
-
-    def span_tokens(self, start: int, end: int) -> int:
-        """Tokens of groups ``[start, end)`` as a summarizer reads them (masked when masking is on)."""
-        if self.masks is not None:
-            return self.masks.tokens(start, end)
-        return self.history.prefix[end] - self.history.prefix[start]
-
-    def _shown_prefix(self, state: CompactionState) -> Sequence[int]:
-        if self.masks is None or state.tail_start <= state.boundary:
-            return self.history.prefix
-        return ShownPrefix(self.history.prefix, self.masks, state.boundary, state.tail_start)
-
-    def moves(self, state: CompactionState, end: int) -> bool:
-        """Cutting at ``end`` removes something a summary could stand for (not only system messages)."""
-        prefix = self.history.prefix
-        return end > state.boundary and prefix[end] != prefix[state.boundary]
-
-    def truncated(self, state: CompactionState, limits: Limits | None = None) -> CompactionState:
-        """The bottom rung: whole oldest groups dropped; a summary already shown stays, else a marker leads."""
-        room = self.shown(state).summary_tokens if state.segments else TRUNCATION_MARKER_TOKENS
-        return state.cut(self.fitting_boundary(state, room, limits))
-
-
-class ShownPrefix(Sequence[int]):
-    """Token prefix sums of the groups as a view shows them, groups ``[start, mask_end)`` masked.
-
-    Planning bisects over it like over the history's own prefix sums; only the entries a search
-    touches are worked out.
-    """
-
-    def __init__(self, prefix: list[int], masks: Masks, start: int, mask_end: int) -> None:
-        self.prefix, self.masks, self.start, self.mask_end = prefix, masks, start, mask_end
-        self._saved = prefix[mask_end] - prefix[start] - masks.tokens(start, mask_end)
-
-    def __len__(self) -> int:
-        return len(self.prefix)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = index + len(self) if index < 0 else index
-        prefix = self.prefix
-        if index <= self.start:
-            return prefix[index]
-        if index <= self.mask_end:
-            return prefix[self.start] + self.masks.tokens(self.start, index)
-        return prefix[index] - self._saved
-
-
-class Strategy(Protocol):
-    """Turns one compaction into a new state. ``name`` is what events report."""
-
-    name: str
-
-    async def compact(self, job: Compaction) -> CompactionState: ...
+        return locate(sent, self.facts.history, self.facts.masks, start, end)

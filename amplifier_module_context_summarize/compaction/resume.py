@@ -65,16 +65,11 @@ plan installed: a session sharing the store (a sub-agent at another budget, anot
 prefix elsewhere, and its summaries serve this session's plan only as a cache."""
 
 
-PLANNERS = {"extractive": "summarize"}
-"""Strategies that plan alike: the ``extractive`` strategy is ``summarize`` with the extractive summarizer (which the
-fingerprint already names), so either takes the other's cuts, as they share summaries."""
-
-
-def plan_tag(config: Config, wire_budget: int) -> str:
-    """What decides where a session cuts, besides its history: strategy, budget (as the provider gives it), and the
-    thresholds. Two sessions with the same tag make the same cuts of the same history."""
+def plan_tag(planner: str, config: Config, wire_budget: int) -> str:
+    """What decides where a session cuts, besides its history: the strategy's plan family (``Strategy.plans_as``:
+    the ``extractive`` strategy plans as ``summarize`` and shares its summaries), budget (as the provider gives it),
+    and the thresholds. Two sessions with the same tag make the same cuts of the same history."""
     c = config
-    planner = PLANNERS.get(c.compaction_strategy, c.compaction_strategy)
     shape = [planner, wire_budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio]
     return content_hash(canonical_json(shape))[:16] + ":"
 

@@ -24,7 +24,7 @@ from ..summarizer.span import Outcome, SpanSummarizer
 from ..working_set.facts import authored_text
 from .breaker import CircuitBreaker
 from .flight import SingleFlight
-from .job import Compaction, CompactionReport, SummarizerNeeded
+from .job import CompactionReport, Job
 from .resume import focused_end
 
 logger = logging.getLogger(__name__)
@@ -76,10 +76,10 @@ class SegmentSource:
         return history.chain_at(start), focused_end(history.chain_at(end), focus)
 
     async def summary(
-        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
-    ) -> Segment:
+        self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment | None:
         """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
-        below the summarizer's output cap)."""
+        below the summarizer's output cap); None when only the LLM would write it and the job may not call it."""
         history, report = job.history, job.report
         key = self.key(history, start, end, job.focus)
         cached = await self.store.get(*key)
@@ -93,8 +93,8 @@ class SegmentSource:
             FOCUS.reset(focus)
 
     async def _summary(
-        self, job: Compaction, key: tuple[str, str], start: int, end: int, previous: str | None, max_tokens: int | None
-    ) -> Segment:
+        self, job: Job, key: tuple[str, str], start: int, end: int, previous: str | None, max_tokens: int | None
+    ) -> Segment | None:
         history, report = job.history, job.report
         span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
@@ -103,7 +103,7 @@ class SegmentSource:
             outcome = await self.summarizer.extractive_off_loop(span, previous, CIRCUIT_OPEN, pinned, max_tokens)
         else:
             if job.offline and self.summarizer.backend is not None:
-                raise SummarizerNeeded
+                return None
             peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
             if peer is not None:  # another worker paid for it while we waited
                 report.cache_hits += 1
@@ -126,7 +126,7 @@ class SegmentSource:
         return await self.record(key, start, end, outcome, tier=0, report=report)
 
     async def summary_offline(
-        self, job: Compaction, start: int, end: int, previous: str | None, max_tokens: int | None = None
+        self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
     ) -> Segment:
         """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again."""
         key = self.key(job.history, start, end, job.focus)
@@ -143,8 +143,28 @@ class SegmentSource:
             FOCUS.reset(focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
 
-    async def merge(self, job: Compaction, parts: list[Segment], max_tokens: int | None = None) -> Segment:
-        """One higher-tier summary for consecutive segments (cached only when smaller than its parts).
+    async def fresh(self, job: Job, start: int, end: int) -> Segment:
+        """A summary of groups ``[start, end)`` as the history has them, written afresh: nothing read from the store
+        or put in it, no previous summary (the naive baseline rewrites the whole prefix at every compaction)."""
+        history, report = job.history, job.report
+        with self.quiet():
+            outcome = await self.summarizer.summarize(
+                history.span(start, end),
+                None,
+                job.provider,
+                deadline=job.deadline,
+                pinned=pinned_requests(history, start, end),
+            )
+        report.summaries += 1
+        report.provider_calls += outcome.provider_calls
+        report.input_tokens += outcome.input_tokens
+        report.output_tokens += outcome.output_tokens
+        report.note_fallback(outcome.fallback)
+        return Segment(start, end, outcome.text, self.summarizer.count_text(outcome.text))
+
+    async def merge(self, job: Job, parts: list[Segment], max_tokens: int | None = None) -> Segment | None:
+        """One higher-tier summary for consecutive segments (cached only when smaller than its parts); None when
+        only the LLM would write it and the job may not call it.
 
         ``max_tokens``: the offline merge's size, when smaller than the summarizer's output cap.
         """
@@ -154,7 +174,7 @@ class SegmentSource:
         tier = max(p.tier for p in parts) + 1
         cached = await self.store.get(*key)
         if job.offline and (cached is None or cached.tier == 0) and self._would_call(key):
-            raise SummarizerNeeded
+            return None
         if cached is None and self.summarizer.backend is not None:
             cached = await self.flight.acquire(key, job.deadline)
         if cached is not None and cached.tier > 0:
@@ -172,7 +192,7 @@ class SegmentSource:
             await self.flight.release(key)
 
     async def _merged(
-        self, job: Compaction, parts: list[Segment], key: tuple[str, str], max_tokens: int | None = None
+        self, job: Job, parts: list[Segment], key: tuple[str, str], max_tokens: int | None = None
     ) -> Outcome:
         """Merge with the LLM; the offline merge of the parts' texts is the fallback (and the offline way).
 
@@ -198,7 +218,7 @@ class SegmentSource:
         return outcome
 
     def _merged_offline(
-        self, job: Compaction, parts: list[Segment], fallback: str | None, max_tokens: int | None = None
+        self, job: Job, parts: list[Segment], fallback: str | None, max_tokens: int | None = None
     ) -> Outcome:
         texts, cap, count = (
             [p.text for p in parts],
@@ -250,21 +270,22 @@ class SegmentSource:
             self.cool_down(key)
         return outcome
 
-    async def ready_end(self, job: Compaction, acceptable: int) -> int | None:
+    async def ready_end(self, job: Job, acceptable: int) -> int | None:
         """End of an already stored segment from the boundary (a prefetch) that brings the view to ``acceptable``.
 
         Taking it turns the threshold compaction into a cache hit; the recent share must stay verbatim.
         """
-        history, state = job.history, job.state
+        facts, state = job.facts, job.state
+        history = facts.history
         here, best = history.chain_at(state.boundary), None
-        summary_tokens = job.shown(state).summary_tokens
+        summary_tokens = facts.shown(state).summary_tokens
         for entry in await self.store.starting_at(here):
             end = state.boundary + entry.groups
             if end > history.last_cuttable or history.chain_at(end) != entry.end:
                 continue
             tail = history.total - history.prefix[end]
-            view = job.system_tokens + summary_tokens + entry.tokens + tail
-            if tail >= job.limits.preserve_recent and view <= acceptable and (best is None or end > best):
+            view = facts.system_tokens + summary_tokens + entry.tokens + tail
+            if tail >= facts.limits.preserve_recent and view <= acceptable and (best is None or end > best):
                 best = end
         return best
 

@@ -1,33 +1,34 @@
-"""The compaction strategies: each turns a ``Compaction`` into a new state through its public questions.
+"""The compaction strategies: where a compaction is decided.
 
-* ``summarize`` — the hybrid: old tool outputs are masked first (when observation masking is on), and
-  only when that cannot bring the view to the target do the oldest groups become segment summaries
-  (LLM, or extractive when no backend is configured: the ``extractive`` strategy is the same code with
-  the offline summarizer), folded into higher tiers when the summary outgrows its share, truncation as
-  the last rung.
+Each strategy is an object that owns its facts (does it need a summarizer, does it mask, does it store its cuts,
+its name in events) and one pure ``plan(facts, state, progress) -> Plan``: synchronous, no I/O, the same answer for
+the same inputs. The executor (``execute.py``) carries a plan's steps out and asks again until it is complete.
+The rungs are composed in one order, as a pipeline: mask the oldest tool outputs, then summarize the oldest
+groups, then drop whole groups (truncation) as the last rung.
+
+* ``summarize`` — the hybrid: old tool outputs are masked first (when observation masking is on), and only when
+  that cannot bring the view to the target do the oldest groups become segment summaries (LLM, or extractive
+  when no backend is configured: the ``extractive`` strategy is the same plan with the offline summarizer),
+  folded into higher tiers when the summary outgrows its share. Truncation is not its rung: a view still over
+  the budget is fitted per request (``fit.py``), so no group is dropped unread.
 * ``mask`` — masking, then whole oldest groups dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 * ``truncate`` — whole oldest groups are dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 
-Add a strategy: a class with ``name`` and ``async compact(job) -> CompactionState`` (see
-``compaction.Strategy``), and a line in ``STRATEGIES``.
+Add a strategy: a class with the attributes and the ``plan`` of ``Strategy``, and a line in ``STRATEGIES``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-from ..backends.base import ERROR
+from ..config import Config
 from ..core.plan import Limits, split_for_tiers
 from ..core.state import CompactionState
 from ..summarizer.span import MIN_SPAN_TOKENS
-from ..working_set.index import index_of
-from .job import Compaction, SummarizerNeeded
-from .segments import SegmentSource
-from .splice import working_set_room
-from .warm import let_loop_run
-
-logger = logging.getLogger(__name__)
+from .facts import PlanFacts
+from .steps import Merge, Phase, Plan, Progress, Summarize, Writer, done
 
 MERGE_SHARE = 0.5
 """A tier merge folds the summary down to this share of its room, so that the next segments fit without one:
@@ -42,6 +43,29 @@ EXTRA_SUMMARY_PASSES = 2
 """Further segments a compaction may summarize when its first summary left the view over budget."""
 
 
+class Strategy(Protocol):
+    """Decides each compaction: its facts, and a pure plan."""
+
+    name: str
+    """What events report (``strategy`` in ``context:pre_compact`` / ``context:post_compact``)."""
+    summarizes: bool
+    """Writes summaries: prefetching ahead of its compactions is worth it."""
+    asks_llm: bool
+    """Its summaries are the LLM's: a summarizer backend is built for it (``extractive``: the offline one)."""
+    stores_cuts: bool
+    """Its cuts are stored, so a resumed session takes the same ones (what it drops is not stored)."""
+    plans_as: str
+    """The plan family in the store's plan tag: strategies that cut alike take each other's stored cuts."""
+    reads_prefetched: bool
+    """Takes a stored segment from the boundary (a prefetch) when one brings the view near the target."""
+
+    def masks(self, observation_masking: bool) -> bool:
+        """Whether its compactions mask old tool outputs, given the ``observation_masking`` setting."""
+        ...
+
+    def plan(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan: ...
+
+
 def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens: int, output_cap: int) -> int:
     """The size a new segment summary is asked for: the summarizer's output cap, or, when the budget is small,
     ``SEGMENT_SHARE`` of the summary's room (its share less the working set's), so that new segments fit beside
@@ -50,155 +74,172 @@ def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens:
     return max(min(output_cap, int(room * SEGMENT_SHARE)), MIN_MERGE_TOKENS)
 
 
+@dataclass(frozen=True)
 class TruncateStrategy:
-    name = "truncate"
+    """Whole oldest groups dropped; nothing summarized, masked or stored."""
 
-    async def compact(self, job: Compaction) -> CompactionState:
-        return job.truncated(job.state)
+    name: str = "truncate"
+    summarizes: bool = False
+    asks_llm: bool = False
+    stores_cuts: bool = False
+    plans_as: str = "truncate"
+    reads_prefetched: bool = False
+
+    def masks(self, observation_masking: bool) -> bool:
+        return False
+
+    def plan(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan:
+        return done(facts.truncated(state))
 
 
+@dataclass(frozen=True)
 class MaskStrategy:
     """Masking alone, no LLM: old tool outputs become placeholders; if that is not enough, truncation."""
 
-    name = "mask"
+    name: str = "mask"
+    summarizes: bool = False
+    asks_llm: bool = False
+    stores_cuts: bool = True
+    plans_as: str = "mask"
+    reads_prefetched: bool = False
 
-    async def compact(self, job: Compaction) -> CompactionState:
-        state = job.masked(job.state)
-        if job.within_target(state):
-            return state
-        truncated = job.truncated(state)
-        wider = job.masked(state, truncated.boundary)  # groups truncation would drop whole: mask them instead
-        return wider if wider is not state and job.within_target(wider) else truncated
+    def masks(self, observation_masking: bool) -> bool:
+        return True
+
+    def plan(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan:
+        state = facts.masked(state)
+        if facts.within_target(state):
+            return done(state)
+        truncated = facts.truncated(state)
+        wider = facts.masked(state, truncated.boundary)  # groups truncation would drop whole: mask them instead
+        return done(wider if wider is not state and facts.within_target(wider) else truncated)
 
 
+@dataclass(frozen=True)
 class SummarizeStrategy:
-    """Summarize from the boundary; cached segments (a prefetch, a parent session) are taken as they are."""
+    """Mask, then summarize from the boundary; cached segments (a prefetch, a parent session) are taken as they
+    are; tiers merged when the summary outgrows its share."""
 
-    def __init__(self, segments: SegmentSource, summary_budget_ratio: float, use_prefetched: bool, name: str) -> None:
-        self.segments = segments
-        self.summary_budget_ratio = summary_budget_ratio
-        self.use_prefetched = use_prefetched
-        self.name = name
+    summary_budget_ratio: float
+    reads_prefetched: bool = False
+    name: str = "summarize"
+    summarizes: bool = True
+    asks_llm: bool = True
+    stores_cuts: bool = True
+    plans_as: str = "summarize"
 
-    async def compact(self, job: Compaction) -> CompactionState:
-        try:
-            return await self._summarize(job)
-        except SummarizerNeeded:
-            raise  # an offline plan reached the LLM: the caller runs it again in the background
-        except Exception as exc:  # a bug, not a provider fault (those are handled below this)
-            logger.exception("summarizing failed (%s); dropping whole groups instead", type(exc).__name__)
-            job.report.note_fallback(ERROR)
-            return job.truncated(job.state)
+    def masks(self, observation_masking: bool) -> bool:
+        return observation_masking
 
-    async def _summarize(self, job: Compaction) -> CompactionState:
-        state = job.masked(job.state)
-        if job.within_target(state):
-            return state  # masking alone was enough: no summary to pay for
-        planned = job.shown(state).summary_tokens + job.summary_allowance
-        end = await self._prefetched_end(job) or job.fitting_boundary(state, planned)
-        wider = job.masked(state, end)
-        if wider is not state and job.within_target(wider):
+    def plan(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan:
+        if progress.phase is Phase.MERGING:
+            merge = self._merge(facts, state, progress)
+            if merge is not None:
+                return merge
+            progress = progress.to(progress.then, fitting=None, allowance=None, merging_from=None)
+        if progress.phase is Phase.START:
+            return self._start(facts, state, progress)
+        if progress.phase is Phase.PASSES:
+            return self._passes(facts, state, progress)
+        return done(state)
+
+    def _start(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan:
+        state = facts.masked(state)
+        if facts.within_target(state):
+            return done(state)  # masking alone was enough: no summary to pay for
+        planned = facts.shown(state).summary_tokens + facts.summary_allowance
+        end = facts.prefetched_end or facts.fitting_boundary(state, planned)
+        wider = facts.masked(state, end)
+        if wider is not state and facts.within_target(wider):
             # The summary would take groups whose outputs masking kept as recent: masking them is enough,
             # and keeps their calls and the assistant's words that a summary would paraphrase.
-            return wider
-        if not job.moves(state, end):
+            return done(wider)
+        if not facts.moves(state, end):
             # Nothing to cut, or only system messages: a new summary could only add. A summary over its share
             # (walked back from a store another cut of this history filled) is still folded to it.
-            return await self._merge_tiers(job, state)
-        try:
-            state = await self._extend(job, state, end)
-        except SummarizerNeeded as needed:  # offline: say how far masking alone gets within the budget
-            needed.fitting = next((s for s in (wider, state) if job.fits(s)), None)
-            raise
-        # The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
-        # still does not fit, summarize the next groups measured with the real summary; then drop whole groups.
-        for _ in range(EXTRA_SUMMARY_PASSES):
-            await job.shown_off_loop(state)  # written and counted with the loop let run
-            if job.fits(state):
-                return state
-            end = job.fitting_boundary(state, job.shown(state).summary_tokens + job.summary_allowance)
-            if not job.moves(state, end):
-                break
-            state = await self._extend(job, state, end)
-        if not job.fits(state):  # the cut that fits the budget itself: summarized too, never dropped unread
-            budget = job.limits.budget
-            end = job.fitting_boundary(state, job.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
-            if job.moves(state, end):
-                state = await self._extend(job, state, end, to_fit=True)
-        # Still over: the newest groups alone fill the view. The state keeps its summary; the manager fits this
-        # request's view (the working set's share, then the newest outputs clipped; ``manager._fitted_view``).
-        return state
+            return Plan(state, None, progress.to(Phase.MERGING, then=Phase.DONE))
+        # Offline, the state masking reached that fits the budget stands in for the summary (soft threshold).
+        fitting = next((s for s in (wider, state) if facts.fits(s)), None)
+        return self._summarize(facts, state, end, progress.to(Phase.START, fitting=fitting))
 
-    def segment_tokens(self, job: Compaction) -> int:
-        """The size a new segment summary is asked for (``segment_tokens``)."""
-        return segment_tokens(
-            job.limits.budget, self.summary_budget_ratio, job.working_set_tokens, job.summary_allowance
-        )
+    def _passes(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan:
+        """The summary can come out larger than its allowance (preamble, ledger, a long reply): while the view
+        still does not fit, summarize the next groups measured with the real summary; then the cut that fits the
+        budget itself is summarized too (never dropped unread)."""
+        if progress.summaries <= EXTRA_SUMMARY_PASSES:
+            if facts.fits(state):
+                return done(state)
+            end = facts.fitting_boundary(state, facts.shown(state).summary_tokens + facts.summary_allowance)
+            if facts.moves(state, end):
+                return self._summarize(facts, state, end, progress)
+        if not facts.fits(state):
+            budget = facts.limits.budget
+            end = facts.fitting_boundary(state, facts.shown(state).summary_tokens, Limits(budget, 0, budget, 0))
+            if facts.moves(state, end):
+                return self._summarize(facts, state, end, progress, to_fit=True)
+        # Still over: the newest groups alone fill the view. The state keeps its summary; the request's view is
+        # fitted (the working set's share, then the newest outputs clipped; ``request_view.RequestView.fitted``).
+        return done(state)
 
-    async def _extend(self, job: Compaction, state: CompactionState, end: int, to_fit: bool = False) -> CompactionState:
+    def _summarize(
+        self, facts: PlanFacts, state: CompactionState, end: int, progress: Progress, to_fit: bool = False
+    ) -> Plan:
         """Summarize groups ``[boundary, end)`` as one more segment, widened to a span worth an LLM summary.
 
         A span too small for one even as far as a cut may go stays masked, unless the view cannot fit without
         cutting it (``to_fit``): the extractive summarizer then writes it, at no cost, so nothing is dropped unread.
         """
-        summary = self.segments.summary
-        if self.segments.summarizer.backend is not None:
-            worth = job.end_with_span(state, end, MIN_SPAN_TOKENS)
+        then = Phase.DONE if to_fit else Phase.PASSES
+        after = progress.to(Phase.MERGING, summaries=progress.summaries + 1, then=then)
+        writer = Writer.SUMMARIZER
+        if facts.summarizer:
+            worth = facts.end_with_span(state, end, MIN_SPAN_TOKENS)
             if worth is None and not to_fit:
-                return job.masked(state, end)
-            end, summary = (worth, summary) if worth is not None else (end, self.segments.summary_offline)
-        segment = await summary(job, state.boundary, end, state.summary_text, max_tokens=self.segment_tokens(job))
-        state = state.with_segments([*state.segments, segment], end)
-        return await self._merge_tiers(job, state)
+                return Plan(facts.masked(state, end), None, after.to(then, fitting=None))
+            end, writer = (worth, writer) if worth is not None else (end, Writer.EXTRACTIVE)
+        step = Summarize(state.boundary, end, self.segment_tokens(facts), writer)
+        return Plan(state, step, after)
 
-    async def _prefetched_end(self, job: Compaction) -> int | None:
-        if not (self.use_prefetched or self.segments.prefetched_any):  # a slow summarizer is prefetched unasked
-            return None
-        return await self.segments.ready_end(job, job.near_target)
-
-    async def _merge_tiers(self, job: Compaction, state: CompactionState) -> CompactionState:
-        """Fold the oldest segment summaries into one higher tier while the summary is over its share.
+    def _merge(self, facts: PlanFacts, state: CompactionState, progress: Progress) -> Plan | None:
+        """The next tier merge while the summary is over its share, or None when it fits (or a merge gained nothing).
 
         Each merge is asked to bring the summary to ``MERGE_SHARE`` of its room (the merged part to at least
         half of that), not just under it: a summary merged to just under its room would need another merge
         at the very next compaction.
         """
-        # The working set's own share only: the room it borrows from short summaries must not force merges.
-        working_set = min(await shown_tokens(job, state), job.working_set_tokens)
-        allowance = int(job.limits.budget * self.summary_budget_ratio) - working_set
-        while True:
-            count = split_for_tiers([s.tokens for s in state.segments], allowance)
-            if count == 0:
-                return state
-            parts = list(state.segments[:count])
-            rest = sum(s.tokens for s in state.segments[count:])
-            target = int(allowance * MERGE_SHARE)
-            room = max(target - rest, target // 2, MIN_MERGE_TOKENS)
-            merged = await self.segments.merge(job, parts, room)
-            await let_loop_run()
-            if merged.tokens >= sum(p.tokens for p in parts):
-                return state
-            state = state.with_segments([merged, *state.segments[count:]], state.boundary)
+        if progress.merging_from is not None and progress.merging_from.segments == state.segments:
+            return None  # the last merge came out no smaller than its parts
+        allowance = progress.allowance
+        if allowance is None:
+            # The working set's own share only: the room it borrows from short summaries must not force merges.
+            working_set = min(facts.working_set_shown(state), facts.working_set_tokens)
+            allowance = int(facts.limits.budget * self.summary_budget_ratio) - working_set
+        count = split_for_tiers([s.tokens for s in state.segments], allowance)
+        if count == 0:
+            return None
+        rest = sum(s.tokens for s in state.segments[count:])
+        target = int(allowance * MERGE_SHARE)
+        room = max(target - rest, target // 2, MIN_MERGE_TOKENS)
+        after = progress.to(Phase.MERGING, allowance=allowance, merging_from=state)
+        return Plan(state, Merge(count, room), after)
+
+    def segment_tokens(self, facts: PlanFacts) -> int:
+        """The size a new segment summary is asked for (``segment_tokens``)."""
+        return segment_tokens(
+            facts.limits.budget, self.summary_budget_ratio, facts.working_set_tokens, facts.summary_allowance
+        )
 
 
-StrategyFactory = Callable[[SegmentSource, float, bool], "TruncateStrategy | MaskStrategy | SummarizeStrategy"]
+StrategyFactory = Callable[[float, bool], Strategy]
 STRATEGIES: dict[str, StrategyFactory] = {
-    "summarize": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "summarize"),
-    "extractive": lambda segments, ratio, prefetch: SummarizeStrategy(segments, ratio, prefetch, "extractive"),
-    "mask": lambda segments, ratio, prefetch: MaskStrategy(),
-    "truncate": lambda segments, ratio, prefetch: TruncateStrategy(),
+    "summarize": lambda ratio, prefetch: SummarizeStrategy(ratio, prefetch),
+    "extractive": lambda ratio, prefetch: SummarizeStrategy(ratio, prefetch, name="extractive", asks_llm=False),
+    "mask": lambda ratio, prefetch: MaskStrategy(),
+    "truncate": lambda ratio, prefetch: TruncateStrategy(),
 }
+"""The configurable strategies by ``compaction_strategy`` name (the only place a strategy is found by name)."""
 
 
-async def shown_tokens(job: Compaction, state: CompactionState) -> int:
-    """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest).
-
-    Late in a long session, laying the working set out holds the loop for tens of milliseconds, and counting it
-    for as long again: other tasks run before the layout, and the text is counted once, in a worker thread."""
-    if not state.segments:
-        return 0
-    history = job.history
-    count = history.counter.count_text
-    room = working_set_room(state, job.working_set_tokens, job.summary_room)
-    await let_loop_run()
-    return await index_of(history).tokens_off_loop(state.segments[-1].end, room, count)
+def strategy_for(config: Config) -> Strategy:
+    """The strategy ``config`` names."""
+    return STRATEGIES[config.compaction_strategy](config.summary_budget_ratio, config.prefetch)

@@ -89,7 +89,5 @@ def make_manager(
     fork = getattr(backend, "fork", None)
     if callable(fork):
         backend = fork()
-    manager = create_manager(config, backend=backend, store=MemoryStore(), hooks=hooks)
-    if strategy == "naive":
-        manager.strategy = NaiveStrategy(manager.summarizer)
-    return manager
+    baseline = NaiveStrategy() if strategy == "naive" else None
+    return create_manager(config, backend=backend, store=MemoryStore(), hooks=hooks, strategy=baseline)
