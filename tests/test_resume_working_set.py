@@ -18,8 +18,8 @@ import pytest
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL
-from amplifier_module_context_summarize.compaction.compactor import WORKING_SET_MARK
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
+from amplifier_module_context_summarize.stores.records import WORKING_SET_MARK
 from amplifier_module_context_summarize.testing import RedisServer, replay
 from amplifier_module_context_summarize.working_set.index import index_of
 

@@ -23,15 +23,13 @@ from typing import Any, TypeVar
 from .. import events
 from ..config import Config
 from ..core.history import History
-from ..core.messages import Message, encodable, message_text
+from ..core.messages import Message, message_text
 from ..core.plan import Limits, needs_compaction
 from ..core.state import CompactionState, Shown
-from ..core.tokens import counts_exactly
-from ..stores import CachedSummary, CheckedStore, SummaryStore
 from ..summarizer.in_context import SentView
 from ..summarizer.pace import Pace
 from ..working_set.facts import Facts
-from ..working_set.index import RENDER_VERSION, index_of
+from ..working_set.index import index_of
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
 from .breaker import CircuitBreaker
 from .execute import Executor
@@ -41,8 +39,9 @@ from .job import CompactionReport, Job
 from .losses import Account, account_of, joined, newly_hidden
 from .masking import MaskSettings
 from .prefetch import Prefetcher
+from .records import PlanRecords
 from .request_view import RequestView
-from .resume import CUT_MARK, plan_tag, walk
+from .resume import walk
 from .segments import SegmentSource
 from .strategies import Strategy
 from .warm import Warmer, fold_ahead, let_loop_run
@@ -50,18 +49,6 @@ from .warm import Warmer, fold_ahead, let_loop_run
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-MASK_MARK = "mask:"
-"""Store namespace of mask ends: a summary-less row keyed by the chain at the boundary, ending at the mask end."""
-WORKING_SET_MARK = "ws:"
-"""Store namespace of the summary's working set. One row per session, rewritten at each compaction (a row per
-summarized end would grow the store by a working set every compaction): keyed by the chain after the first group,
-ending at ``working_set_tag`` (render version, counter); its text is the chain at the summarized end and the room
-it was rendered for, a newline, then the working set, so a row of another end or room is never served. A resume
-serves it instead of extracting every summarized group; a store without it (written before, evicted, or rewritten
-by a fork or a session that began the same way) resumes the same view by rendering afresh."""
-WORKING_SET_MAX_TOKENS = 2**20
-"""Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each
-row must also fit the room its key names."""
 BACKGROUND_DEADLINE_S = BACKGROUND_CLAIM_S
 """A background compaction's summarizer calls end by then (no request waits for it unless its view would not
 fit, and such a request cancels it at its own deadline)."""
@@ -101,8 +88,8 @@ class Compactor:
         self.sent: SentView | None = None
         """The view the last request returned (``record_sent``): a session-model summary is asked at its end."""
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
-        self._working_set_recorded: tuple[str, str, str] | None = None
-        """The key of the working set stored last, so a request that installs the same summary stores nothing."""
+        self.records = PlanRecords(config, segments.store, strategy.plans_as, strategy.stores_cuts)
+        """What the plan stores beside its summaries (cuts, mask end, working set), so a resume shows the same view."""
         self._folding: asyncio.Task[None] | None = None
         """After a resume served the stored working set: its groups extracted and folded between requests."""
         self._owed: OwedPost | None = None
@@ -374,11 +361,11 @@ class Compactor:
         )
 
     async def _after_install(self, before: CompactionState) -> None:
-        await self._record_cuts(before)
+        await self.records.record_cuts(self.view.history, before, self.view.state, self.view.budget.wire)
         if self.view.masks is not None:
             self.view.masks.forget_before(self.view.state.boundary)
-            await self._record_mask_end(before)
-        await self._record_working_set()
+            await self.records.record_mask_end(self.view.history, before, self.view.state, self.view.budget.wire)
+        await self.records.record_working_set(self.view.history, self.view.state, self.view.working_set_room())
 
     async def _run_background(self, job: Job, before: CompactionState) -> Landed:
         """The background task: a prefetch under way is let land first (single flight), then the plan is carried out.
@@ -613,10 +600,10 @@ class Compactor:
         (none for ``truncate``: it stores nothing): only cuts and masking that plan installed are taken."""
         if not self.strategy.stores_cuts:
             return CompactionState()
-        tag = plan_tag(self.strategy.plans_as, self.config, wire_budget)
-        state = await walk(history, self.segments.store, history.last_cuttable, CUT_MARK + tag)
+        tag = self.records.plan(wire_budget)
+        state = await walk(history, self.segments.store, history.last_cuttable, tag)
         if self.mask_settings is not None:
-            state = state.masked_to(await self._stored_mask_end(history, state.boundary, tag))
+            state = state.masked_to(await self.records.mask_end(history, state.boundary, tag))
         if state.segments:
             await self._seed_working_set(history, state)
         return state
@@ -642,77 +629,7 @@ class Compactor:
 
     async def _seed_working_set(self, history: History, state: CompactionState) -> None:
         """Hand the working set's index the texts stored for the summarized groups of ``history``, one per room."""
-        tag, end = working_set_tag(history), state.summarized_end
-        rows = self._working_set_store(WORKING_SET_MAX_TOKENS)
-        for entry in await rows.starting_at(working_set_line(history)):
-            head, _, text = entry.text.partition("\n")
-            chain, _, room = head.partition(" ")
-            if entry.groups != end or entry.end != tag or not room.isdigit() or chain != history.chain_at(end):
-                continue
-            if history.counter.count_text(text) <= int(room):
-                index_of(history).seed(end, int(room), text)
-
-    def _working_set_store(self, max_tokens: int) -> SummaryStore:
-        """The store, checked for rows the size of a working set rather than of a segment summary."""
-        store = self.segments.store
-        return store.within(max_tokens) if isinstance(store, CheckedStore) else store
-
-    async def _record_working_set(self) -> None:
-        """Store the working set the summary shows beside its segments, so a resume need not extract the history.
-
-        The view has just rendered it (the index keeps that render), so this costs a count and a put. A text with
-        a lone surrogate is not stored: the store's check would serve it scrubbed, not as rendered.
-        """
-        state, history = self.view.state, self.view.history
-        if not state.segments:
-            return
-        end, room = state.summarized_end, self.view.working_set_room()
-        key = (working_set_line(history), working_set_tag(history), f"{history.chain_at(end)} {room}")
-        if key == self._working_set_recorded:
-            return
-        count = history.counter.count_text
-        text = index_of(history).render(end, room, count)
-        if not encodable(text):
-            return
-        row = f"{key[2]}\n{text}"
-        tokens = count(row)
-        await self._working_set_store(tokens).put(CachedSummary(key[0], key[1], row, tokens, end))
-        self._working_set_recorded = key
-
-    async def _stored_mask_end(self, history: History, boundary: int, tag: str) -> int:
-        """The furthest mask end the plan ``tag`` recorded for this history at ``boundary`` (0 when none)."""
-        best = 0
-        for entry in await self.segments.store.starting_at(MASK_MARK + tag + history.chain_at(boundary)):
-            end = boundary + entry.groups
-            if best < end <= history.last_cuttable and history.chain_at(end) == entry.end:
-                best = end
-        return best
-
-    async def _record_cuts(self, before: CompactionState) -> None:
-        """Store the segments this plan installed (``CUT_MARK``), so a resume with the same plan takes them and one
-        with another does not."""
-        state, history = self.view.state, self.view.history
-        if not self.strategy.stores_cuts:
-            return
-        known = set(before.segments)
-        tag = CUT_MARK + plan_tag(self.strategy.plans_as, self.config, self.view.budget.wire)
-        for segment in state.segments:
-            if segment not in known:
-                start, end = history.chain_at(segment.start), history.chain_at(segment.end)
-                await self.segments.store.put(CachedSummary(tag + start, end, "", 0, segment.end - segment.start))
-
-    async def _record_mask_end(self, before: CompactionState) -> None:
-        """Store where masking reached, so a resumed session shows the same masked view."""
-        state, history = self.view.state, self.view.history
-        if self.view.masks is None or state.mask_end <= state.boundary:
-            return
-        if state.mask_end == before.mask_end and state.boundary == before.boundary:
-            return
-        tag = plan_tag(self.strategy.plans_as, self.config, self.view.budget.wire)
-        start = MASK_MARK + tag + history.chain_at(state.boundary)
-        await self.segments.store.put(
-            CachedSummary(start, history.chain_at(state.mask_end), "", 0, state.mask_end - state.boundary)
-        )
+        await self.records.seed_working_set(history, state.summarized_end)
 
 
 @dataclass
@@ -747,18 +664,6 @@ class Attempt:
 
 NOTHING_ACCOUNTED = Account({}, {})
 """The artifact account of a compaction whose report was cut short (it is worked out after the install)."""
-
-
-def working_set_line(history: History) -> str:
-    """The store key of a session line's working set: the chain after its first group (its forks share it, and
-    a session that begins the same way may rewrite it: the row names its end, so either renders afresh)."""
-    return WORKING_SET_MARK + history.chain_at(1)
-
-
-def working_set_tag(history: History) -> str:
-    """What a stored working set's text depends on besides the groups and its room: render version, counter."""
-    encoding = history.counter.encoding
-    return f"v{RENDER_VERSION}:{encoding if counts_exactly(encoding) else 'estimate'}"
 
 
 def _account(parts: list[Facts | list[Message]], shown_text: str) -> Account:

@@ -5,7 +5,7 @@ stored segment that starts where the walk stands and ends on this history's chai
 store can hold several cuts of one prefix (a fork with another budget, a prefetch), so a greedy walk
 could stop early on another session's segment: the walk that reaches furthest wins, then the one with
 fewest segments (tier merges), then the one with longer segments first. It steps only along segments this
-session's plan installed (``CUT_MARK``), so a cut made for another budget or strategy is never adopted.
+session's plan installed (``CutRecord``), so a cut made for another budget or strategy is never adopted.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..core.history import History
 from ..core.messages import canonical_json, content_hash
 from ..core.state import CompactionState, Segment
 from ..stores import SummaryStore
+from ..stores.records import CutKey, SegmentKey, read, segment_end
 from .masking import MaskSettings
 
 if TYPE_CHECKING:
@@ -48,21 +49,10 @@ def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskS
     return content_hash(canonical_json(shape))
 
 
-FOCUS_MARK = "|focus:"
-"""A segment written with a focus ends its key with this and the focus's hash: a compaction without that focus
-never reads it as its own, while a resume walking the store still finds it (the view the session showed)."""
-
-
 def focused_end(chain: str, focus: str | None) -> str:
-    """The end key of a segment summarized with ``focus`` (the chain itself without one)."""
-    return f"{chain}{FOCUS_MARK}{content_hash(focus)[:16]}" if focus else chain
-
-
-CUT_MARK = "cut:"
-"""Store namespace of the cuts a plan installed: a summary-less row per segment, keyed by ``CUT_MARK``, the plan's tag
-and the chain at the segment's start, ending at the chain at its end. A resume steps only along segments its own
-plan installed: a session sharing the store (a sub-agent at another budget, another strategy) may have cut the same
-prefix elsewhere, and its summaries serve this session's plan only as a cache."""
+    """The end key of a segment summarized with ``focus`` (the chain itself without one): a compaction without that
+    focus never reads it as its own, while a resume walking the store still finds it (the view the session showed)."""
+    return segment_end(chain, content_hash(focus)[:16] if focus else None)
 
 
 def plan_tag(planner: str, config: Config, wire_budget: int) -> str:
@@ -74,23 +64,26 @@ def plan_tag(planner: str, config: Config, wire_budget: int) -> str:
     return content_hash(canonical_json(shape))[:16] + ":"
 
 
-async def walk(history: History, store: SummaryStore, limit: int, cuts: str | None = None) -> CompactionState:
-    """The state the stored segments give ``history``, cutting no further than group ``limit``; with ``cuts`` (a
-    ``CUT_MARK`` and plan tag), only along segments that plan installed."""
+async def walk(history: History, store: SummaryStore, limit: int, plan: str | None = None) -> CompactionState:
+    """The state the stored segments give ``history``, cutting no further than group ``limit``; with ``plan`` (a
+    ``plan_tag``), only along segments that plan installed (``CutRecord``): a session sharing the store (a sub-agent
+    at another budget, another strategy) may have cut the same prefix elsewhere, and its summaries serve this
+    session's plan only as a cache."""
     paths: dict[int, list[Segment]] = {0: []}
     pending = [0]
     while pending:
         position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
         path = paths[position]
-        entries = await store.starting_at(history.chain_at(position))
-        if cuts is not None and entries:
-            made = {(e.end, e.groups) for e in await store.starting_at(cuts + history.chain_at(position))}
-            entries = [e for e in entries if (e.end.split(FOCUS_MARK, 1)[0], e.groups) in made]
-        for entry in entries:
-            end = position + entry.groups
-            if not position < end <= limit or history.chain_at(end) != entry.end.split(FOCUS_MARK, 1)[0]:
+        here = history.chain_at(position)
+        records = await read(store, SegmentKey(here))
+        if plan is not None and records:
+            made = {(cut.end, cut.groups) for cut in await read(store, CutKey(plan, here))}
+            records = [r for r in records if (r.end, r.groups) in made]
+        for record in records:
+            end = position + record.groups
+            if not position < end <= limit or history.chain_at(end) != record.end:
                 continue
-            candidate = [*path, Segment(position, end, entry.text, entry.tokens, entry.tier)]
+            candidate = [*path, Segment(position, end, record.text, record.tokens, record.tier)]
             known = paths.get(end)
             if known is None:
                 heapq.heappush(pending, end)

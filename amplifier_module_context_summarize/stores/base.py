@@ -59,6 +59,12 @@ class SummaryStore(Protocol):
         """Release the store's resources; afterwards every call is a miss or a no-op. Idempotent."""
         ...
 
+    def within(self, max_tokens: int) -> SummaryStore:
+        """The same rows, read and written as rows of up to ``max_tokens`` (a working set is sized by its room, not
+        by a summary's allowance): a store that bounds what it serves (``CheckedStore``) bounds it there; a store
+        that bounds nothing returns itself."""
+        ...
+
 
 @runtime_checkable
 class Claims(Protocol):

@@ -54,6 +54,10 @@ class MemoryStore:
                 if not ends:
                     del self._by_start[old_start]
 
+    def within(self, max_tokens: int) -> MemoryStore:
+        """Itself: this store serves any well-formed row, whatever its size (``CheckedStore`` bounds reads)."""
+        return self
+
     async def close(self) -> None:
         self._closed = True
         self._entries.clear()

@@ -151,6 +151,10 @@ class RedisStore:
         if self._available():
             await self._call("put", None, self._put, entry)
 
+    def within(self, max_tokens: int) -> RedisStore:
+        """Itself: this store serves any well-formed row, whatever its size (``CheckedStore`` bounds reads)."""
+        return self
+
     async def close(self) -> None:
         if self._closed:
             return

@@ -1,0 +1,134 @@
+"""What a session's plan stores beside its summaries, so a resumed session shows the same view: the cuts it
+installed, where its masking reached, and the working set its summary shows (the records are typed in
+``stores/records.py``, which writes them as the rows stores have always held).
+
+After every install the compactor records what changed; a resume reads the records of its own plan back against
+its history, and takes only those that name this history's chain (a store shared by forks and other budgets holds
+others' too). Every read goes through the store's own checks (``within`` sizes them for a working set).
+"""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..core.history import History
+from ..core.messages import encodable
+from ..core.state import CompactionState
+from ..core.tokens import counts_exactly
+from ..stores import SummaryStore
+from ..stores.records import (
+    CutKey,
+    CutRecord,
+    MaskEndKey,
+    MaskEndRecord,
+    WorkingSetKey,
+    WorkingSetRecord,
+    read,
+)
+from ..working_set.index import RENDER_VERSION, index_of
+from .resume import plan_tag
+
+WORKING_SET_MAX_TOKENS = 2**20
+"""Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each
+row must also fit the room it names."""
+
+
+class PlanRecords:
+    """The records of this session's plan in ``store``: written after each install, read back by a resume.
+
+    A store never raises (``CheckedStore`` makes a faulty one a miss), so neither does any method here.
+    """
+
+    def __init__(self, config: Config, store: SummaryStore, planner: str, stores_cuts: bool) -> None:
+        self.config = config
+        self.store = store
+        self.planner = planner
+        """The strategy's plan family (``Strategy.plans_as``), part of every plan tag."""
+        self.stores_cuts = stores_cuts
+        self._working_set_recorded: tuple[WorkingSetKey, str, str, int] | None = None
+        """The working set stored last (key, tag, end, room), so an install of the same summary stores nothing."""
+
+    def plan(self, wire_budget: int) -> str:
+        """This session's plan tag at ``wire_budget`` (``resume.plan_tag``)."""
+        return plan_tag(self.planner, self.config, wire_budget)
+
+    async def record_cuts(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:
+        """Store the segments ``state`` installed since ``before``, so a resume with the same plan takes them and
+        one with another does not (``truncate`` stores nothing)."""
+        if not self.stores_cuts:
+            return
+        known, plan = set(before.segments), self.plan(wire)
+        for segment in state.segments:
+            if segment not in known:
+                key = CutKey(plan, history.chain_at(segment.start))
+                record = CutRecord(key, history.chain_at(segment.end), segment.end - segment.start)
+                await self.store.put(record.row())
+
+    async def mask_end(self, history: History, boundary: int, plan: str) -> int:
+        """The furthest mask end the plan ``plan`` recorded for this history at ``boundary`` (0 when none)."""
+        best = 0
+        for record in await read(self.store, MaskEndKey(plan, history.chain_at(boundary))):
+            end = boundary + record.groups
+            if best < end <= history.last_cuttable and history.chain_at(end) == record.end:
+                best = end
+        return best
+
+    async def record_mask_end(
+        self, history: History, before: CompactionState, state: CompactionState, wire: int
+    ) -> None:
+        """Store where masking reached, when it moved, so a resumed session shows the same masked view."""
+        if state.mask_end <= state.boundary:
+            return
+        if state.mask_end == before.mask_end and state.boundary == before.boundary:
+            return
+        key = MaskEndKey(self.plan(wire), history.chain_at(state.boundary))
+        record = MaskEndRecord(key, history.chain_at(state.mask_end), state.mask_end - state.boundary)
+        await self.store.put(record.row())
+
+    async def working_set(self, history: History, end: int) -> list[WorkingSetRecord]:
+        """The stored working sets of ``history``'s groups ``[0, end)`` that may be served: this end and chain, this
+        render version and counter, and text that fits the room it names (one per room)."""
+        tag, count = working_set_tag(history), history.counter.count_text
+        rows = self.store.within(WORKING_SET_MAX_TOKENS)
+        return [
+            record
+            for record in await read(rows, working_set_key(history))
+            if record.groups == end and record.tag == tag and record.end == history.chain_at(end)
+            if count(record.text) <= record.room
+        ]
+
+    async def seed_working_set(self, history: History, end: int) -> None:
+        """Hand the working set's index the texts stored for ``history``'s groups ``[0, end)``, one per room."""
+        for record in await self.working_set(history, end):
+            index_of(history).seed(end, record.room, record.text)
+
+    async def record_working_set(self, history: History, state: CompactionState, room: int) -> None:
+        """Store the working set the summary of ``state`` shows in ``room``, so a resume need not extract the history.
+
+        The view has just rendered it (the index keeps that render), so this costs a count and a put. A text with a
+        lone surrogate is not stored: the store's check would serve it scrubbed, not as rendered.
+        """
+        if not state.segments:
+            return
+        end = state.summarized_end
+        key, tag, chain = working_set_key(history), working_set_tag(history), history.chain_at(end)
+        if (key, tag, chain, room) == self._working_set_recorded:
+            return
+        count = history.counter.count_text
+        text = index_of(history).render(end, room, count)
+        if not encodable(text):
+            return
+        row = WorkingSetRecord(key, tag, chain, room, end, text).row(count)
+        await self.store.within(row.tokens).put(row)
+        self._working_set_recorded = (key, tag, chain, room)
+
+
+def working_set_key(history: History) -> WorkingSetKey:
+    """The key of a session line's working set: the chain after its first group (its forks share it, and a session
+    that begins the same way may rewrite it: the record names its end, so either renders afresh)."""
+    return WorkingSetKey(history.chain_at(1))
+
+
+def working_set_tag(history: History) -> str:
+    """What a stored working set's text depends on besides the groups and its room: render version, counter."""
+    encoding = history.counter.encoding
+    return f"v{RENDER_VERSION}:{encoding if counts_exactly(encoding) else 'estimate'}"

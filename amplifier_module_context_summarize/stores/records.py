@@ -1,0 +1,200 @@
+"""The records a summary store holds, typed, and the rows they are written as.
+
+A store holds one shape of row (``CachedSummary``: a key ``(start, end)``, text, tokens, groups, tier) and knows
+nothing of what a row means. Four kinds of record live in it, told apart by their start key's namespace; this
+module is the one place that writes each as a row and reads it back, so every backend stays as it is and a store
+written by any earlier version reads the same (the rows are byte for byte those written before records were typed):
+
+- ``SegmentRecord``: start the chain at the segment's start, end the chain at its end (with ``|focus:`` and the
+  focus's hash when a focus steered it), text the summary, ``groups`` the segment's length, ``tier`` its tier.
+- ``CutRecord``: start ``cut:``, the plan tag and the chain at the segment's start; end the chain at its end; no text.
+- ``MaskEndRecord``: start ``mask:``, the plan tag and the chain at the boundary; end the chain at the mask end; no
+  text; ``groups`` the mask end less the boundary.
+- ``WorkingSetRecord``: start ``ws:`` and the chain after the first group; end the render tag (render version,
+  counter); text the chain at the summarized end, a space, the room, a newline, then the working set; ``groups`` the
+  summarized end.
+
+Each record is read with a key (``SegmentKey``, ``CutKey``, ``MaskEndKey``, ``WorkingSetKey``): ``read``
+asks the store for the rows starting at the key and decodes them, leaving out a row that is not a record of that
+key (another key, a malformed head): a hand-edited or shared store is read as a miss, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from .base import CachedSummary, SummaryStore, is_valid_entry
+
+CUT_MARK = "cut:"
+"""Namespace of the cuts a plan installed: a resume steps only along segments its own plan installed, since a
+session sharing the store (a sub-agent at another budget, another strategy) may have cut the same prefix elsewhere."""
+MASK_MARK = "mask:"
+"""Namespace of mask ends: where a plan's masking reached from a boundary, so a resume shows the same masked view."""
+WORKING_SET_MARK = "ws:"
+"""Namespace of the summary's working set: one row per session line, rewritten at each compaction."""
+FOCUS_MARK = "|focus:"
+"""A segment summarized with a focus ends its key with this and the focus's hash."""
+MAX_ROOM_DIGITS = 12
+"""A working set's room is a token count: more digits than this is no room of ours (and no int worth parsing)."""
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    """A segment's summary: ``groups`` groups from the chain ``start`` to the chain ``end``, written with ``focus``
+    (the focus's hash; None without one)."""
+
+    start: str
+    end: str
+    text: str
+    tokens: int
+    groups: int
+    tier: int = 0
+    focus: str | None = None
+
+    def row(self) -> CachedSummary:
+        end = segment_end(self.end, self.focus)
+        return CachedSummary(self.start, end, self.text, self.tokens, self.groups, self.tier)
+
+
+def segment_end(chain: str, focus: str | None) -> str:
+    """The end key of a segment ending at ``chain``, written with the focus hashed as ``focus`` (None: the chain)."""
+    return f"{chain}{FOCUS_MARK}{focus}" if focus else chain
+
+
+@dataclass(frozen=True)
+class SegmentKey:
+    """The segments starting at the chain ``start``."""
+
+    start: str
+
+    @property
+    def row_start(self) -> str:
+        return self.start
+
+    def decode(self, row: CachedSummary) -> SegmentRecord | None:
+        if not _row_of(row, self.row_start):
+            return None
+        chain, mark, focus = row.end.partition(FOCUS_MARK)
+        return SegmentRecord(row.start, chain, row.text, row.tokens, row.groups, row.tier, focus if mark else None)
+
+
+@dataclass(frozen=True)
+class CutKey:
+    """The cuts the plan ``plan`` (a plan tag) installed at the chain ``start``."""
+
+    plan: str
+    start: str
+
+    @property
+    def row_start(self) -> str:
+        return CUT_MARK + self.plan + self.start
+
+    def decode(self, row: CachedSummary) -> CutRecord | None:
+        return CutRecord(self, row.end, row.groups) if _row_of(row, self.row_start) else None
+
+
+@dataclass(frozen=True)
+class CutRecord:
+    """A segment the plan installed: ``groups`` groups from the key's chain to the chain ``end``."""
+
+    key: CutKey
+    end: str
+    groups: int
+
+    def row(self) -> CachedSummary:
+        return CachedSummary(self.key.row_start, self.end, "", 0, self.groups)
+
+
+@dataclass(frozen=True)
+class MaskEndKey:
+    """The mask ends the plan ``plan`` recorded with the summary's boundary at the chain ``boundary``."""
+
+    plan: str
+    boundary: str
+
+    @property
+    def row_start(self) -> str:
+        return MASK_MARK + self.plan + self.boundary
+
+    def decode(self, row: CachedSummary) -> MaskEndRecord | None:
+        return MaskEndRecord(self, row.end, row.groups) if _row_of(row, self.row_start) else None
+
+
+@dataclass(frozen=True)
+class MaskEndRecord:
+    """Masking reached ``groups`` groups past the key's boundary, to the chain ``end``."""
+
+    key: MaskEndKey
+    end: str
+    groups: int
+
+    def row(self) -> CachedSummary:
+        return CachedSummary(self.key.row_start, self.end, "", 0, self.groups)
+
+
+@dataclass(frozen=True)
+class WorkingSetKey:
+    """The working set stored for the session line whose chain after its first group is ``line`` (its forks and a
+    session that begins the same way share it; each record names the end it renders)."""
+
+    line: str
+
+    @property
+    def row_start(self) -> str:
+        return WORKING_SET_MARK + self.line
+
+    def decode(self, row: CachedSummary) -> WorkingSetRecord | None:
+        if not _row_of(row, self.row_start):
+            return None
+        head, newline, text = row.text.partition("\n")
+        chain, _, room = head.partition(" ")
+        if not (newline and chain and room.isascii() and room.isdigit() and len(room) <= MAX_ROOM_DIGITS):
+            return None
+        return WorkingSetRecord(self, row.end, chain, int(room), row.groups, text)
+
+
+@dataclass(frozen=True)
+class WorkingSetRecord:
+    """The working set of groups ``[0, groups)``, rendered as ``text`` in ``room`` tokens under the render tag
+    ``tag`` (render version, counter), the chain after those groups being ``end``."""
+
+    key: WorkingSetKey
+    tag: str
+    end: str
+    room: int
+    groups: int
+    text: str
+
+    @property
+    def head(self) -> str:
+        """What the row's text starts with: the end and the room it renders, so a row of another is never served."""
+        return f"{self.end} {self.room}"
+
+    def row(self, count_text: Callable[[str], int]) -> CachedSummary:
+        """The row, its tokens ``count_text``'s count of the whole row text (as a checked store counts it)."""
+        text = f"{self.head}\n{self.text}"
+        return CachedSummary(self.key.row_start, self.tag, text, count_text(text), self.groups)
+
+
+class Key(Protocol[R_co]):
+    """What a record is read with: the rows' start key, and a decoder that says None to a row not of the key."""
+
+    @property
+    def row_start(self) -> str: ...
+
+    def decode(self, row: CachedSummary) -> R_co | None: ...
+
+
+async def read(store: SummaryStore, key: Key[R_co]) -> list[R_co]:
+    """The records of ``key`` in ``store`` (rows of another key or malformed are left out)."""
+    decoded = (key.decode(row) for row in await store.starting_at(key.row_start))
+    return [record for record in decoded if record is not None]
+
+
+def _row_of(row: object, start: str) -> bool:
+    """``row`` is a well-formed row under ``start`` (an unchecked store may answer with anything)."""
+    return is_valid_entry(row) and isinstance(row, CachedSummary) and row.start == start
