@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import events
+from ..backends.base import Fault
 from ..config import Config
 from ..core.history import History
 from ..core.messages import Message, encodable, message_text
@@ -198,7 +199,7 @@ class Compactor:
             return True
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
+            job.report.note_fallback(Fault.ERROR)
             state = job.truncated(self.view.state, limits)
         if not over_budget and job.view_tokens(state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
@@ -317,7 +318,7 @@ class Compactor:
             state = await self.strategy.compact(job)
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
+            job.report.note_fallback(Fault.ERROR)
             state = job.truncated(self.view.state, limits)
         await self._finish(job, before, state, tokens_before, messages_before, started, force)
         return True
@@ -401,7 +402,7 @@ class Compactor:
             state = await self.strategy.compact(job)
         except Exception as exc:  # as in band: a bug in a strategy truncates, it does not fail the compaction
             logger.exception("compaction failed (%s); truncating", type(exc).__name__)
-            job.report.note_fallback("error")
+            job.report.note_fallback(Fault.ERROR)
             state = job.truncated(job.state, job.limits)
         shows = job.shown(state)
         return Landed(state, shows, await self._artifacts_hidden(before, state, shows, job))

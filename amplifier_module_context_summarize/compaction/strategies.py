@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..backends.base import ERROR
+from ..backends.base import Fault
 from ..core.plan import Limits, split_for_tiers
 from ..core.state import CompactionState
 from ..summarizer.span import MIN_SPAN_TOKENS
@@ -87,7 +87,7 @@ class SummarizeStrategy:
             raise  # an offline plan reached the LLM: the caller runs it again in the background
         except Exception as exc:  # a bug, not a provider fault (those are handled below this)
             logger.exception("summarizing failed (%s); dropping whole groups instead", type(exc).__name__)
-            job.report.note_fallback(ERROR)
+            job.report.note_fallback(Fault.ERROR)
             return job.truncated(job.state)
 
     async def _summarize(self, job: Compaction) -> CompactionState:
