@@ -12,6 +12,8 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -428,3 +430,9 @@ async def test_a_background_summary_that_raises_reports_error_and_logs_the_class
     assert outcome is not None and outcome.fallback is Fault.ERROR and not outcome.cacheable
     assert "ZeroDivisionError" in caplog.text and "a bug" not in caplog.text
     assert manager.segments.cooling_spans == 1
+
+
+def test_the_event_docs_name_every_fault_and_skip_a_fallback_can_be():
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "events.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `fallback` | `null`, or a short category"))
+    assert {f"`{value}`" for value in [*Fault, *Skip]} <= set(re.findall(r"`[a-z_]+`", row))
