@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from amplifier_core import llm_errors
+from amplifier_core.hooks import HookRegistry, HookResult
 from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
 
@@ -436,3 +437,16 @@ def test_the_event_docs_name_every_fault_and_skip_a_fallback_can_be():
     docs = (Path(__file__).resolve().parent.parent / "docs" / "events.md").read_text()
     row = next(line for line in docs.splitlines() if line.startswith("| `fallback` | `null`, or a short category"))
     assert {f"`{value}`" for value in [*Fault, *Skip]} <= set(re.findall(r"`[a-z_]+`", row))
+
+
+async def test_the_kernels_hook_registry_hands_handlers_the_plain_string_of_a_fault():
+    registry, seen = HookRegistry(), []
+
+    async def handler(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append(data)
+        return HookResult(action="continue")
+
+    registry.register(events.SUMMARY_FAILED, handler, priority=1, name="test")
+    await registry.emit(events.SUMMARY_FAILED, events.SummaryFailed("prefetch", Fault.DEADLINE, 1).to_dict())
+    await registry.emit(events.SUMMARY_FAILED, {"fallback": Skip.COOLDOWN})
+    assert [(type(d["fallback"]), d["fallback"]) for d in seen] == [(str, "deadline"), (str, "cooldown")]
