@@ -16,13 +16,12 @@ from typing import Any
 
 from amplifier_core.models import HookResult
 
+from .backends.base import Fault, Skip
 from .events import POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED
 
 logger = logging.getLogger(__name__)
 
 SOURCE = "context-summarize"
-CIRCUIT_OPEN = "circuit_open"
-TRANSIENT = frozenset({"rate_limited", "server_error", "timeout", "connection", "deadline"})
 
 
 def _k(tokens: int) -> str:
@@ -54,10 +53,11 @@ def compaction_line(data: dict[str, Any]) -> str:
 
 
 def failure_line(data: dict[str, Any]) -> str:
-    fallback = data.get("fallback") or "error"
-    if fallback == CIRCUIT_OPEN:
+    fallback = data.get("fallback") or Fault.ERROR
+    if fallback == Skip.CIRCUIT_OPEN:
         return "summaries paused: recent summaries kept failing; the offline summary stands in for a while"
-    why = "the provider is busy or slow" if fallback in TRANSIENT else "see the log"
+    fault = Fault.named(fallback)  # the payload's member, or its string when a hook rewrote the data
+    why = "the provider is busy or slow" if fault is not None and fault.transient else "see the log"
     return f"summary fell back to the offline summary ({fallback}: {why})"
 
 
@@ -93,7 +93,7 @@ class Notifier:
             self.failing = self.circuit_open = False
             return None
         if event == SUMMARY_FAILED:
-            opening = data.get("fallback") == CIRCUIT_OPEN
+            opening = data.get("fallback") == Skip.CIRCUIT_OPEN
             if (opening and self.circuit_open) or (not opening and self.failing):
                 return None
             self.circuit_open = self.circuit_open or opening

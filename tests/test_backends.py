@@ -24,18 +24,7 @@ import respx
 from sdk_http import http_library, mock_http_client
 
 from amplifier_module_context_summarize.backends.anthropic_backend import AnthropicBackend
-from amplifier_module_context_summarize.backends.base import (
-    AUTH,
-    BAD_REQUEST,
-    CONNECTION,
-    ERROR,
-    INPUT_TOO_LONG,
-    RATE_LIMITED,
-    REFUSAL,
-    SERVER_ERROR,
-    TIMEOUT,
-    BackendError,
-)
+from amplifier_module_context_summarize.backends.base import BackendError, Fault
 from amplifier_module_context_summarize.backends.openai_backend import NO_KEY_PLACEHOLDER, OpenAIBackend
 from amplifier_module_context_summarize.backends.registry import build_backend
 from amplifier_module_context_summarize.backends.retrying import RetryingBackend
@@ -192,14 +181,14 @@ async def test_anthropic_repeated_500_gives_server_error_after_all_attempts() ->
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(500, "boom", "api_error"))
     error = await fails_with(retrying(make_anthropic(router), 2).complete(SYSTEM, PROMPT, 100))
-    assert error.category == SERVER_ERROR
+    assert error.fault == Fault.SERVER_ERROR
     assert route.call_count == 3
 
 
 async def test_anthropic_529_overloaded_is_server_error() -> None:
     router = respx.MockRouter()
     router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(529, "Overloaded", "overloaded_error"))
-    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).category == SERVER_ERROR
+    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).fault == Fault.SERVER_ERROR
 
 
 async def test_anthropic_401_not_retried_and_key_never_leaks() -> None:
@@ -209,9 +198,9 @@ async def test_anthropic_401_not_retried_and_key_never_leaks() -> None:
     )
     backend = make_anthropic(router)
     error = await fails_with(retrying(backend, 3).complete(SYSTEM, PROMPT, 100))
-    assert error.category == AUTH
+    assert error.fault == Fault.AUTH
     assert route.call_count == 1
-    assert str(error) == AUTH
+    assert str(error) == Fault.AUTH
     rendered = "".join(traceback.format_exception(error))
     for text in (repr(backend), str(backend), repr(retrying(backend, 3)), str(error), repr(error), rendered):
         assert ANTHROPIC_KEY not in text
@@ -229,7 +218,7 @@ async def test_anthropic_input_too_long_not_retried(message: str) -> None:
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL).mock(return_value=anthropic_error(400, message))
     error = await fails_with(retrying(make_anthropic(router), 3).complete(SYSTEM, PROMPT, 100))
-    assert error.category == INPUT_TOO_LONG
+    assert error.fault == Fault.INPUT_TOO_LONG
     assert route.call_count == 1
 
 
@@ -245,15 +234,15 @@ async def test_anthropic_hung_request_cut_off_by_timeout() -> None:
     router.post(ANTHROPIC_URL).mock(side_effect=hang)
     started = time.monotonic()
     error = await fails_with(retrying(make_anthropic(router), 1, timeout_s=0.2).complete(SYSTEM, PROMPT, 100))
-    assert error.category == TIMEOUT
-    assert len(started_requests) == 2  # TIMEOUT is retryable: both attempts were cut off
+    assert error.fault == Fault.TIMEOUT
+    assert len(started_requests) == 2  # Fault.TIMEOUT is retryable: both attempts were cut off
     assert time.monotonic() - started < 3
 
 
 async def test_anthropic_refusal_stop_reason() -> None:
     router = respx.MockRouter()
     router.post(ANTHROPIC_URL).mock(return_value=anthropic_ok("", stop="refusal"))
-    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).category == REFUSAL
+    assert (await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 100))).fault == Fault.REFUSAL
 
 
 # --- OpenAI ------------------------------------------------------------------------------------
@@ -301,7 +290,7 @@ async def test_openai_repeated_500_gives_server_error() -> None:
     router = respx.MockRouter()
     route = router.post(OPENAI_URL).mock(return_value=openai_error(500, "server had an error"))
     error = await fails_with(retrying(make_openai(router), 1).complete(SYSTEM, PROMPT, 64))
-    assert error.category == SERVER_ERROR
+    assert error.fault == Fault.SERVER_ERROR
     assert route.call_count == 2
 
 
@@ -312,7 +301,7 @@ async def test_openai_401_not_retried_and_key_never_leaks() -> None:
     )
     backend = make_openai(router)
     error = await fails_with(retrying(backend, 3).complete(SYSTEM, PROMPT, 64))
-    assert error.category == AUTH
+    assert error.fault == Fault.AUTH
     assert route.call_count == 1
     rendered = "".join(traceback.format_exception(error))
     for text in (repr(backend), str(error), repr(error), rendered):
@@ -333,7 +322,7 @@ async def test_openai_input_too_long_not_retried(message: str, code: str | None)
     router = respx.MockRouter()
     route = router.post(OPENAI_URL).mock(return_value=openai_error(400, message, code))
     error = await fails_with(retrying(make_openai(router), 3).complete(SYSTEM, PROMPT, 64))
-    assert error.category == INPUT_TOO_LONG
+    assert error.fault == Fault.INPUT_TOO_LONG
     assert route.call_count == 1
 
 
@@ -348,7 +337,7 @@ async def test_openai_vllm_style_error_body_too_long() -> None:
     }
     router.post("http://vllm:8000/v1/chat/completions").mock(return_value=httpx.Response(400, json=body))
     backend = make_openai(router, api_key=None, base_url="http://vllm:8000/v1")
-    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == INPUT_TOO_LONG
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).fault == Fault.INPUT_TOO_LONG
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
@@ -361,7 +350,7 @@ async def test_plain_text_too_long_body(kind: str) -> None:
         backend = make_anthropic(router, base_url="http://llm.local:8080")
     else:
         backend = make_openai(router, api_key=None, base_url="http://llm.local:8080/v1")
-    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == INPUT_TOO_LONG
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).fault == Fault.INPUT_TOO_LONG
 
 
 async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
@@ -370,7 +359,7 @@ async def test_openai_insufficient_quota_is_not_rate_limited() -> None:
         return_value=openai_error(429, "You exceeded your quota", "insufficient_quota")
     )
     error = await fails_with(retrying(make_openai(router), 3).complete(SYSTEM, PROMPT, 64))
-    assert error.category == ERROR
+    assert error.fault == Fault.ERROR
     assert route.call_count == 1
 
 
@@ -383,13 +372,13 @@ async def test_openai_hung_request_cut_off_by_timeout() -> None:
 
     router.post(OPENAI_URL).mock(side_effect=hang)
     error = await fails_with(retrying(make_openai(router), 0, timeout_s=0.1).complete(SYSTEM, PROMPT, 64))
-    assert error.category == TIMEOUT
+    assert error.fault == Fault.TIMEOUT
 
 
 async def test_openai_refusal() -> None:
     router = respx.MockRouter()
     router.post(OPENAI_URL).mock(return_value=openai_ok(None, refusal="I can't help with that."))
-    assert (await fails_with(make_openai(router).complete(SYSTEM, PROMPT, 64))).category == REFUSAL
+    assert (await fails_with(make_openai(router).complete(SYSTEM, PROMPT, 64))).fault == Fault.REFUSAL
 
 
 # --- Shared error mapping ----------------------------------------------------------------------
@@ -399,18 +388,18 @@ async def test_openai_refusal() -> None:
 @pytest.mark.parametrize(
     ("status", "headers", "category", "retry_after"),
     [
-        (429, {"retry-after": "7"}, RATE_LIMITED, 7.0),
-        (429, {"retry-after-ms": "1500"}, RATE_LIMITED, 1.5),
-        (429, {}, RATE_LIMITED, None),
-        (503, {"retry-after": "2"}, SERVER_ERROR, 2.0),
-        (502, {}, SERVER_ERROR, None),
-        (403, {}, AUTH, None),
-        (400, {}, BAD_REQUEST, None),
-        (404, {}, BAD_REQUEST, None),
-        (422, {}, BAD_REQUEST, None),
-        (413, {}, INPUT_TOO_LONG, None),
-        (408, {}, TIMEOUT, None),
-        (409, {}, ERROR, None),
+        (429, {"retry-after": "7"}, Fault.RATE_LIMITED, 7.0),
+        (429, {"retry-after-ms": "1500"}, Fault.RATE_LIMITED, 1.5),
+        (429, {}, Fault.RATE_LIMITED, None),
+        (503, {"retry-after": "2"}, Fault.SERVER_ERROR, 2.0),
+        (502, {}, Fault.SERVER_ERROR, None),
+        (403, {}, Fault.AUTH, None),
+        (400, {}, Fault.BAD_REQUEST, None),
+        (404, {}, Fault.BAD_REQUEST, None),
+        (422, {}, Fault.BAD_REQUEST, None),
+        (413, {}, Fault.INPUT_TOO_LONG, None),
+        (408, {}, Fault.TIMEOUT, None),
+        (409, {}, Fault.ERROR, None),
     ],
 )
 async def test_status_mapping(
@@ -422,20 +411,20 @@ async def test_status_mapping(
     router.post(url).mock(return_value=httpx.Response(status, json=body, headers=headers))
     backend = make_anthropic(router) if kind == "anthropic" else make_openai(router)
     error = await fails_with(backend.complete(SYSTEM, PROMPT, 64))
-    assert error.category == category
+    assert error.fault == category
     assert error.retry_after == retry_after
     assert str(error) == category
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
-@pytest.mark.parametrize(("exc", "category"), [("ConnectError", CONNECTION), ("ReadTimeout", TIMEOUT)])
+@pytest.mark.parametrize(("exc", "category"), [("ConnectError", Fault.CONNECTION), ("ReadTimeout", Fault.TIMEOUT)])
 async def test_transport_failures(kind: str, exc: str, category: str) -> None:
     """The transport raises its own library's error, as a real connection failure would."""
     error_class = getattr(http_library(anthropic if kind == "anthropic" else openai), exc)
     router = respx.MockRouter()
     route = router.post(ANTHROPIC_URL if kind == "anthropic" else OPENAI_URL).mock(side_effect=error_class("failed"))
     backend = make_anthropic(router) if kind == "anthropic" else make_openai(router)
-    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).category == category
+    assert (await fails_with(backend.complete(SYSTEM, PROMPT, 64))).fault == category
     assert route.call_count == 1  # the SDK itself never retries
 
 
@@ -445,7 +434,7 @@ async def test_anthropic_http_date_retry_after() -> None:
         return_value=anthropic_error(429, "slow down", "rate_limit_error", retry_after="Wed, 21 Oct 2015 07:28:00 GMT")
     )
     error = await fails_with(make_anthropic(router).complete(SYSTEM, PROMPT, 64))
-    assert error.category == RATE_LIMITED
+    assert error.fault == Fault.RATE_LIMITED
     assert error.retry_after == 0.0  # a date in the past means "now"
 
 

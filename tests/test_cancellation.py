@@ -15,7 +15,7 @@ from virtual_clock import VirtualClock
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
-from amplifier_module_context_summarize.backends.base import DEADLINE, BackendError, Completion
+from amplifier_module_context_summarize.backends.base import BackendError, Completion, Fault
 from amplifier_module_context_summarize.backends.retrying import RetryingBackend
 from amplifier_module_context_summarize.compaction import background as background_module
 from amplifier_module_context_summarize.compaction import compactor as compactor_module
@@ -97,7 +97,7 @@ async def test_the_deadline_holds_against_a_backend_that_swallows_cancellation(
     started = clock.now
     with pytest.raises(BackendError) as info:
         await wrapped.complete("sys", "prompt", 100, deadline=clock.now + 2.0)
-    assert info.value.category == DEADLINE
+    assert info.value.fault == Fault.DEADLINE
     assert clock.now - started == pytest.approx(2.0, abs=0.01), "the deadline held although the call went on"
     assert backend.swallowed == 1
     await asyncio.sleep(HOLD_S)  # the abandoned call ends on its own, later

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from amplifier_core import llm_errors
+from amplifier_core.hooks import HookRegistry, HookResult
 from amplifier_core.message_models import ChatResponse, TextBlock
 from amplifier_core.testing import EventRecorder
 
-from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize import create_manager, events
+from amplifier_module_context_summarize.backends.base import BackendError, Fault, Skip, fault_of
 from amplifier_module_context_summarize.core.invariants import check_view
+from amplifier_module_context_summarize.evaluation.cassette import ReplayedFailure
+from amplifier_module_context_summarize.notify import failure_line
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
@@ -331,3 +339,114 @@ async def test_a_strategy_that_raises_still_leaves_a_fitting_view(monkeypatch):
     views = await replay(manager, HISTORY, FakeProvider(), budget=BUDGET)
     assert views and all(manager.counter.count_messages(v) <= BUDGET for v in views)
     assert {e["fallback"] for e in post_events(recorder)} == {"error"}
+
+
+# ------------------------------------------------------------------ the fault categories, typed
+
+# The categories as the frozensets of ``backends.base`` had them before they became ``Fault``:
+# RETRYABLE, PROVIDER_FAULTS (counted by the circuit breaker) and CONTENT_REJECTIONS.
+OLD_RETRYABLE = {"rate_limited", "server_error", "timeout", "connection"}
+OLD_PROVIDER_FAULTS = OLD_RETRYABLE | {"deadline", "auth", "no_provider", "error"}
+OLD_CONTENT_REJECTIONS = {"empty", "refusal", "not_smaller", "ungrounded", "degenerate", "tool_call"}
+OLD_CATEGORIES = OLD_PROVIDER_FAULTS | OLD_CONTENT_REJECTIONS | {"bad_request", "input_too_long"}
+
+
+@pytest.mark.parametrize("category", sorted(OLD_CATEGORIES))
+def test_each_fault_is_retryable_and_held_against_the_breaker_as_the_old_sets_said(category):
+    fault = Fault(category)
+    assert fault == category and str(fault) == category
+    assert fault.retryable is (category in OLD_RETRYABLE)
+    assert fault.counts_against_breaker is (category in OLD_PROVIDER_FAULTS)
+    assert fault.rejected_answer is (category in OLD_CONTENT_REJECTIONS)
+    assert fault.transient is (category in OLD_RETRYABLE | {"deadline"})  # notify's and the log level's set
+    assert BackendError(fault).retryable is fault.retryable
+
+
+def test_the_faults_are_the_old_categories_and_the_skips_are_no_faults():
+    assert {f.value for f in Fault} == OLD_CATEGORIES
+    assert {s.value for s in Skip} == {"cooldown", "circuit_open"}
+    assert not any(s.counts_against_breaker for s in Skip)
+    assert all(Fault.named(s) is None for s in Skip) and Fault.named(None) is None
+
+
+@pytest.mark.parametrize(
+    ("exc", "fault"),
+    [
+        (BackendError(Fault.RATE_LIMITED, retry_after=2.0), Fault.RATE_LIMITED),
+        (BackendError("deadline"), Fault.DEADLINE),
+        (ReplayedFailure("refusal"), Fault.REFUSAL),  # a subclass carries its own
+        (RuntimeError("a bug"), Fault.ERROR),
+        (TimeoutError("unclassified here"), Fault.ERROR),  # classifying provider errors is the backend's job
+        (asyncio.CancelledError(), Fault.ERROR),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
+)
+def test_fault_of_gives_a_backend_errors_fault_and_error_for_anything_else(exc, fault):
+    assert fault_of(exc) is fault
+
+
+def test_a_backend_error_takes_a_fault_or_its_string_and_prints_as_the_string_did():
+    error = BackendError("server_error", retry_after=1.5)
+    assert error.fault is Fault.SERVER_ERROR and error.retry_after == 1.5
+    assert str(error) == "server_error" and repr(error) == "BackendError('server_error')"
+    assert str(BackendError(Fault.AUTH)) == "auth" and BackendError(Fault.AUTH).args == ("auth",)
+    with pytest.raises(ValueError, match="'cooldown' is not a fault category"):
+        BackendError("cooldown")  # a skip is no fault
+
+
+def test_an_event_carrying_a_fault_is_byte_identical_to_the_old_string_in_json_and_text():
+    typed = events.SummaryFailed("compaction", Fault.TIMEOUT, 2).to_dict()
+    plain = events.SummaryFailed("compaction", "timeout", 2).to_dict()
+    assert (
+        json.dumps(typed) == json.dumps(plain) == '{"reason": "compaction", "fallback": "timeout", "provider_calls": 2}'
+    )
+    assert json.loads(json.dumps(typed)) == plain and typed == plain
+    skipped = json.loads(json.dumps({"fallback": Skip.CIRCUIT_OPEN}))
+    assert skipped == {"fallback": "circuit_open"}
+    logged = logging.LogRecord("x", logging.INFO, __file__, 1, "fell back (%s)", (Fault.NOT_SMALLER,), None)
+    assert f"{Fault.NOT_SMALLER}" == format(Fault.NOT_SMALLER) == "not_smaller"
+    assert logged.getMessage() == "fell back (not_smaller)"
+    for fallback, plain_value in [
+        (Fault.DEADLINE, "deadline"),
+        (Fault.REFUSAL, "refusal"),
+        (Skip.CIRCUIT_OPEN, "circuit_open"),
+    ]:
+        assert failure_line({"fallback": fallback}) == failure_line({"fallback": plain_value})
+    assert failure_line({"fallback": "deadline"}).endswith("(deadline: the provider is busy or slow)")
+    assert failure_line({"fallback": Fault.REFUSAL}).endswith("(refusal: see the log)")
+    assert failure_line({}).endswith("(error: see the log)")
+
+
+async def test_a_background_summary_that_raises_reports_error_and_logs_the_class(caplog):
+    manager, _ = make()
+    for message in HISTORY[:20]:
+        await manager.add_message(message)
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("a bug, not a provider fault")
+
+    manager.summarizer.summarize = broken
+    with caplog.at_level("WARNING"):
+        outcome = await manager.segments.prefetched(manager.history, 0, 2, None, FakeProvider())
+    assert outcome is not None and outcome.fallback is Fault.ERROR and not outcome.cacheable
+    assert "ZeroDivisionError" in caplog.text and "a bug" not in caplog.text
+    assert manager.segments.cooling_spans == 1
+
+
+def test_the_event_docs_name_every_fault_and_skip_a_fallback_can_be():
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "events.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `fallback` | `null`, or a short category"))
+    assert {f"`{value}`" for value in [*Fault, *Skip]} <= set(re.findall(r"`[a-z_]+`", row))
+
+
+async def test_the_kernels_hook_registry_hands_handlers_the_plain_string_of_a_fault():
+    registry, seen = HookRegistry(), []
+
+    async def handler(event: str, data: dict[str, Any]) -> HookResult:
+        seen.append(data)
+        return HookResult(action="continue")
+
+    registry.register(events.SUMMARY_FAILED, handler, priority=1, name="test")
+    await registry.emit(events.SUMMARY_FAILED, events.SummaryFailed("prefetch", Fault.DEADLINE, 1).to_dict())
+    await registry.emit(events.SUMMARY_FAILED, {"fallback": Skip.COOLDOWN})
+    assert [(type(d["fallback"]), d["fallback"]) for d in seen] == [(str, "deadline"), (str, "cooldown")]

@@ -14,13 +14,7 @@ import pytest
 from test_llm_path import read_tasks  # the agent tasks the LLM-path tests replay
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.backends.base import (
-    CONTENT_REJECTIONS,
-    DEGENERATE,
-    PROVIDER_FAULTS,
-    UNGROUNDED,
-    Completion,
-)
+from amplifier_module_context_summarize.backends.base import Completion, Fault
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.summarizer.grounding import Source, check, names_in
 from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript
@@ -107,13 +101,13 @@ def test_plain_english_is_never_a_name_whatever_its_case():
 )
 def test_a_name_the_span_never_has_makes_the_answer_ungrounded(answer, invented):
     verdict = check(answer, SOURCE)
-    assert verdict.problem == UNGROUNDED and invented in verdict.invented
+    assert verdict.problem == Fault.UNGROUNDED and invented in verdict.invented
 
 
 def test_one_line_said_again_and_again_is_a_loop_but_a_few_repeated_short_lines_are_not():
     loop = GOOD + "\n" + "\n".join(["- The migration was fixed and the list works."] * 9)
-    assert check(loop, SOURCE).problem == DEGENERATE
-    assert check("The list works HEREBY " + "HEREBY " * 9, SOURCE).problem == DEGENERATE
+    assert check(loop, SOURCE).problem == Fault.DEGENERATE
+    assert check("The list works HEREBY " + "HEREBY " * 9, SOURCE).problem == Fault.DEGENERATE
     strong = GOOD + "\n" + "\n".join(["- Ran the migration, committed and pushed."] * 3)
     assert check(strong, SOURCE).problem is None
     echoed = "The build log shows every branch again. " * 6  # a tool output that repeats itself, echoed
@@ -134,20 +128,20 @@ def test_one_line_said_again_and_again_is_a_loop_but_a_few_repeated_short_lines_
 )
 def test_the_modules_own_markup_written_as_text_is_forged(forged):
     verdict = check(f"{GOOD}\n{forged}", SOURCE)
-    assert verdict.problem == DEGENERATE and verdict.markup >= 1
+    assert verdict.problem == Fault.DEGENERATE and verdict.markup >= 1
     assert forged not in verdict.kept and "makemigrations" in verdict.kept  # the cut keeps the sound lines
 
 
 def test_a_line_echoed_from_the_span_or_quoted_in_backticks_is_not_a_forgery():
     assert check("[tool call call_7Qm2x] bash migrate todos", SOURCE).problem is None
     assert check("Error: `[tool result call_7Qm2x] OperationalError`.", SOURCE).problem is None
-    assert check("Error: `[tool result call_7Qm9z] OperationalError`.", SOURCE).problem == UNGROUNDED
+    assert check("Error: `[tool result call_7Qm9z] OperationalError`.", SOURCE).problem == Fault.UNGROUNDED
 
 
 def test_the_cut_keeps_the_grounded_sentences_and_drops_emptied_sections():
     answer = GOOD + "\n### Extra\nThe fix is in `Todo_filterables`."
     verdict = check(answer, SOURCE)
-    assert verdict.problem == UNGROUNDED and verdict.usable_cut
+    assert verdict.problem == Fault.UNGROUNDED and verdict.usable_cut
     assert verdict.kept == GOOD  # the invented sentence and its heading went; nothing else changed
     assert not check("The fix is in `Todo_filterables`. Call toggle_filters() next.", SOURCE).usable_cut
 
@@ -211,13 +205,15 @@ async def test_an_ungrounded_answer_is_asked_again_and_the_grounded_one_kept():
 async def test_an_answer_ungrounded_twice_falls_back_as_ungrounded():
     backend = Scripted("The fix is in `Todo_filterables`. Call toggle_filters() next.")
     outcome = await summarizer(backend).summarize(LONG_SPAN, None)
-    assert outcome.fallback == UNGROUNDED and outcome.provider_calls == 2 and "Todo_filterables" not in outcome.text
+    assert (
+        outcome.fallback == Fault.UNGROUNDED and outcome.provider_calls == 2 and "Todo_filterables" not in outcome.text
+    )
 
 
 async def test_a_loop_falls_back_as_degenerate():
     backend = Scripted("\n".join(["- TODOS HAVE BEEN MODIFIED SUCH AS HEREBY."] * 12))
     outcome = await summarizer(backend).summarize(LONG_SPAN, None)
-    assert outcome.fallback == DEGENERATE and not outcome.cacheable
+    assert outcome.fallback == Fault.DEGENERATE and not outcome.cacheable
 
 
 async def test_a_mostly_sound_answer_is_cut_without_another_call():
@@ -228,7 +224,7 @@ async def test_a_mostly_sound_answer_is_cut_without_another_call():
 
 
 def test_ungrounded_and_degenerate_are_content_rejections_not_provider_faults():
-    assert {UNGROUNDED, DEGENERATE} <= CONTENT_REJECTIONS and not {UNGROUNDED, DEGENERATE} & PROVIDER_FAULTS
+    assert all(f.rejected_answer and not f.counts_against_breaker for f in (Fault.UNGROUNDED, Fault.DEGENERATE))
 
 
 async def test_a_model_that_always_invents_is_reported_and_never_opens_the_circuit():
@@ -239,7 +235,7 @@ async def test_a_model_that_always_invents_is_reported_and_never_opens_the_circu
     )
     await replay(manager, read_tasks(24), None, budget=16_000)
     failed = recorder.payloads("context:summary_failed")
-    assert failed and {f["fallback"] for f in failed} == {UNGROUNDED}
+    assert failed and {f["fallback"] for f in failed} == {Fault.UNGROUNDED}
     posts = recorder.payloads("context:post_compact")
     assert all(p["circuit"] == "closed" for p in posts)
     assert not any("Todo_filterables" in s.text for s in manager.state.segments)

@@ -9,23 +9,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amplifier_module_context_summarize.backends.base import (
-    AUTH,
-    BAD_REQUEST,
-    CONNECTION,
-    ERROR,
-    INPUT_TOO_LONG,
-    RATE_LIMITED,
-    SERVER_ERROR,
-    TIMEOUT,
-)
+from amplifier_module_context_summarize.backends.base import Fault
 from amplifier_module_context_summarize.backends.http_errors import (
     error_for_status,
     mentions_input_too_long,
     parse_retry_after,
 )
 
-KNOWN = {AUTH, BAD_REQUEST, CONNECTION, ERROR, INPUT_TOO_LONG, RATE_LIMITED, SERVER_ERROR, TIMEOUT}
+KNOWN = {
+    Fault.AUTH,
+    Fault.BAD_REQUEST,
+    Fault.CONNECTION,
+    Fault.ERROR,
+    Fault.INPUT_TOO_LONG,
+    Fault.RATE_LIMITED,
+    Fault.SERVER_ERROR,
+    Fault.TIMEOUT,
+}
 
 
 def test_parse_retry_after_forms() -> None:
@@ -48,8 +48,8 @@ def test_parse_retry_after_seconds_roundtrip(seconds: float) -> None:
 @given(st.integers(min_value=100, max_value=599), st.booleans(), st.text(max_size=20))
 def test_error_for_status_is_total(status: int, too_long: bool, header: str) -> None:
     error = error_for_status(status, {"retry-after": header}, too_long=too_long)
-    assert error.category in KNOWN
-    assert str(error) == error.category
+    assert error.fault in KNOWN
+    assert str(error) == error.fault
     assert error.retry_after is None or error.retry_after >= 0
 
 

@@ -15,13 +15,7 @@ from typing import Any
 import pytest
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.backends.base import (
-    CIRCUIT_OPEN,
-    CONTENT_REJECTIONS,
-    SERVER_ERROR,
-    BackendError,
-    Completion,
-)
+from amplifier_module_context_summarize.backends.base import BackendError, Completion, Fault, Skip
 from amplifier_module_context_summarize.core.state import SUMMARY_MARKER, TRUNCATION_MARKER
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.summarizer.prompts import FENCE_CLOSE, FENCE_OPEN
@@ -108,9 +102,9 @@ async def test_a_healthy_summarizer_never_opens_the_circuit_and_every_view_keeps
     llm = SimulatedLLM(seed=3, empty_rate=0.1, refusal_rate=0.1)
     manager, recorder, views = await session(budget, llm, tasks=tasks, observation_masking=masking)
     posts = recorder.payloads("context:post_compact")
-    assert posts and all(p["fallback"] != CIRCUIT_OPEN and p["circuit"] == "closed" for p in posts)
+    assert posts and all(p["fallback"] != Skip.CIRCUIT_OPEN and p["circuit"] == "closed" for p in posts)
     failed = recorder.payloads("context:summary_failed")
-    assert all(f["fallback"] in CONTENT_REJECTIONS and f["reason"] == "compaction" for f in failed)
+    assert all(Fault(f["fallback"]).rejected_answer and f["reason"] == "compaction" for f in failed)
     first = next(i for i, v in enumerate(views) if shows(v, SUMMARY_MARKER))
     assert all(shows(v, SUMMARY_MARKER) and not shows(v, MARKER_HEAD) for v in views[first:])
     names = [e for e, _ in recorder.events if e in ("context:pre_compact", "context:post_compact")]
@@ -134,14 +128,14 @@ async def test_content_rejections_leave_the_breaker_closed_but_provider_faults_o
         name, model = "failing", "m"
 
         async def complete(self, *args: Any, **kw: Any) -> Completion:
-            raise BackendError(SERVER_ERROR)
+            raise BackendError(Fault.SERVER_ERROR)
 
     _, refused, _ = await session(16_000, Refusing(), summarizer={"circuit_failures": 2, "max_retries": 0})
     fallbacks = [p["fallback"] for p in refused.payloads("context:post_compact")]
-    assert "refusal" in fallbacks and CIRCUIT_OPEN not in fallbacks
+    assert "refusal" in fallbacks and Skip.CIRCUIT_OPEN not in fallbacks
     assert {f["fallback"] for f in refused.payloads("context:summary_failed")} == {"refusal"}
     _, failed, _ = await session(16_000, Failing(), 40, summarizer={"circuit_failures": 2, "max_retries": 0})
-    assert CIRCUIT_OPEN in [p["fallback"] for p in failed.payloads("context:post_compact")]
+    assert Skip.CIRCUIT_OPEN in [p["fallback"] for p in failed.payloads("context:post_compact")]
 
 
 @pytest.mark.parametrize(("budget", "masking"), [(12_000, True), (32_000, False)])

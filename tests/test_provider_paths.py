@@ -65,7 +65,7 @@ async def test_a_provider_broken_on_both_paths_is_said_once_and_summaries_fall_b
     for _ in range(3):
         with pytest.raises(BackendError) as raised:
             await backend.complete("system", "prompt", 100, provider=provider)
-        assert raised.value.category == "error"
+        assert raised.value.fault == "error"
     warnings = _warnings(caplog)
     assert len([w for w in warnings if "non-streaming path" in w]) == 1
     assert len([w for w in warnings if "both its paths" in w]) == 1
@@ -77,7 +77,7 @@ async def test_a_network_fault_is_not_taken_for_a_broken_path(caplog):
     provider = FakeProvider(fail_with=llm_errors.ProviderUnavailableError("503", provider="fake"))
     with pytest.raises(BackendError) as raised:
         await backend.complete("system", "prompt", 100, provider=provider)
-    assert raised.value.category == "server_error"
+    assert raised.value.fault == "server_error"
     assert backend.streamed == set()
     assert all(r.metadata.get("stream") is False for r in provider.requests)
 

@@ -10,22 +10,7 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.backends.base import (
-    AUTH,
-    BAD_REQUEST,
-    CONNECTION,
-    DEADLINE,
-    EMPTY,
-    ERROR,
-    INPUT_TOO_LONG,
-    RATE_LIMITED,
-    REFUSAL,
-    RETRYABLE,
-    SERVER_ERROR,
-    TIMEOUT,
-    BackendError,
-    Completion,
-)
+from amplifier_module_context_summarize.backends.base import BackendError, Completion, Fault
 from amplifier_module_context_summarize.backends.retrying import DEFAULT_RETRIES, RetryingBackend, retries_for
 from amplifier_module_context_summarize.summarizer.prompts import load_prompts
 from amplifier_module_context_summarize.summarizer.span import SpanSummarizer, SummarizerSettings
@@ -95,7 +80,7 @@ async def test_first_attempt_success_passes_arguments_through() -> None:
     assert attempts == [1]
 
 
-@pytest.mark.parametrize("category", sorted(RETRYABLE))
+@pytest.mark.parametrize("category", sorted(f for f in Fault if f.retryable))
 async def test_retryable_categories_are_retried(category: str) -> None:
     backend = Scripted([BackendError(category), BackendError(category), "ok"])
     attempts: list[int] = []
@@ -103,18 +88,20 @@ async def test_retryable_categories_are_retried(category: str) -> None:
     assert attempts == [1, 2, 3]
 
 
-@pytest.mark.parametrize("category", [AUTH, BAD_REQUEST, INPUT_TOO_LONG, ERROR, REFUSAL, EMPTY])
+@pytest.mark.parametrize(
+    "category", [Fault.AUTH, Fault.BAD_REQUEST, Fault.INPUT_TOO_LONG, Fault.ERROR, Fault.REFUSAL, Fault.EMPTY]
+)
 async def test_other_categories_are_not_retried(category: str) -> None:
     backend = Scripted([BackendError(category), "ok"])
     with pytest.raises(BackendError) as info:
         await run(backend)
-    assert info.value.category == category
+    assert info.value.fault == category
     assert len(backend.calls) == 1
 
 
 async def test_exhaustion_reraises_the_last_error() -> None:
-    last = BackendError(SERVER_ERROR)
-    backend = Scripted([BackendError(RATE_LIMITED), BackendError(CONNECTION), last])
+    last = BackendError(Fault.SERVER_ERROR)
+    backend = Scripted([BackendError(Fault.RATE_LIMITED), BackendError(Fault.CONNECTION), last])
     with pytest.raises(BackendError) as info:
         await run(backend, max_retries=2)
     assert info.value is last
@@ -122,21 +109,21 @@ async def test_exhaustion_reraises_the_last_error() -> None:
 
 
 async def test_zero_retries_means_one_attempt() -> None:
-    backend = Scripted([BackendError(SERVER_ERROR), "ok"])
+    backend = Scripted([BackendError(Fault.SERVER_ERROR), "ok"])
     with pytest.raises(BackendError):
         await run(backend, max_retries=0)
     assert len(backend.calls) == 1
 
 
 async def test_retry_after_is_honoured() -> None:
-    backend = Scripted([BackendError(RATE_LIMITED, retry_after=0.3), "ok"])
+    backend = Scripted([BackendError(Fault.RATE_LIMITED, retry_after=0.3), "ok"])
     started = time.monotonic()
     await run(backend, wait_base=0.01, wait_max=5)
     assert time.monotonic() - started >= 0.29
 
 
 async def test_retry_after_is_capped_by_wait_max() -> None:
-    backend = Scripted([BackendError(RATE_LIMITED, retry_after=3600), "ok"])
+    backend = Scripted([BackendError(Fault.RATE_LIMITED, retry_after=3600), "ok"])
     started = time.monotonic()
     await run(backend, wait_base=0.01, wait_max=0.05)
     assert time.monotonic() - started < 1
@@ -147,7 +134,7 @@ async def test_hung_attempt_becomes_timeout_and_is_cancelled() -> None:
     started = time.monotonic()
     with pytest.raises(BackendError) as info:
         await run(backend, max_retries=1, timeout_s=0.1)
-    assert info.value.category == TIMEOUT
+    assert info.value.fault == Fault.TIMEOUT
     assert backend.calls == 2 and backend.cancelled == 2
     assert time.monotonic() - started < 2
 
@@ -161,7 +148,7 @@ async def test_foreign_exception_becomes_error_without_leaking_message(caplog: p
     ):
         await run(backend)
     error = info.value
-    assert error.category == ERROR and str(error) == ERROR
+    assert error.fault == Fault.ERROR and str(error) == Fault.ERROR
     assert len(backend.calls) == 1
     assert error.__cause__ is None and error.__suppress_context__
     assert "RuntimeError" in caplog.text
@@ -183,7 +170,7 @@ async def test_a_passed_deadline_raises_deadline_without_asking() -> None:
     backend = Scripted(["ok"])
     with pytest.raises(BackendError) as info:
         await run(backend, deadline=time.monotonic() - 1)
-    assert info.value.category == DEADLINE
+    assert info.value.fault == Fault.DEADLINE
     assert backend.calls == []
 
 
@@ -192,17 +179,17 @@ async def test_the_deadline_cuts_a_hung_attempt_short_as_deadline_not_timeout() 
     started = time.monotonic()
     with pytest.raises(BackendError) as info:
         await run(backend, max_retries=3, timeout_s=10, deadline=time.monotonic() + 0.1)
-    assert info.value.category == DEADLINE
+    assert info.value.fault == Fault.DEADLINE
     assert backend.cancelled == 1
     assert time.monotonic() - started < 1
 
 
 async def test_no_wait_runs_past_the_deadline_even_when_the_server_asks_for_longer() -> None:
-    backend = Scripted([BackendError(RATE_LIMITED, retry_after=10), "ok"])
+    backend = Scripted([BackendError(Fault.RATE_LIMITED, retry_after=10), "ok"])
     started = time.monotonic()
     with pytest.raises(BackendError) as info:
         await run(backend, wait_max=10, deadline=time.monotonic() + 0.2)
-    assert info.value.category == DEADLINE
+    assert info.value.fault == Fault.DEADLINE
     assert len(backend.calls) == 1
     assert time.monotonic() - started < 1
 
@@ -242,7 +229,7 @@ class FailsFirstPerPrompt:
         await asyncio.sleep(0.01)
         if prompt not in self.seen:
             self.seen.add(prompt)
-            raise BackendError(SERVER_ERROR)
+            raise BackendError(Fault.SERVER_ERROR)
         return Completion("A short summary.", 1, 1)
 
 

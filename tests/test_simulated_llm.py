@@ -9,6 +9,7 @@ from statistics import mean
 
 import pytest
 
+from amplifier_module_context_summarize.backends.base import BackendError, Fault
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.large_outputs import HIGH, LOW, MIN_CHARS, enlarge_message
@@ -160,12 +161,9 @@ def test_faults_and_latency_are_configurable():
         waits.append(seconds)
 
     llm = SimulatedLLM(0, fault_rate=1.0, latency_s=2.0, sleep=sleep)
-    try:
+    with pytest.raises(BackendError) as raised:
         ask(llm, summarize_prompt(mixed_history(3, size=8), 100))
-    except Exception as exc:
-        assert getattr(exc, "category", None) == "server_error"
-    else:
-        raise AssertionError("expected a server_error")
+    assert raised.value.fault is Fault.SERVER_ERROR
     assert len(waits) == 1 and 1.4 <= waits[0] <= 2.6
 
 

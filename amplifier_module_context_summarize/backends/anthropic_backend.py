@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 
 from ..core.redact import redact_url
-from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
+from .base import BackendError, Completion, Fault
 from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
 
@@ -19,14 +19,14 @@ if TYPE_CHECKING:
 def _to_backend_error(exc: Exception) -> BackendError:
     """Map an SDK exception to a category; the message and body are read, never kept."""
     if isinstance(exc, anthropic.APITimeoutError):  # subclass of APIConnectionError: test first
-        return BackendError(TIMEOUT)
+        return BackendError(Fault.TIMEOUT)
     if isinstance(exc, anthropic.APIConnectionError):
-        return BackendError(CONNECTION)
+        return BackendError(Fault.CONNECTION)
     if isinstance(exc, anthropic.APIStatusError):
         # ``api_message`` exists from anthropic 2.0; ``message`` carries the whole body in every release
         detail = f"{getattr(exc, 'api_message', None) or ''} {exc.message}"
         return error_for_status(exc.status_code, exc.response.headers, too_long=mentions_input_too_long(detail))
-    return BackendError(ERROR)
+    return BackendError(Fault.ERROR)
 
 
 class AnthropicBackend:
@@ -75,7 +75,7 @@ class AnthropicBackend:
         except anthropic.AnthropicError as exc:
             raise _to_backend_error(exc) from None
         if response.stop_reason == "refusal":  # not in early 0.x type hints; the SDK keeps the value
-            raise BackendError(REFUSAL)
+            raise BackendError(Fault.REFUSAL)
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
         usage = response.usage
         return Completion(

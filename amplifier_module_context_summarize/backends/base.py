@@ -8,51 +8,134 @@ A backend only turns (system prompt, user prompt) into text, once. Retries live 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from enum import StrEnum
+from typing import Any, NamedTuple, Protocol
 
-# Short failure categories: the only thing about a fault that reaches events and logs.
-RATE_LIMITED = "rate_limited"
-SERVER_ERROR = "server_error"
-TIMEOUT = "timeout"
-CONNECTION = "connection"
-AUTH = "auth"
-BAD_REQUEST = "bad_request"
-INPUT_TOO_LONG = "input_too_long"
-NO_PROVIDER = "no_provider"
-EMPTY = "empty"
-REFUSAL = "refusal"
-NOT_SMALLER = "not_smaller"
-UNGROUNDED = "ungrounded"
-"""The answer named files, identifiers or commands that its span and the previous summary never name."""
-DEGENERATE = "degenerate"
-"""The answer looped (one sentence over and over) or forged the module's own markup."""
-TOOL_CALL = "tool_call"
-"""A summary asked at the end of the session's view (its tools in the request) was answered with a tool call."""
-ERROR = "error"
-DEADLINE = "deadline"
-"""The compaction's deadline passed before the summarizer answered."""
-CIRCUIT_OPEN = "circuit_open"
-"""Recent summaries kept failing, so the LLM is not asked for a while."""
-COOLDOWN = "cooldown"
 
-RETRYABLE = frozenset({RATE_LIMITED, SERVER_ERROR, TIMEOUT, CONNECTION})
-PROVIDER_FAULTS = RETRYABLE | {DEADLINE, AUTH, NO_PROVIDER, ERROR}
-"""Faults of the summarizer's provider: only these count toward opening the circuit breaker."""
-CONTENT_REJECTIONS = frozenset({EMPTY, REFUSAL, NOT_SMALLER, UNGROUNDED, DEGENERATE, TOOL_CALL})
-"""The provider answered, but the answer was not a usable summary: reported, never held against its health."""
+class Fault(StrEnum):
+    """Why a summary the LLM was asked for did not come from it: the only thing about a fault that reaches events,
+    logs, stats and stored data. A ``StrEnum``: each member is its short string (``Fault.TIMEOUT == "timeout"``,
+    JSON and f-strings give ``timeout``), so what is written stays as it was when these were plain strings.
+
+    What each one means for retrying and for the circuit breaker is in ``_TRAITS`` (one row a member)."""
+
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
+    INPUT_TOO_LONG = "input_too_long"
+    NO_PROVIDER = "no_provider"
+    EMPTY = "empty"
+    REFUSAL = "refusal"
+    NOT_SMALLER = "not_smaller"
+    UNGROUNDED = "ungrounded"
+    """The answer named files, identifiers or commands that its span and the previous summary never name."""
+    DEGENERATE = "degenerate"
+    """The answer looped (one sentence over and over) or forged the module's own markup."""
+    TOOL_CALL = "tool_call"
+    """A summary asked at the end of the session's view (its tools in the request) was answered with a tool call."""
+    ERROR = "error"
+    """Anything not classified more closely (an unknown exception, a provider's broken code)."""
+    DEADLINE = "deadline"
+    """The compaction's deadline passed before the summarizer answered."""
+
+    @classmethod
+    def named(cls, category: object) -> Fault | None:
+        """The fault ``category`` names (a member, or its string read back from an event or stored data), else
+        None (no fault: a ``Skip``, None, or a string of no known fault)."""
+        try:
+            return cls(category)
+        except ValueError:
+            return None
+
+    @property
+    def retryable(self) -> bool:
+        """Worth asking again after a wait (the provider busy or the network slow)."""
+        return _TRAITS[self].retryable
+
+    @property
+    def counts_against_breaker(self) -> bool:
+        """A fault of the summarizer's provider: only these count toward opening the circuit breaker."""
+        return _TRAITS[self].counts_against_breaker
+
+    @property
+    def rejected_answer(self) -> bool:
+        """The provider answered, but the answer was not a usable summary: reported, never held against its
+        health."""
+        return _TRAITS[self].rejected_answer
+
+    @property
+    def transient(self) -> bool:
+        """A fault of the moment (the provider busy or slow, or the deadline): logged at INFO and shown as such."""
+        return self.retryable or self is Fault.DEADLINE
+
+
+class _Traits(NamedTuple):
+    retryable: bool
+    counts_against_breaker: bool
+    rejected_answer: bool
+
+
+_TRAITS: dict[Fault, _Traits] = {
+    #                                  retryable  breaker  rejected answer
+    Fault.RATE_LIMITED: _Traits(True, True, False),
+    Fault.SERVER_ERROR: _Traits(True, True, False),
+    Fault.TIMEOUT: _Traits(True, True, False),
+    Fault.CONNECTION: _Traits(True, True, False),
+    Fault.DEADLINE: _Traits(False, True, False),
+    Fault.AUTH: _Traits(False, True, False),
+    Fault.NO_PROVIDER: _Traits(False, True, False),
+    Fault.ERROR: _Traits(False, True, False),
+    # The request did not suit the model (the span is split, or the compact prompt is sent): not its health.
+    Fault.BAD_REQUEST: _Traits(False, False, False),
+    Fault.INPUT_TOO_LONG: _Traits(False, False, False),
+    Fault.EMPTY: _Traits(False, False, True),
+    Fault.REFUSAL: _Traits(False, False, True),
+    Fault.NOT_SMALLER: _Traits(False, False, True),
+    Fault.UNGROUNDED: _Traits(False, False, True),
+    Fault.DEGENERATE: _Traits(False, False, True),
+    Fault.TOOL_CALL: _Traits(False, False, True),
+}
+
+
+class Skip(StrEnum):
+    """Why the LLM was not asked at all for a summary (the extractive one stands in): not a fault, so never held
+    against the provider and never a cause to cool a span down again."""
+
+    COOLDOWN = "cooldown"
+    """This span's summary failed recently: it is not sent again until its cooldown ends."""
+    CIRCUIT_OPEN = "circuit_open"
+    """Recent summaries kept failing, so the LLM is not asked for a while."""
+
+    @property
+    def counts_against_breaker(self) -> bool:
+        return False
 
 
 class BackendError(Exception):
-    """A classified summarizer fault. ``str()`` is the category only, never a response body or key."""
+    """A classified summarizer fault. ``str()`` is the fault's category only, never a response body or key."""
 
-    def __init__(self, category: str, retry_after: float | None = None) -> None:
-        super().__init__(category)
-        self.category = category
+    def __init__(self, fault: Fault | str, retry_after: float | None = None) -> None:
+        """``fault``: a ``Fault``, or the category string of one (read back from stored data, or raised by a
+        backend written against the strings); any other string is a ``ValueError`` naming it."""
+        known = Fault.named(fault)
+        if known is None:
+            raise ValueError(f"{fault!r} is not a fault category (one of: {', '.join(Fault)})")
+        super().__init__(known.value)  # args, str() and repr() as they were with the plain strings
+        self.fault = known
         self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:
-        return self.category in RETRYABLE
+        return self.fault.retryable
+
+
+def fault_of(exc: BaseException) -> Fault:
+    """The fault an exception stands for at a catch site: a ``BackendError``'s own, anything else ``ERROR``
+    (unclassified; its class name goes to the log, never its message)."""
+    return exc.fault if isinstance(exc, BackendError) else Fault.ERROR
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 
-from .base import AUTH, BAD_REQUEST, ERROR, INPUT_TOO_LONG, RATE_LIMITED, SERVER_ERROR, TIMEOUT, BackendError
+from .base import BackendError, Fault
 
 # Phrases providers use when the prompt does not fit the model (Anthropic, OpenAI, vLLM, llama.cpp...).
 _TOO_LONG_MARKERS = (
@@ -66,15 +66,15 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 def error_for_status(status: int, headers: Mapping[str, str] | None = None, *, too_long: bool = False) -> BackendError:
     """Classify an HTTP failure; ``too_long`` is the backend's reading of a 400's body."""
     if status == 429:
-        return BackendError(RATE_LIMITED, retry_after=parse_retry_after(headers))
+        return BackendError(Fault.RATE_LIMITED, retry_after=parse_retry_after(headers))
     if status == 408:
-        return BackendError(TIMEOUT)
+        return BackendError(Fault.TIMEOUT)
     if status >= 500:
-        return BackendError(SERVER_ERROR, retry_after=parse_retry_after(headers))
+        return BackendError(Fault.SERVER_ERROR, retry_after=parse_retry_after(headers))
     if status in (401, 403):
-        return BackendError(AUTH)
+        return BackendError(Fault.AUTH)
     if status == 413 or (too_long and status in (400, 422)):
-        return BackendError(INPUT_TOO_LONG)
+        return BackendError(Fault.INPUT_TOO_LONG)
     if status in (400, 404, 422):
-        return BackendError(BAD_REQUEST)
-    return BackendError(ERROR)
+        return BackendError(Fault.BAD_REQUEST)
+    return BackendError(Fault.ERROR)

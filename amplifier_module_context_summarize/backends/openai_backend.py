@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from ..core.redact import redact_url
-from .base import CONNECTION, ERROR, REFUSAL, TIMEOUT, BackendError, Completion
+from .base import BackendError, Completion, Fault
 from .http_errors import error_for_status, mentions_input_too_long
 from .keys import missing_key, read_api_key
 
@@ -24,18 +24,18 @@ _TOO_LONG_CODES = frozenset({"context_length_exceeded", "string_above_max_length
 def _to_backend_error(exc: Exception) -> BackendError:
     """Map an SDK exception to a category; the message and body are read, never kept."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
-        return BackendError(TIMEOUT)
+        return BackendError(Fault.TIMEOUT)
     if isinstance(exc, openai.APIConnectionError):
-        return BackendError(CONNECTION)
+        return BackendError(Fault.CONNECTION)
     if isinstance(exc, openai.APIStatusError):
         code = getattr(exc, "code", None)
         if exc.status_code == 429 and code == "insufficient_quota":
-            return BackendError(ERROR)  # billing, not load: waiting will not help
+            return BackendError(Fault.ERROR)  # billing, not load: waiting will not help
         # openai 3.x leaves a non-JSON body out of ``message`` (older releases put it in): read both
         text_body = exc.body if isinstance(exc.body, str) else ""
         too_long = code in _TOO_LONG_CODES or mentions_input_too_long(f"{exc.message} {text_body}")
         return error_for_status(exc.status_code, exc.response.headers, too_long=too_long)
-    return BackendError(ERROR)
+    return BackendError(Fault.ERROR)
 
 
 def _default_http_client(timeout_s: float) -> Any:
@@ -107,7 +107,7 @@ class OpenAIBackend:
         if choice is not None and (
             getattr(choice.message, "refusal", None) or (choice.finish_reason == "content_filter" and not text)
         ):
-            raise BackendError(REFUSAL)
+            raise BackendError(Fault.REFUSAL)
         return Completion(
             text=text,
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,

@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
-from .base import DEADLINE, ERROR, TIMEOUT, Backend, BackendError, Completion
+from .base import Backend, BackendError, Completion, Fault, fault_of
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class RetryingBackend:
     ) -> Completion:
         """Answer, retrying transient faults; nothing runs or waits past ``deadline`` (``time.monotonic()``).
 
-        Raises the last ``BackendError`` when out of attempts or time (``DEADLINE`` when the deadline cut
+        Raises the last ``BackendError`` when out of attempts or time (``Fault.DEADLINE`` when the deadline cut
         an attempt short), or the first non-retryable one at once.
         """
         retrying = AsyncRetrying(
@@ -99,7 +99,7 @@ class RetryingBackend:
                     self.on_attempt(attempt.retry_state.attempt_number)
                 completion = await self._attempt(system, prompt, max_output_tokens, provider, deadline)
         if completion is None:  # unreachable: tenacity either succeeds or re-raises
-            raise BackendError(ERROR)
+            raise BackendError(Fault.ERROR)
         return completion
 
     async def _attempt(
@@ -107,7 +107,7 @@ class RetryingBackend:
     ) -> Completion:
         remaining = math.inf if deadline is None else deadline - time.monotonic()
         if remaining <= 0:
-            raise BackendError(DEADLINE)
+            raise BackendError(Fault.DEADLINE)
         # Not ``asyncio.wait_for``: on timeout it cancels the call and then waits for it to end, so a callee that
         # catches CancelledError (an SDK retry loop catching BaseException, a shielded scope) would hold the
         # request as long as it likes. The call runs as a task of its own; at the cut it is cancelled and left.
@@ -120,7 +120,7 @@ class RetryingBackend:
         if not done:
             abandon(call)
             await asyncio.sleep(0)  # one turn: a callee that honours the cancel ends now; one that does not is left
-            raise BackendError(DEADLINE if remaining < self.timeout_s else TIMEOUT)
+            raise BackendError(Fault.DEADLINE if remaining < self.timeout_s else Fault.TIMEOUT)
         try:
             return call.result()
         except BackendError:
@@ -129,11 +129,11 @@ class RetryingBackend:
             # The backend raised CancelledError on its own (an SDK or provider cancelling its own work):
             # a provider fault like any other, never a crash of the agent loop.
             logger.debug("summarizer backend %s raised CancelledError on its own", getattr(self.inner, "name", "?"))
-            raise BackendError(ERROR) from None
-        except Exception as exc:  # anything unclassified is a plain ERROR
+            raise BackendError(Fault.ERROR) from None
+        except Exception as exc:  # anything unclassified is a plain Fault.ERROR
             # Class name only: provider messages can echo request data or keys.
             logger.debug("summarizer backend %s raised %s", getattr(self.inner, "name", "?"), type(exc).__name__)
-            raise BackendError(ERROR) from None
+            raise BackendError(Fault.ERROR) from None
 
 
 def abandon(call: asyncio.Future[Any]) -> None:
@@ -176,6 +176,6 @@ def _log_retry(state: RetryCallState) -> None:
     logger.debug(
         "summarizer attempt %d failed (%s); retrying in %.2fs",
         state.attempt_number,
-        getattr(error, "category", type(error).__name__),
+        fault_of(error) if error is not None else Fault.ERROR,
         wait,
     )

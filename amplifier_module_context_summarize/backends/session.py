@@ -10,20 +10,7 @@ from typing import TYPE_CHECKING, Any
 from amplifier_core import llm_errors
 from amplifier_core.message_models import ChatRequest, Message, ToolSpec
 
-from .base import (
-    AUTH,
-    BAD_REQUEST,
-    CONNECTION,
-    ERROR,
-    INPUT_TOO_LONG,
-    NO_PROVIDER,
-    RATE_LIMITED,
-    REFUSAL,
-    SERVER_ERROR,
-    TIMEOUT,
-    BackendError,
-    Completion,
-)
+from .base import BackendError, Completion, Fault
 
 if TYPE_CHECKING:
     from .registry import SummarizerConfig
@@ -31,21 +18,21 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Most specific first: several of these subclass each other.
-_CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
-    (llm_errors.ContextLengthError, INPUT_TOO_LONG),
-    (llm_errors.QuotaExceededError, AUTH),
-    (llm_errors.RateLimitError, RATE_LIMITED),
-    (llm_errors.AuthenticationError, AUTH),
-    (llm_errors.ContentFilterError, REFUSAL),
-    (llm_errors.NetworkError, CONNECTION),
-    (llm_errors.StreamError, CONNECTION),  # a response cut off mid-stream: transient (retryable in the taxonomy)
-    (llm_errors.LLMTimeoutError, TIMEOUT),
-    (llm_errors.ProviderUnavailableError, SERVER_ERROR),
-    (llm_errors.InvalidRequestError, BAD_REQUEST),
-    (llm_errors.NotFoundError, BAD_REQUEST),
-    (asyncio.TimeoutError, TIMEOUT),
-    (TimeoutError, TIMEOUT),
-    (ConnectionError, CONNECTION),
+_CATEGORIES: tuple[tuple[type[BaseException], Fault], ...] = (
+    (llm_errors.ContextLengthError, Fault.INPUT_TOO_LONG),
+    (llm_errors.QuotaExceededError, Fault.AUTH),
+    (llm_errors.RateLimitError, Fault.RATE_LIMITED),
+    (llm_errors.AuthenticationError, Fault.AUTH),
+    (llm_errors.ContentFilterError, Fault.REFUSAL),
+    (llm_errors.NetworkError, Fault.CONNECTION),
+    (llm_errors.StreamError, Fault.CONNECTION),  # a response cut off mid-stream: transient (retryable in taxonomy)
+    (llm_errors.LLMTimeoutError, Fault.TIMEOUT),
+    (llm_errors.ProviderUnavailableError, Fault.SERVER_ERROR),
+    (llm_errors.InvalidRequestError, Fault.BAD_REQUEST),
+    (llm_errors.NotFoundError, Fault.BAD_REQUEST),
+    (asyncio.TimeoutError, Fault.TIMEOUT),
+    (TimeoutError, Fault.TIMEOUT),
+    (ConnectionError, Fault.CONNECTION),
 )
 
 
@@ -53,7 +40,7 @@ def classify(exc: BaseException) -> BackendError:
     for kind, category in _CATEGORIES:
         if isinstance(exc, kind):
             return BackendError(category, retry_after=getattr(exc, "retry_after", None))
-    return BackendError(ERROR)
+    return BackendError(Fault.ERROR)
 
 
 def completion_of(response: Any, tool_calls: int = 0) -> Completion:
@@ -202,7 +189,7 @@ class SessionBackend:
     ) -> Completion:
         provider = provider if provider is not None and hasattr(provider, "complete") else self.mounted_provider()
         if provider is None:
-            raise BackendError(NO_PROVIDER)
+            raise BackendError(Fault.NO_PROVIDER)
         label = provider_label(provider)
         response = await self._on_a_working_path(
             label, lambda stream: self._ask(provider, system, prompt, max_output_tokens, stream)
@@ -231,7 +218,7 @@ class SessionBackend:
                     describe_fault(fault),
                     PIN_ADVICE,
                 )
-        raise BackendError(ERROR)  # not reached: the streaming path returns or raises
+        raise BackendError(Fault.ERROR)  # not reached: the streaming path returns or raises
 
     async def _ask(self, provider: Any, system: str, prompt: str, max_output_tokens: int, streamed: bool) -> Any:
         model = self.configured_model
@@ -274,7 +261,7 @@ class SessionBackend:
         them, with the tool schemas of the mounted tools as the loops build them, so the provider's prompt cache
         reads the prefix. Faults, and a broken non-streaming path, are handled as ``complete`` handles them."""
         if provider is None or not hasattr(provider, "complete"):
-            raise BackendError(NO_PROVIDER)
+            raise BackendError(Fault.NO_PROVIDER)
         tools = self.tool_specs()
 
         def send(stream: bool) -> Awaitable[Any]:
@@ -312,7 +299,7 @@ class SessionBackend:
                 describe_fault(fault),
                 PIN_ADVICE,
             )
-        return BackendError(ERROR)
+        return BackendError(Fault.ERROR)
 
 
 def provider_label(provider: Any) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import create_manager
-from ..backends.base import SERVER_ERROR, BackendError
+from ..backends.base import BackendError, Fault
 from ..testing import EventRecorder, replay_steps
 from .coding import CodingSession
 from .heartbeat import Heartbeat
@@ -90,7 +90,7 @@ class FailingBackend:
     model: str | None = "failing"
 
     async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None) -> Any:
-        raise BackendError(SERVER_ERROR)
+        raise BackendError(Fault.SERVER_ERROR)
 
 
 def _manager(kind: str, budget: int, events: EventRecorder | None, store: Any | None = None) -> Any:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from ..backends.base import ERROR
+from ..backends.base import Fault
 from ..core.state import CompactionState, Segment
 from .job import Job
 from .segments import SegmentSource
@@ -50,7 +50,7 @@ class Executor:
             raise
         except Exception as exc:  # a bug here must never stop the agent loop
             logger.exception("compaction failed (%s); dropping whole groups instead", type(exc).__name__)
-            job.report.note_fallback(ERROR)
+            job.report.note_fallback(Fault.ERROR)
             return Executed(job.facts.truncated(job.state))
 
     async def _carry_out(self, strategy: Strategy, job: Job) -> Executed:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..backends.base import CIRCUIT_OPEN, COOLDOWN, ERROR, PROVIDER_FAULTS
+from ..backends.base import Fault, Skip, fault_of
 from ..core.history import History
 from ..core.messages import Message
 from ..core.state import Segment
@@ -98,9 +98,9 @@ class SegmentSource:
         history, report = job.history, job.report
         span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
-            outcome = await self.summarizer.extractive_off_loop(span, previous, COOLDOWN, pinned, max_tokens)
+            outcome = await self.summarizer.extractive_off_loop(span, previous, Skip.COOLDOWN, pinned, max_tokens)
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
-            outcome = await self.summarizer.extractive_off_loop(span, previous, CIRCUIT_OPEN, pinned, max_tokens)
+            outcome = await self.summarizer.extractive_off_loop(span, previous, Skip.CIRCUIT_OPEN, pinned, max_tokens)
         else:
             if job.offline and self.summarizer.backend is not None:
                 return None
@@ -203,22 +203,22 @@ class SegmentSource:
         if self.summarizer.backend is None:
             return self._merged_offline(job, parts, None, max_tokens)
         if self.cooling_down(key):
-            return self._merged_offline(job, parts, COOLDOWN, max_tokens)
+            return self._merged_offline(job, parts, Skip.COOLDOWN, max_tokens)
         if not self.breaker.allows_call():
-            return self._merged_offline(job, parts, CIRCUIT_OPEN, max_tokens)
+            return self._merged_offline(job, parts, Skip.CIRCUIT_OPEN, max_tokens)
         try:
             with self.quiet():
                 outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline, max_tokens=max_tokens)
         except Exception as exc:
-            category = getattr(exc, "category", ERROR)
-            self._note_health(category)
-            job.report.failures.append((category, 0))  # a failed merge's calls are not known here
-            return self._merged_offline(job, parts, category, max_tokens)
+            fault = fault_of(exc)
+            self._note_health(fault)
+            job.report.failures.append((fault, 0))  # a failed merge's calls are not known here
+            return self._merged_offline(job, parts, fault, max_tokens)
         self.breaker.record_success()
         return outcome
 
     def _merged_offline(
-        self, job: Job, parts: list[Segment], fallback: str | None, max_tokens: int | None = None
+        self, job: Job, parts: list[Segment], fallback: Fault | Skip | None, max_tokens: int | None = None
     ) -> Outcome:
         texts, cap, count = (
             [p.text for p in parts],
@@ -259,8 +259,9 @@ class SegmentSource:
                     span, previous, provider, pinned=pinned_requests(history, start, end)
                 )
         except Exception as exc:  # background work reports; it never raises into the loop
+            logger.warning("a background summary failed (%s)", type(exc).__name__)  # its class: the event says ERROR
             self.cool_down(key)
-            return Outcome(text="", fallback=type(exc).__name__)
+            return Outcome(text="", fallback=fault_of(exc))
         self.note_health(outcome)
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
@@ -310,7 +311,7 @@ class SegmentSource:
         if outcome.cacheable and keep:
             self._failed.pop(key, None)
             await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
-        elif outcome.fallback not in (COOLDOWN, CIRCUIT_OPEN):
+        elif not isinstance(outcome.fallback, Skip):  # the LLM was not asked: nothing new failed
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)
 
@@ -321,13 +322,14 @@ class SegmentSource:
 
     def note_health(self, outcome: Outcome) -> None:
         """Feed the breaker from a summary's outcome (``_note_health``)."""
-        if outcome.fallback is None or outcome.provider_calls or outcome.fallback in PROVIDER_FAULTS:
-            self._note_health(outcome.fallback)
+        fallback = outcome.fallback
+        if fallback is None or outcome.provider_calls or fallback.counts_against_breaker:
+            self._note_health(fallback)
 
-    def _note_health(self, category: str | None) -> None:
+    def _note_health(self, fallback: Fault | Skip | None) -> None:
         """Only a provider fault counts toward opening the circuit: an answer that was empty, a refusal or no
         smaller than its span came from a provider that works (the summary falls back; the LLM stays on)."""
-        if category in PROVIDER_FAULTS:
+        if fallback is not None and fallback.counts_against_breaker:
             self.breaker.record_failure()
         else:
             self.breaker.record_success()

@@ -128,7 +128,7 @@ class CassetteBackend:
             self.calls += 1
             completion = await self.inner.complete(system, prompt, max_output_tokens, provider)
         except BackendError as exc:
-            self.cassette.entries[key] = {"error": exc.category}
+            self.cassette.entries[key] = {"error": exc.fault}
             future.set_exception(exc)
             future.exception()  # mark retrieved: nobody else may be waiting
             raise

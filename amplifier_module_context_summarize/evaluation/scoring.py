@@ -184,7 +184,7 @@ class Judge:
             )
             verdict = await self._ask(self.judge, "judge", prompt, JUDGE_TOKENS)
         except BackendError as exc:
-            return Grade(error=exc.category)
+            return Grade(error=exc.fault)
         return grade_from(answer, verdict)
 
     async def _ask(self, backend: Backend, kind: str, prompt: str, max_tokens: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import create_manager
-from ..backends.base import Backend
+from ..backends.base import Backend, Fault, Skip
 from ..core.messages import Message
 from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
@@ -69,7 +69,7 @@ class ExtractiveMeter:
         return self.read_tokens + self.written_tokens
 
     def __call__(
-        self, messages: list[Message], previous_summary: str | None, fallback: str | None, **options: Any
+        self, messages: list[Message], previous_summary: str | None, fallback: Fault | Skip | None, **options: Any
     ) -> Outcome:
         outcome = self._extractive(messages, previous_summary, fallback, **options)
         self.read_tokens += self._count_messages(messages)

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..backends.base import DEGENERATE, UNGROUNDED
+from ..backends.base import Fault
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
 
 REPEAT_LIMIT = 5
@@ -146,7 +146,7 @@ class Check:
     """The verdict on one answer: ``problem`` is None, ``UNGROUNDED`` or ``DEGENERATE``; ``kept`` is the answer
     cut to its sound sentences and ``kept_share`` how much of its text that is."""
 
-    problem: str | None
+    problem: Fault | None
     kept: str
     kept_share: float
     invented: tuple[str, ...] = ()
@@ -221,7 +221,7 @@ def check(summary: str, source: Source) -> Check:
             continue
         if kept or not sentences:
             kept_lines.append(line)
-    problem = DEGENERATE if degenerate or markup else UNGROUNDED if invented else None
+    problem = Fault.DEGENERATE if degenerate or markup else Fault.UNGROUNDED if invented else None
     text = "\n".join(kept_lines).strip() if problem else summary
     return Check(
         problem,

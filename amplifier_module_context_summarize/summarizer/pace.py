@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from collections import deque
 
+from ..backends.base import Fault
+
 logger = logging.getLogger(__name__)
 
 WINDOW = 8
@@ -71,7 +73,7 @@ class SlowWarning:
     is given, with the measured pace and the key to change: ``compaction_deadline_s`` when the deadline cut them,
     ``summarizer.timeout_s`` when single calls timed out."""
 
-    KEYS = {"deadline": "compaction_deadline_s", "timeout": "summarizer.timeout_s"}
+    KEYS = {Fault.DEADLINE: "compaction_deadline_s", Fault.TIMEOUT: "summarizer.timeout_s"}
 
     def __init__(self, pace: Pace, deadline_s: float, timeout_s: float) -> None:
         self.pace, self.deadline_s, self.timeout_s = pace, deadline_s, timeout_s
@@ -84,13 +86,14 @@ class SlowWarning:
         self.cuts = 0
 
     def fell_back(self, category: str | None) -> None:
+        """``category``: a payload's ``fallback`` (a ``Fault`` or ``Skip``, or its string)."""
         if category not in self.KEYS:
             return
         self.cuts += 1
         if self.cuts < CUTS_BEFORE_WARNING or self.warned is not None:
             return
         key = self.KEYS[category]
-        given = self.deadline_s if category == "deadline" else self.timeout_s
+        given = self.deadline_s if category == Fault.DEADLINE else self.timeout_s
         ms = self.pace.seconds_per_token * 1000
         pace = f"it reads about {ms:.1f} ms per input token" if ms else "no summary call has finished yet"
         self.warned = (

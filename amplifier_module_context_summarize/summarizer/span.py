@@ -21,19 +21,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import (
-    DEADLINE,
-    EMPTY,
-    ERROR,
-    INPUT_TOO_LONG,
-    NOT_SMALLER,
-    REFUSAL,
-    RETRYABLE,
-    TIMEOUT,
-    TOOL_CALL,
-    Backend,
-    BackendError,
-)
+from ..backends.base import Backend, BackendError, Fault, Skip
 from ..backends.retrying import RetryingBackend, retries_for
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
@@ -43,10 +31,6 @@ from .pace import Pace
 from .prompts import FOCUS, PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
 logger = logging.getLogger(__name__)
-
-TRANSIENT = RETRYABLE | {DEADLINE}
-"""Faults of the moment (the provider busy or slow): logged at INFO, the event says them; any other fault of a
-summary is a WARNING."""
 
 _REFUSAL = re.compile(
     r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply|do that)|i won'?t|as an ai\b|sorry, but)",
@@ -69,8 +53,9 @@ class Outcome:
     provider_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    fallback: str | None = None
-    """None when the configured summarizer produced the text; else the failure category that forced a lower rung."""
+    fallback: Fault | Skip | None = None
+    """None when the configured summarizer produced the text; else the fault that forced a lower rung, or why the
+    LLM was not asked (``Skip``)."""
     foreign_model: str | None = None
     """Set when the response says another model answered than the one the cache key names."""
 
@@ -133,7 +118,7 @@ class SpanSummarizer:
         self,
         messages: list[Message],
         previous_summary: str | None,
-        fallback: str | None,
+        fallback: Fault | Skip | None,
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
     ) -> Outcome:
@@ -150,14 +135,14 @@ class SpanSummarizer:
             )
         except Exception as exc:  # the last rung before truncation must not take the agent down
             logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
-            return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or ERROR)
+            return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or Fault.ERROR)
         return Outcome(text=scrub_text(text), fallback=fallback)
 
     async def extractive_off_loop(
         self,
         messages: list[Message],
         previous_summary: str | None,
-        fallback: str | None,
+        fallback: Fault | Skip | None,
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
     ) -> Outcome:
@@ -217,9 +202,10 @@ class SpanSummarizer:
                     messages, previous_summary, provider, outcome, 0, deadline, max_tokens
                 )
         except BackendError as exc:
-            level = logging.INFO if exc.category in TRANSIENT else logging.WARNING  # anything else is never silent
-            logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.category)
-            fallback = await self.extractive_off_loop(messages, previous_summary, exc.category, pinned, max_tokens)
+            # A fault of the moment (busy or slow) is INFO, the event says it; anything else is never silent.
+            level = logging.INFO if exc.fault.transient else logging.WARNING
+            logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.fault)
+            fallback = await self.extractive_off_loop(messages, previous_summary, exc.fault, pinned, max_tokens)
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
@@ -236,7 +222,7 @@ class SpanSummarizer:
         """One higher-tier summary standing for several consecutive ones (asked to keep within ``max_tokens``
         when that is below the output cap)."""
         if self.backend is None:
-            raise BackendError(ERROR)
+            raise BackendError(Fault.ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
         outcome = Outcome(text="")
         source_tokens = self.count_text(transcript)
@@ -269,7 +255,7 @@ class SpanSummarizer:
         try:
             return [await self._ask(ask, provider, outcome, deadline)]
         except BackendError as exc:
-            if exc.category != INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
+            if exc.fault is not Fault.INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
             return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
 
@@ -292,9 +278,9 @@ class SpanSummarizer:
         try:
             return [await self._ask(ask, provider, outcome, deadline, context)]
         except BackendError as exc:
-            if exc.category not in (INPUT_TOO_LONG, TOOL_CALL):
+            if exc.fault not in (Fault.INPUT_TOO_LONG, Fault.TOOL_CALL):
                 raise
-            logger.info("summary at the end of the view: %s; asking with the compact prompt", exc.category)
+            logger.info("summary at the end of the view: %s; asking with the compact prompt", exc.fault)
             return None
 
     async def _split(
@@ -328,13 +314,13 @@ class SpanSummarizer:
         sentences keeps most of it.
         """
         backend = self._retrying(outcome, context)
-        rejection = ERROR
+        rejection: Fault | None = Fault.ERROR
         system = scrub_text(self.prompts.system(ask.kind))  # sendable as UTF-8
         tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
         source: Source | None = None
         for _ in range(2):
             if deadline is not None and deadline - time.monotonic() <= 0:
-                raise BackendError(DEADLINE)
+                raise BackendError(Fault.DEADLINE)
             guidance = guidance_section(self.instructions, FOCUS.get())
             if context is not None:
                 prompt = instruction(
@@ -365,7 +351,7 @@ class SpanSummarizer:
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
                 )
             except BackendError as exc:
-                if exc.category in (DEADLINE, TIMEOUT):  # cut short: the backend is at least this slow
+                if exc.fault in (Fault.DEADLINE, Fault.TIMEOUT):  # cut short: the backend is at least this slow
                     self.pace.cut(time.monotonic() - began, sent)
                 raise
             except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
@@ -375,7 +361,7 @@ class SpanSummarizer:
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
             if completion.tool_calls:  # only a request carrying the session's tools: asked again without them
-                raise BackendError(TOOL_CALL)
+                raise BackendError(Fault.TOOL_CALL)
             if completion.model and self.model and not same_model(completion.model, self.model):
                 outcome.foreign_model = completion.model
             rejection = self._rejection(completion.text, ask.source_tokens)
@@ -385,17 +371,17 @@ class SpanSummarizer:
                 text, rejection = grounded(completion.text.strip(), source)
                 if rejection is None:
                     return scrub_text(text)
-            if rejection == NOT_SMALLER:
+            if rejection is Fault.NOT_SMALLER:
                 tokens = max(tokens // 2, 1)
-        raise BackendError(rejection)
+        raise BackendError(rejection or Fault.ERROR)
 
-    def _rejection(self, text: str, source_tokens: int) -> str | None:
+    def _rejection(self, text: str, source_tokens: int) -> Fault | None:
         if not text or not text.strip():
-            return EMPTY
+            return Fault.EMPTY
         if _REFUSAL.match(text):
-            return REFUSAL
+            return Fault.REFUSAL
         if self.count_text(text) >= source_tokens:
-            return NOT_SMALLER
+            return Fault.NOT_SMALLER
         return None
 
     def _cap(self, max_tokens: int | None) -> int:
@@ -409,7 +395,7 @@ class SpanSummarizer:
         return max(min(self._cap(max_tokens), int(source_tokens * SUMMARY_RATIO)), min(MIN_ASK_TOKENS, self._cap(None)))
 
 
-def grounded(text: str, source: Source) -> tuple[str, str | None]:
+def grounded(text: str, source: Source) -> tuple[str, Fault | None]:
     """The answer to keep and None, or the rejection category (``ungrounded``, ``degenerate``).
 
     An answer whose faults are a few sentences is kept without them: asking again costs a call and a wait (half

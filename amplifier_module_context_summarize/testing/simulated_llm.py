@@ -35,7 +35,7 @@ What it models, and why (defaults in ``SimulatedBehaviour``):
   else ("TODOS HAVE BEEN MODIFIED SUCH AS HEREBY …"); ``markup_rate``, lines forging the module's own markup
   (``[tool call …]``, ``[tool output masked: …]``); ``garble_rate``, the span's tool-call ids with characters
   changed. The module's grounding check (``summarizer/grounding.py``) is what these exercise.
-* **Transient faults** (``fault_rate``, default 0): ``BackendError("server_error")``, retried by the module.
+* **Transient faults** (``fault_rate``, default 0): ``BackendError(Fault.SERVER_ERROR)``, retried by the module.
 * **Latency** (``latency_s``, default 0, ±30% jitter) through an injectable async ``sleep``: tests never wait.
 * **Usage** like a provider: input tokens of system + prompt (+ a few framing tokens), output tokens of the text.
 
@@ -58,7 +58,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..backends.base import SERVER_ERROR, BackendError, Completion
+from ..backends.base import BackendError, Completion, Fault
 from ..core.tokens import TokenCounter
 from ..summarizer.prompts import FENCE_CLOSE, FENCE_OPEN, parse_transcript
 
@@ -268,7 +268,7 @@ class SimulatedLLM:
             await self.sleep(b.latency_s * rng.uniform(0.7, 1.3))
         if rng.random() < b.fault_rate:
             self.stats.events["fault"] += 1
-            raise BackendError(SERVER_ERROR)
+            raise BackendError(Fault.SERVER_ERROR)
         input_tokens = self.counter.count_text(system) + self.counter.count_text(prompt) + FRAMING_TOKENS
         roll = rng.random()
         if roll < b.empty_rate:
