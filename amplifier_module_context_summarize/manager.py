@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from amplifier_core.models import HookResult
 
 from . import events
+from .backends.base import Closable, LearnsDefaultModel
 from .compaction.breaker import CircuitBreaker
 from .compaction.compactor import FOCUS_MAX_CHARS, Compactor
 from .compaction.masking import Masks, MaskSettings
@@ -26,6 +27,7 @@ from .compaction.request_view import RequestView
 from .compaction.resume import fingerprint as fingerprint_of
 from .compaction.segments import SegmentSource
 from .compaction.strategies import Strategy, strategy_for
+from .compaction.warm import let_loop_run
 from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.history import History
@@ -34,7 +36,7 @@ from .core.plan import Limits, needs_compaction
 from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
-from .stores import CheckedStore, MemoryStore, SummaryStore
+from .stores import CheckedStore, MemoryStore, Scoped, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.pace import SlowWarning
 from .summarizer.span import Outcome, SpanSummarizer
@@ -42,6 +44,9 @@ from .summarizer.span import Outcome, SpanSummarizer
 logger = logging.getLogger(__name__)
 
 __all__ = ["SUMMARY_MARKER", "Segment", "SummarizingContextManager"]
+
+CANCEL_GRACE_S = 1.0
+"""At close, how long a cancelled background task is given to end before the store and the backend close."""
 
 
 class SummarizingContextManager:
@@ -100,6 +105,8 @@ class SummarizingContextManager:
         self._crossed: set[tuple[str, float]] = set()
         """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
         self._dropped_pins: tuple[int, ...] = ()
+        self._closed = False
+        """``close`` has closed the store and the backend (a second close only stops background work again)."""
         self._scope_store()
         self._reset([])
 
@@ -233,28 +240,39 @@ class SummarizingContextManager:
             return max(before - self.view.sent_tokens(limits.budget), 0)
 
     async def close(self, wait_s: float = 10.0) -> None:
-        """End of the session: let summaries still being written in the background reach the store (for up to
-        ``wait_s``; a summary landing after the last request is then found by the next process), cancel what is
-        still running (a compaction never installed reports ``cancelled``), then close the store and the
-        summarizer's own client. Never raises."""
+        """End of the session (a mounted session's cleanup calls it): let summaries still being written in the
+        background reach the store (for up to ``wait_s``; a summary landing after the last request is then found by
+        the next process), cancel what is still running and wait for it to end (a compaction never installed reports
+        ``cancelled``), then close the store and the summarizer's backend, once. Each step's fault is logged and the
+        next step still runs; never raises."""
         deadline = time.monotonic() + wait_s
-        try:
-            await self.background.wait(deadline)
-            await self.prefetcher.drain(deadline)
-            pending = self.background.flight
-            flight = self.background.cancel()
-            if flight is not None:
-                await asyncio.wait({flight.task}, timeout=1.0)  # let the cancellation run before the store closes
-            if pending is not None:  # never installed: its pre gets its post (cancelled)
-                await self.compactor.pay_flight(pending)
-        except Exception as exc:
-            logger.warning("waiting for background summaries at close failed (%s)", type(exc).__name__)
-        for closer in (getattr(self.store, "close", None), getattr(self.summarizer.backend, "aclose", None)):
-            if callable(closer):
-                try:
-                    await closer()
-                except Exception as exc:
-                    logger.warning("closing %s failed (%s)", type(closer.__self__).__name__, type(exc).__name__)
+        await _quietly("waiting for background summaries", lambda: self._settle(deadline))
+        await _quietly("cancelling the background compaction", self._cancel_flight)
+        await _quietly("cancelling prefetches", lambda: self.prefetcher.stop(CANCEL_GRACE_S))
+        await _quietly("stopping the working set's folding", self._stop_folding)
+        if self._closed:
+            return
+        self._closed = True
+        await _quietly("closing the summary store", lambda: self.store.close())
+        backend = self.summarizer.backend
+        if isinstance(backend, Closable):
+            await _quietly("closing the summarizer backend", backend.aclose)
+
+    async def _settle(self, deadline: float) -> None:
+        await self.background.wait(deadline)
+        await self.prefetcher.drain(deadline)
+
+    async def _cancel_flight(self) -> None:
+        pending = self.background.flight
+        flight = self.background.cancel()
+        if flight is not None:
+            await asyncio.wait({flight.task}, timeout=CANCEL_GRACE_S)  # let it end before the store closes
+        if pending is not None:  # never installed: its pre gets its post (cancelled)
+            await self.compactor.pay_flight(pending)
+
+    async def _stop_folding(self) -> None:
+        self.compactor.stop_folding()
+        await let_loop_run()  # a cancelled fold ends at its next turn: it yields only to the loop, never waits
 
     def listen_to_usage(self, hooks: Any) -> None:
         """Calibrate our counts against the usage the provider reports in ``llm:response`` events."""
@@ -332,8 +350,8 @@ class SummarizingContextManager:
     def _learns_model(self, provider: Any | None) -> bool:
         """The summarizer writes with the session provider's default model and has just learned a new one (the
         usual request learns nothing: no hashing, no await)."""
-        learn = getattr(self.summarizer.backend, "learn_default_model", None)
-        return learn is not None and bool(learn(provider))
+        backend = self.summarizer.backend
+        return isinstance(backend, LearnsDefaultModel) and bool(backend.learn_default_model(provider))
 
     async def _rekeyed(self) -> bool:
         """Key summaries by the model that writes them, once the backend has learned a new default model.
@@ -354,9 +372,8 @@ class SummarizingContextManager:
 
     def _scope_store(self) -> None:
         """A shared store (Redis) files summaries under the fingerprint, so one summarizer's can be found or dropped."""
-        scope = getattr(self.store, "scope", None)
-        if callable(scope):
-            scope(self.fingerprint)
+        if isinstance(self.store, Scoped):
+            self.store.scope(self.fingerprint)
 
     def _reset(self, messages: list[Message]) -> None:
         self._install(self._history_of(messages), CompactionState())
@@ -417,3 +434,11 @@ class SummarizingContextManager:
         except Exception as exc:  # an observer's fault is not the agent's
             logger.warning("hook for %s failed: %s", payload.event, type(exc).__name__)
             return None
+
+
+async def _quietly(what: str, step: Callable[[], Awaitable[object]]) -> None:
+    """Run one step of ``close``: its fault is logged (by class name: it may echo a key) and never raised."""
+    try:
+        await step()
+    except Exception as exc:
+        logger.warning("%s at close failed (%s)", what, type(exc).__name__)

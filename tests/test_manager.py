@@ -397,3 +397,22 @@ async def test_a_view_fits_whenever_any_valid_view_does_even_with_a_large_summar
     assert count([system, request]) + 40 < 8_000 < count(history)
     assert not check_view(view, budget=8_000, count=count, latest_request=request)
     assert view[-1] == request
+
+
+async def test_only_the_view_writes_what_it_shows_and_a_shown_without_its_request_has_its_pin_rederived():
+    manager, _ = make({"summarizer": "extractive"})
+    await replay(manager, mixed_history(40), budget=BUDGET)
+    view, state = manager.view, manager.state
+    assert state.segments
+    with pytest.raises(AttributeError):
+        view.shown_memo = (state, -1, view.shown())  # the memo is the view's own: ``remember_shown`` sets it
+    shows = view.shown()
+    stale = shows.pinning(())  # as a background compaction may have derived it, before the latest request arrived
+    assert stale != shows
+
+    view.remember_shown(state, stale, manager.history.latest_request)
+    assert view.shown() is stale  # said to be for the latest request: shown as it is
+
+    view.remember_shown(state, stale)
+    assert view.shown() is not stale and view.shown() == shows  # for no request: the pin is re-derived
+    assert view.shown_memo.request == manager.history.latest_request

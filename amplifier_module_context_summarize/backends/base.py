@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
 class Fault(StrEnum):
@@ -154,8 +154,6 @@ class Backend(Protocol):
 
     name: str
     model: str | None
-    # Optional: ``retries_itself = True`` when the backend retries on its own (the session provider), so
-    # the module adds no retries on top unless ``summarizer.max_retries`` is set (``retrying.retries_for``).
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
@@ -164,4 +162,60 @@ class Backend(Protocol):
 
         ``provider`` is the session provider offered for this request; only the session backend uses it.
         """
+        ...
+
+
+# What a backend may also do. Each ability is declared once here and found with ``isinstance``, so a backend that
+# lacks it (an extractive run's None, a test's fake) simply does without.
+
+
+@runtime_checkable
+class SelfRetrying(Protocol):
+    """A backend that may retry on its own (the session provider does)."""
+
+    retries_itself: bool
+    """True: the module adds no retries on top unless ``summarizer.max_retries`` is set (``retrying.retries_for``);
+    stacked retries multiply the waits."""
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A backend holding resources of its own (an SDK client's connection pool, or a wrapped backend that does)."""
+
+    async def aclose(self) -> None:
+        """Release them; the manager's ``close`` (a mounted session's cleanup) calls it once."""
+        ...
+
+
+@runtime_checkable
+class LearnsDefaultModel(Protocol):
+    """A backend writing with the session provider's default model when none is configured."""
+
+    def learn_default_model(self, provider: Any | None) -> bool:
+        """Note ``provider``'s default model; True when it changed (so must the summaries' key). Asked on every
+        request: the usual answer must cost next to nothing."""
+        ...
+
+
+@runtime_checkable
+class SessionCacheSharing(Protocol):
+    """A backend that can ask for a summary at the end of the session's own last request (``summarizer.in_context``)."""
+
+    def shares_session_cache(self, provider: Any | None) -> bool:
+        """True when a request of ``provider`` is answered by that provider with the session's own model."""
+        ...
+
+    async def complete_in_context(
+        self, messages: list[dict[str, Any]], max_output_tokens: int, provider: Any | None = None
+    ) -> Completion:
+        """Answer ``messages`` (the session's view, then the instruction) as the session would send them."""
+        ...
+
+
+@runtime_checkable
+class AcceptsMessages(Protocol):
+    """A ``SessionCacheSharing`` backend that can tell which views it can send as they are."""
+
+    def accepts(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` can be sent in context (else the summary takes the compact prompt)."""
         ...

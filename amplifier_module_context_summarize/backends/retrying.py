@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
-from .base import Backend, BackendError, Completion, Fault, fault_of
+from .base import Backend, BackendError, Closable, Completion, Fault, SelfRetrying, fault_of
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def retries_for(inner: Backend | None, configured: int | None) -> int:
     """
     if configured is not None:
         return configured
-    return 0 if getattr(inner, "retries_itself", False) else DEFAULT_RETRIES
+    return 0 if isinstance(inner, SelfRetrying) and inner.retries_itself else DEFAULT_RETRIES
 
 
 class RetryingBackend:
@@ -70,6 +70,11 @@ class RetryingBackend:
 
     def __repr__(self) -> str:
         return f"RetryingBackend({self.inner!r}, max_retries={self.max_retries}, timeout_s={self.timeout_s})"
+
+    async def aclose(self) -> None:
+        """Close the wrapped backend, when it holds anything (the policy itself holds nothing)."""
+        if isinstance(self.inner, Closable):
+            await self.inner.aclose()
 
     async def complete(
         self,
@@ -128,11 +133,11 @@ class RetryingBackend:
         except asyncio.CancelledError:
             # The backend raised CancelledError on its own (an SDK or provider cancelling its own work):
             # a provider fault like any other, never a crash of the agent loop.
-            logger.debug("summarizer backend %s raised CancelledError on its own", getattr(self.inner, "name", "?"))
+            logger.debug("summarizer backend %s raised CancelledError on its own", self.inner.name)
             raise BackendError(Fault.ERROR) from None
         except Exception as exc:  # anything unclassified is a plain Fault.ERROR
             # Class name only: provider messages can echo request data or keys.
-            logger.debug("summarizer backend %s raised %s", getattr(self.inner, "name", "?"), type(exc).__name__)
+            logger.debug("summarizer backend %s raised %s", self.inner.name, type(exc).__name__)
             raise BackendError(Fault.ERROR) from None
 
 
@@ -160,7 +165,7 @@ def _wait_strategy(
     def wait(state: RetryCallState) -> float:
         delay = min(backoff(state), wait_max)
         error = state.outcome.exception() if state.outcome is not None else None
-        retry_after = getattr(error, "retry_after", None)
+        retry_after = error.retry_after if isinstance(error, BackendError) else None
         if retry_after is not None:
             delay = max(delay, min(retry_after, wait_max))
         if deadline is not None:

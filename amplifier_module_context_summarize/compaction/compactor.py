@@ -351,7 +351,7 @@ class Compactor:
         job, before = attempt.job, attempt.before
         self.view.state = state
         self._mark_installed()
-        self.view.shown_memo = (self.view.state, self.view.history.latest_request, job.facts.shown(self.view.state))
+        self.view.remember_shown(self.view.state, job.facts.shown(self.view.state), self.view.history.latest_request)
         await let_loop_run()
         await self._after_install(before)
         artifacts = await self._artifacts_hidden(before, self.view.state, self.view.shown(), job)
@@ -414,7 +414,7 @@ class Compactor:
         tokens_before, messages_before = (owed.tokens, owed.messages) if owed is not None else (flight.tokens, 0)
         self.view.state = state
         self._mark_installed()
-        self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
+        self.view.remember_shown(state, landed.shown)  # masking leaves the summary as is; the pin is re-derived
         await self._after_install(current)
         await self._emit_background(flight, LANDED)
         await self._report_compaction(

@@ -114,3 +114,12 @@ class Prefetcher:
         for task in self._inflight.values():
             task.cancel()
         self._inflight.clear()
+
+    async def stop(self, grace_s: float) -> None:
+        """Cancel every background summary and wait, up to ``grace_s``, for them to end (the end of a session: none
+        may outlive the store and the backend it writes through)."""
+        self._drop_orphans()
+        tasks = list(self._inflight.values())
+        self.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace_s)

@@ -4,6 +4,8 @@ its copy fitted to a budget that leaves no room (never the state or the history)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..config import Config
 from ..core.budget import RequestBudget
 from ..core.clip import Note, clip_middle, clip_tool_outputs
@@ -19,6 +21,35 @@ from .splice import shown, summary_message, working_set_room
 from .view import TailView
 
 
+@dataclass(frozen=True, slots=True)
+class ShownMemo:
+    """What ``state`` shows, kept for the hot path: re-derived whole when the state changes, and only its pinned
+    latest request when ``request`` is not the history's latest request."""
+
+    state: CompactionState
+    request: int | None
+    """``History.latest_request`` the pin was derived for; None: the pin is re-derived at the next request."""
+    shows: Shown
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """What a ``context:post_compact`` hook put back, shown right after the summary of ``state``."""
+
+    state: CompactionState
+    message: Message
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class MaskedSpan:
+    """The masked groups ``[boundary, tail_start)`` as shown, kept while the state's cuts stay the same."""
+
+    boundary: int
+    tail_start: int
+    messages: list[Message]
+
+
 class RequestView:
     """The view of one history in one state, with what is kept between requests to show it cheaply."""
 
@@ -28,13 +59,23 @@ class RequestView:
 
     def install(self, history: History, masks: Masks | None, state: CompactionState) -> None:
         self.history, self.masks, self.state = history, masks, state
-        self._masked: tuple[int, int, list[Message]] | None = None
+        self._masked: MaskedSpan | None = None
         self.clipped: tuple[int, ...] = ()
         """Stored indices of the messages the last fitted copy of the view shows clipped (recall searches them)."""
-        self.shown_memo: tuple[CompactionState, int, Shown] | None = None
-        """What ``state`` shows for the latest request (-1: the pin is re-derived), kept for the hot path."""
-        self.injection: tuple[CompactionState, Message, int] | None = None
+        self._shown_memo: ShownMemo | None = None
+        self.injection: Injection | None = None
         """What a ``context:post_compact`` hook put back, shown right after the summary of the state it followed."""
+
+    @property
+    def shown_memo(self) -> ShownMemo | None:
+        """What the state shows, as kept for the hot path (read-only: ``remember_shown`` sets it)."""
+        return self._shown_memo
+
+    def remember_shown(self, state: CompactionState, shows: Shown, request: int | None = None) -> None:
+        """A compaction installing ``state`` already worked out what it shows: keep it, so the next request does not.
+        ``request``: the latest request its pin was derived for; None when it may be stale (a background compaction
+        derived it before requests arrived), so the next request re-derives the pin."""
+        self._shown_memo = ShownMemo(state, request, shows)
 
     def inject(self, text: str | None) -> None:
         """Show ``text`` right after the summary until the next compaction (None: nothing), counted in the view and
@@ -44,14 +85,14 @@ class RequestView:
             return
         room = max(int(self.budget.wire * self.config.pin_budget_ratio), 1)
         message: Message = {"role": "user", "content": clip_middle(text, room * 3)}
-        self.injection = (self.state, message, self.counter.count_message(message))
+        self.injection = Injection(self.state, message, self.counter.count_message(message))
 
     def shown(self) -> Shown:
         """What the state shows, with what a post_compact hook put back after it."""
         shows = self._shown()
         injection = self.injection
-        if injection is not None and injection[0] is self.state:
-            return shows.injecting((injection[1], injection[2]))
+        if injection is not None and injection.state is self.state:
+            return shows.injecting((injection.message, injection.tokens))
         return shows
 
     def pin_room(self) -> int:
@@ -61,20 +102,17 @@ class RequestView:
         """What the state shows; re-derived when the state, the latest request (the pin) or the pins' room changes."""
         if self.history.pin_room != self.pin_room():
             self.history.pin_room = self.pin_room()
-            self.shown_memo = None
-        memo, latest, allowance = self.shown_memo, self.history.latest_request, self.config.summary_output_tokens
-        if memo is None or memo[0] is not self.state:
+            self._shown_memo = None
+        memo, latest, allowance = self._shown_memo, self.history.latest_request, self.config.summary_output_tokens
+        if memo is None or memo.state is not self.state:
             c = self.config  # rooms from the uncalibrated budget: a resume renders the same
             ws, room = c.working_set_tokens(self.budget.wire), c.summary_room(self.budget.wire)
-            memo = self.shown_memo = (
-                self.state,
-                latest,
-                shown(self.state, self.history, self.counter, allowance, ws, c.recall_tool_name, room),
-            )
-        elif memo[1] != latest:  # a new request arrived: only the pin can change, not the summary
+            shows = shown(self.state, self.history, self.counter, allowance, ws, c.recall_tool_name, room)
+            memo = self._shown_memo = ShownMemo(self.state, latest, shows)
+        elif memo.request != latest:  # a new request arrived: only the pin can change, not the summary
             pinned = pins_for(self.history, self.state.boundary, self.counter, allowance)
-            memo = self.shown_memo = (self.state, latest, memo[2].pinning(pinned))
-        return memo[2]
+            memo = self._shown_memo = ShownMemo(self.state, latest, memo.shows.pinning(pinned))
+        return memo.shows
 
     def working_set_room(self) -> int:
         """The working set's room in the state's summary message (as ``shown`` gives it)."""
@@ -246,12 +284,9 @@ class RequestView:
         state = self.state
         if self.masks is not None and state.tail_start > state.boundary:
             known = self._masked
-            if known is None or known[:2] != (state.boundary, state.tail_start):
-                known = self._masked = (
-                    state.boundary,
-                    state.tail_start,
-                    self.masks.span(state.boundary, state.tail_start),
-                )
-            view += known[2]
+            if known is None or (known.boundary, known.tail_start) != (state.boundary, state.tail_start):
+                span = self.masks.span(state.boundary, state.tail_start)
+                known = self._masked = MaskedSpan(state.boundary, state.tail_start, span)
+            view += known.messages
         self._tail.extend(view, self.history, state.tail_start)
         return view

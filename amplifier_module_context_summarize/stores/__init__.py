@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import CachedSummary, CheckedStore, Claims, SummaryStore, is_valid_entry
+from .base import CachedSummary, CheckedStore, Claims, Scoped, SummaryStore, is_valid_entry
 from .default_path import MEMORY, default_store_path
 from .memory import MemoryStore
 from .redis_settings import RedisSettings
@@ -24,6 +24,7 @@ __all__ = [
     "Claims",
     "MemoryStore",
     "RedisSettings",
+    "Scoped",
     "SqliteStore",
     "SummaryStore",
     "default_store_path",

@@ -67,6 +67,16 @@ class SummaryStore(Protocol):
 
 
 @runtime_checkable
+class Scoped(Protocol):
+    """What a store shared by summarizers of different kinds may add: it files summaries under the manager's
+    fingerprint, so one summarizer's can be found or dropped (Redis does; local stores key by chain hash alone)."""
+
+    def scope(self, fingerprint: str) -> None:
+        """File what follows under ``fingerprint`` (called at start and whenever the fingerprint changes)."""
+        ...
+
+
+@runtime_checkable
 class Claims(Protocol):
     """What a store shared by a fleet may add: claims with expiry, so workers that need one segment at the same
     time pay for it once (``flight.SingleFlight`` uses it; memory and SQLite stores go without).

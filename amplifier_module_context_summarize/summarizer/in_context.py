@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends.base import AcceptsMessages, SessionCacheSharing
 from ..core.messages import Message
 
 INSTRUCTION_KIND = "context-summarize:instruction"
@@ -141,11 +142,11 @@ class InContextCall:
 def shares_session_cache(backend: Any, provider: Any | None, context: InContext) -> bool:
     """Whether ``backend`` answers with the session's own provider and model for a request of ``provider``, and
     can send ``context``'s prefix as the session sent it."""
-    check = getattr(backend, "shares_session_cache", None)
-    if check is None or not callable(getattr(backend, "complete_in_context", None)):
+    if not isinstance(backend, SessionCacheSharing):
         return False
-    accepts = getattr(backend, "accepts", None)
     try:
-        return bool(check(provider)) and (accepts is None or bool(accepts(context.prefix)))
+        return bool(backend.shares_session_cache(provider)) and (
+            not isinstance(backend, AcceptsMessages) or bool(backend.accepts(context.prefix))
+        )
     except Exception:  # a provider fault asking for its model costs the cache read, never the summary
         return False
