@@ -12,7 +12,7 @@ from typing import Any
 from . import events
 from .backends.base import Backend
 from .backends.registry import build_backend
-from .compaction.strategies import Strategy, strategy_for
+from .compaction.plan.strategies import Strategy, strategy_for
 from .config import Config, parse_config
 from .core.invariants import check_view
 from .core.tokens import TokenCounter

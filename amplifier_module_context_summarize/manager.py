@@ -19,15 +19,15 @@ from amplifier_core.models import HookResult
 
 from . import events
 from .backends.base import Closable, LearnsDefaultModel
-from .compaction.breaker import CircuitBreaker
-from .compaction.compactor import FOCUS_MAX_CHARS, Compactor
-from .compaction.masking import Masks, MaskSettings
-from .compaction.prefetch import Prefetcher
-from .compaction.request_view import RequestView
-from .compaction.resume import fingerprint as fingerprint_of
-from .compaction.segments import SegmentSource
-from .compaction.strategies import Strategy, strategy_for
-from .compaction.warm import let_loop_run
+from .compaction.cache.breaker import CircuitBreaker
+from .compaction.cache.resume import fingerprint as fingerprint_of
+from .compaction.cache.segments import SegmentSource
+from .compaction.plan.strategies import Strategy, strategy_for
+from .compaction.plan.warm import let_loop_run
+from .compaction.run.compactor import FOCUS_MAX_CHARS, Compactor
+from .compaction.run.prefetch import Prefetcher
+from .compaction.view.masking import Masks, MaskSettings
+from .compaction.view.request import RequestView
 from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.history import History

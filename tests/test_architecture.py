@@ -301,7 +301,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_walk_sees_relative_absolute_and_deferred_imports():
     assert "core.messages" in IMPORTS["core.tokens"]
     assert "manager" in IMPORTS[""]  # from .manager import ...
-    assert "compaction.background" in IMPORTS["benchmark.virtual_time"]  # from ..compaction import background
+    assert "compaction.run.background" in IMPORTS["benchmark.virtual_time"]  # from ..compaction.run import background
     assert "cli.compact" in IMPORTS["__main__"]  # inside main()
     assert "manager" in IMPORTS["recall.tool"]  # under TYPE_CHECKING
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -367,6 +367,62 @@ def test_each_sub_package_says_what_it_owns_and_what_it_may_import():
         assert doc, folder.name
         if folder.name != "testing":  # the public kit: its docstring is its manual
             assert "May import:" in doc, folder.name
+
+
+COMPACTION_PARTS = ("view", "plan", "cache", "run")
+"""The parts of ``compaction``, each importing only those before it (``compaction/__init__.py``)."""
+
+
+def test_the_parts_of_compaction_import_in_one_direction():
+    rank = {part: i for i, part in enumerate(COMPACTION_PARTS)}
+
+    def part(module: str) -> str | None:
+        pieces = module.split(".")
+        return pieces[1] if len(pieces) > 2 and pieces[0] == "compaction" else None
+
+    found = {part(m) for m in MODULES} - {None}
+    assert found == set(COMPACTION_PARTS), "every compaction module lives in one of its parts"
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in IMPORTS.items()
+        if part(module) is not None
+        for target in targets
+        if part(target) is not None and rank[part(target)] > rank[part(module)]
+    )
+    assert wrong == []
+
+
+def _strategy_name_checks(tree: ast.AST) -> list[int]:
+    """Lines comparing a strategy's name (``compaction_strategy`` or a ``.name``) with a strategy name."""
+    names = {"summarize", "extractive", "mask", "truncate", "naive"}
+
+    def constants(node: ast.expr) -> set[object]:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return {item.value for item in items if isinstance(item, ast.Constant)}
+
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Attribute) and side.attr in ("compaction_strategy", "name")
+            for side in (node.left, *node.comparators)
+        )
+        and any(constants(side) & names for side in (node.left, *node.comparators))
+    ]
+
+
+def test_no_strategy_is_recognized_by_its_name_outside_the_config_parser():
+    """A strategy owns its facts (``Strategy``): code asks them, it does not compare names."""
+    assert _strategy_name_checks(ast.parse('if c.compaction_strategy not in ("truncate", "mask"): pass')) == [1]
+    assert _strategy_name_checks(ast.parse('if self.strategy.name == "summarize": pass')) == [1]
+    compared = sorted(
+        f"{module}:{line}"
+        for module, path in MODULES.items()
+        if module != "config"
+        for line in _strategy_name_checks(ast.parse(path.read_text()))
+    )
+    assert compared == []
 
 
 def test_no_module_imports_another_modules_private_names():

@@ -17,9 +17,9 @@ from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.base import BackendError, Completion, Fault
 from amplifier_module_context_summarize.backends.retrying import RetryingBackend
-from amplifier_module_context_summarize.compaction import background as background_module
-from amplifier_module_context_summarize.compaction import compactor as compactor_module
-from amplifier_module_context_summarize.compaction import prefetch
+from amplifier_module_context_summarize.compaction.run import background as background_module
+from amplifier_module_context_summarize.compaction.run import compactor as compactor_module
+from amplifier_module_context_summarize.compaction.run import prefetch
 from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 

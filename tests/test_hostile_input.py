@@ -33,8 +33,8 @@ from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.openai_backend import OpenAIBackend
-from amplifier_module_context_summarize.compaction import background, compactor, prefetch
-from amplifier_module_context_summarize.compaction.segments import MAX_REMEMBERED_FAILURES
+from amplifier_module_context_summarize.compaction.cache.segments import MAX_REMEMBERED_FAILURES
+from amplifier_module_context_summarize.compaction.run import background, compactor, prefetch
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import check_view

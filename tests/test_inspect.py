@@ -16,7 +16,7 @@ import pytest
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
-from amplifier_module_context_summarize.compaction.losses import account, newly_hidden
+from amplifier_module_context_summarize.compaction.view.losses import account, newly_hidden
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
 
 BUDGET = 6_000

@@ -15,9 +15,9 @@ from virtual_clock import VirtualClock
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.backends import retrying
-from amplifier_module_context_summarize.compaction import background as background_module
-from amplifier_module_context_summarize.compaction import compactor as compactor_module
-from amplifier_module_context_summarize.compaction import prefetch
+from amplifier_module_context_summarize.compaction.run import background as background_module
+from amplifier_module_context_summarize.compaction.run import compactor as compactor_module
+from amplifier_module_context_summarize.compaction.run import prefetch
 from amplifier_module_context_summarize.config import parse_config
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.state import CompactionState, Segment

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.compaction.masking import first_line
+from amplifier_module_context_summarize.compaction.view.masking import first_line
 from amplifier_module_context_summarize.core.handles import resolve
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.messages import block_text, result_ids
@@ -190,7 +190,7 @@ async def test_short_outputs_are_never_masked():
 async def test_masking_never_makes_a_view_larger_than_the_outputs_it_replaces(shape):
     """Under a low ``mask_min_chars`` a placeholder can be longer than the output: it must then not be used,
     and what planning counts for a masked group must be what the view shows (a view once went over budget)."""
-    from amplifier_module_context_summarize.compaction.masking import Masks, MaskSettings
+    from amplifier_module_context_summarize.compaction.view.masking import Masks, MaskSettings
 
     history = tool_session(shape, 12, output_lines=1, request_every=4)  # outputs of ~75 chars
     history += tool_session(shape, 4, output_lines=40)[1:]  # and some long ones
@@ -295,7 +295,7 @@ def test_masking_a_wide_parallel_group_is_linear_in_its_calls(
 ) -> None:
     """Finding each shown message's (and block's) stored place once per lookup scanned the group: O(N²) for one
     assistant turn of N parallel calls (24,000 calls took 5 s on the event loop). Counted, not timed."""
-    from amplifier_module_context_summarize.compaction import masking
+    from amplifier_module_context_summarize.compaction.view import masking
 
     reads: dict[int, int] = {}
     scanned: dict[int, int] = {}

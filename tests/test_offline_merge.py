@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.compaction.strategies import MERGE_SHARE
+from amplifier_module_context_summarize.compaction.plan.strategies import MERGE_SHARE
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.summarizer.offline_merge import merge_summaries
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay

@@ -22,7 +22,7 @@ from amplifier_module_context_summarize.compaction import (
     TruncateStrategy,
     Writer,
 )
-from amplifier_module_context_summarize.compaction.masking import Masks, MaskSettings
+from amplifier_module_context_summarize.compaction.view.masking import Masks, MaskSettings
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import last_allowed_cut

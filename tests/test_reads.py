@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from amplifier_module_context_summarize.compaction.losses import account
+from amplifier_module_context_summarize.compaction.view.losses import account
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import tool_call, tool_result
 from amplifier_module_context_summarize.working_set.fold import working_set_of

@@ -19,7 +19,7 @@ import redis
 
 from amplifier_module_context_summarize import create_manager, events, parse_config
 from amplifier_module_context_summarize.benchmark.fleet import BESIDE_SUMMARIES
-from amplifier_module_context_summarize.compaction.flight import SingleFlight
+from amplifier_module_context_summarize.compaction.cache.flight import SingleFlight
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, RedisSettings, SqliteStore
 from amplifier_module_context_summarize.stores.redis_store import RedisStore
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, RedisServer, mixed_history, replay

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
-from amplifier_module_context_summarize.compaction.splice import working_set_room
+from amplifier_module_context_summarize.compaction.view.splice import working_set_room
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.messages import message_calls

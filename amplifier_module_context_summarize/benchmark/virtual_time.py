@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .. import manager
 from ..backends import retrying
-from ..compaction import background, compactor, prefetch
+from ..compaction.run import background, compactor, prefetch
 from ..summarizer import span as summarize
 
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import create_manager
-from ..compaction.losses import KINDS, Account, account
+from ..compaction.view.losses import KINDS, Account, account
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..compaction.losses import KINDS
+from ..compaction.view.losses import KINDS
 
 CSS = """
 div.table-scroll{overflow-x:auto;max-width:100%}

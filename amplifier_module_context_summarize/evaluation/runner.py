@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Backend
-from ..compaction.splice import summary_message
-from ..compaction.strategies import segment_tokens
+from ..compaction.plan.strategies import segment_tokens
+from ..compaction.view.splice import summary_message
 from ..core.history import History
 from ..core.invariants import check_view
 from ..core.messages import Message

@@ -19,7 +19,7 @@ from .fold import WorkingSet
 from .layout import estimated_text, render
 
 RENDER_VERSION = "1"
-"""Names what a render writes for given groups, room and counter in a store (``compaction/compactor.py`` keeps the
+"""Names what a render writes for given groups, room and counter in a store (``compaction/run/compactor.py`` keeps the
 text beside the segments so a resume need not extract the history). Bump it when extraction, folding or layout
 change the text for the same groups: a text stored before is then not served, and the resume renders afresh."""
 
@@ -37,7 +37,7 @@ class FactsLog:
         self._blocks: list[bytes] = []
         self._open: list[Facts] = []
         self._read: tuple[int, list[Any]] | None = None
-        """The block read last, decompressed: a fold of groups extracted ahead (``compaction/warm.py``) reads
+        """The block read last, decompressed: a fold of groups extracted ahead (``compaction/plan/warm.py``) reads
         them in order, so each block is decompressed once, not once per group."""
 
     def __len__(self) -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from ..core.history import History
-from ..core.messages import Message
+from ...core.history import History
+from ...core.messages import Message
 
 
 class TailView:

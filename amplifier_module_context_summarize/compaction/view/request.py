@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
-from ..core.budget import RequestBudget
-from ..core.clip import Note, clip_middle, clip_tool_outputs
-from ..core.history import History, from_hook
-from ..core.invariants import last_allowed_cut
-from ..core.messages import Message
-from ..core.state import CompactionState, Shown, pinned_indices, pins_for, truncation_marker
-from ..core.tokens import TokenCounter
-from ..working_set.index import index_of
+from ...config import Config
+from ...core.budget import RequestBudget
+from ...core.clip import Note, clip_middle, clip_tool_outputs
+from ...core.history import History, from_hook
+from ...core.invariants import last_allowed_cut
+from ...core.messages import Message
+from ...core.state import CompactionState, Shown, pinned_indices, pins_for, truncation_marker
+from ...core.tokens import TokenCounter
+from ...working_set.index import index_of
 from .fit import Fitted, fit_rest, group_sources, handle_notes, pins_give_way, pre_clip
 from .masking import Masks
 from .splice import shown, summary_message, working_set_room
-from .view import TailView
+from .tail import TailView
 
 
 @dataclass(frozen=True, slots=True)

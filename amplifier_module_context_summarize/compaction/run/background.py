@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.history import History
-from ..core.state import CompactionState, Shown
-from .job import Job
-from .losses import Account
+from ...core.history import History
+from ...core.state import CompactionState, Shown
+from ..plan.job import Job
+from ..view.losses import Account
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.messages import Message
-from ..core.substrings import Substrings
-from ..working_set.facts import Facts, clip, extract
-from ..working_set.fold import WorkingSet, canonical, command_in_root, named_files
-from ..working_set.reads import named_reads, read_form
+from ...core.messages import Message
+from ...core.substrings import Substrings
+from ...working_set.facts import Facts, clip, extract
+from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ...working_set.reads import named_reads, read_form
 
 ITEM_MAX_CHARS = 200
 

@@ -15,8 +15,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.handles import handle_for
-from ..core.messages import (
+from ...core.handles import handle_for
+from ...core.messages import (
     CALL_BLOCK_TYPES,
     RESULT_BLOCK_TYPE,
     Message,
@@ -26,10 +26,10 @@ from ..core.messages import (
     parse_embedded_json,
     result_ids,
 )
-from ..working_set.facts import error_line, looks_failed
+from ...working_set.facts import error_line, looks_failed
 
 if TYPE_CHECKING:
-    from ..core.history import History
+    from ...core.history import History
 
 FIRST_LINE_CHARS = 120
 ARGUMENT_KEEP_CHARS = 80

@@ -13,16 +13,16 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from ..config import Config
-from ..core.history import History
-from ..core.messages import canonical_json, content_hash
-from ..core.state import CompactionState, Segment
-from ..stores import SummaryStore
-from ..stores.records import CutKey, SegmentKey, read, segment_end
-from .masking import MaskSettings
+from ...config import Config
+from ...core.history import History
+from ...core.messages import canonical_json, content_hash
+from ...core.state import CompactionState, Segment
+from ...stores import SummaryStore
+from ...stores.records import CutKey, SegmentKey, read, segment_end
+from ..view.masking import MaskSettings
 
 if TYPE_CHECKING:
-    from ..summarizer.span import SpanSummarizer
+    from ...summarizer.span import SpanSummarizer
 
 FINGERPRINT_VERSION = "3"
 """2: the strategy name left the fingerprint (``extractive`` strategy and summarizer share summaries).

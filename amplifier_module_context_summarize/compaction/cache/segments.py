@@ -13,18 +13,18 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..backends.base import Fault, Skip, fault_of
-from ..core.history import History
-from ..core.messages import Message
-from ..core.state import Segment
-from ..stores import CachedSummary, SummaryStore
-from ..summarizer.offline_merge import merge_summaries
-from ..summarizer.prompts import FOCUS
-from ..summarizer.span import Outcome, SpanSummarizer
-from ..working_set.facts import authored_text
+from ...backends.base import Fault, Skip, fault_of
+from ...core.history import History
+from ...core.messages import Message
+from ...core.state import Segment
+from ...stores import CachedSummary, SummaryStore
+from ...summarizer.offline_merge import merge_summaries
+from ...summarizer.prompts import FOCUS
+from ...summarizer.span import Outcome, SpanSummarizer
+from ...working_set.facts import authored_text
+from ..plan.job import CompactionReport, Job
 from .breaker import CircuitBreaker
 from .flight import SingleFlight
-from .job import CompactionReport, Job
 from .resume import focused_end
 
 logger = logging.getLogger(__name__)

@@ -13,13 +13,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from ..backends.base import Fault
-from ..core.state import CompactionState, Segment
-from .job import Job
-from .segments import SegmentSource
-from .steps import Merge, Phase, Progress, Step, Writer
-from .strategies import Strategy
-from .warm import let_loop_run
+from ...backends.base import Fault
+from ...core.state import CompactionState, Segment
+from ..cache.segments import SegmentSource
+from ..plan.job import Job
+from ..plan.steps import Merge, Phase, Progress, Step, Writer
+from ..plan.strategies import Strategy
+from ..plan.warm import let_loop_run
 
 logger = logging.getLogger(__name__)
 

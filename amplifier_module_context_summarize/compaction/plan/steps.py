@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from ..core.state import CompactionState, Segment
+from ...core.state import CompactionState, Segment
 
 
 class Writer(Enum):

@@ -20,31 +20,31 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import events
-from ..config import Config
-from ..core.history import History
-from ..core.messages import Message, message_text
-from ..core.plan import Limits, needs_compaction
-from ..core.state import CompactionState, Shown
-from ..summarizer.in_context import SentView
-from ..summarizer.pace import Pace
-from ..working_set.facts import Facts
-from ..working_set.index import index_of
+from ... import events
+from ...config import Config
+from ...core.history import History
+from ...core.messages import Message, message_text
+from ...core.plan import Limits, needs_compaction
+from ...core.state import CompactionState, Shown
+from ...summarizer.in_context import SentView
+from ...summarizer.pace import Pace
+from ...working_set.facts import Facts
+from ...working_set.index import index_of
+from ..cache.breaker import CircuitBreaker
+from ..cache.flight import BACKGROUND_CLAIM_S
+from ..cache.records import PlanRecords
+from ..cache.resume import walk
+from ..cache.segments import SegmentSource
+from ..plan.facts import PlanFacts
+from ..plan.job import CompactionReport, Job
+from ..plan.strategies import Strategy
+from ..plan.warm import Warmer, fold_ahead, let_loop_run
+from ..view.losses import Account, account_of, joined, newly_hidden
+from ..view.masking import MaskSettings
+from ..view.request import RequestView
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
-from .breaker import CircuitBreaker
 from .execute import Executor
-from .facts import PlanFacts
-from .flight import BACKGROUND_CLAIM_S
-from .job import CompactionReport, Job
-from .losses import Account, account_of, joined, newly_hidden
-from .masking import MaskSettings
 from .prefetch import Prefetcher
-from .records import PlanRecords
-from .request_view import RequestView
-from .resume import walk
-from .segments import SegmentSource
-from .strategies import Strategy
-from .warm import Warmer, fold_ahead, let_loop_run
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,12 +13,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core.history import History
-from ..core.messages import Message
-from ..core.plan import Limits, choose_boundary, near_target
-from ..core.state import CompactionState
+from ...core.history import History
+from ...core.messages import Message
+from ...core.plan import Limits, choose_boundary, near_target
+from ...core.state import CompactionState
+from ..cache.segments import SegmentSource
 from .background import orphaned
-from .segments import SegmentSource
 
 logger = logging.getLogger(__name__)
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.history import History
-from ..core.messages import Message
-from ..core.plan import Limits
-from ..core.state import CompactionState
-from ..summarizer.in_context import InContext, SentView, locate
+from ...core.history import History
+from ...core.messages import Message
+from ...core.plan import Limits
+from ...core.state import CompactionState
+from ...summarizer.in_context import InContext, SentView, locate
+from ..view.masking import Masks
 from .facts import PlanFacts
-from .masking import Masks
 
 
 @dataclass

@@ -14,14 +14,14 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..core.history import History
-from ..core.invariants import last_allowed_cut
-from ..core.plan import Limits, choose_boundary, near_target
-from ..core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
-from ..core.tokens import TokenCounter
-from ..working_set.index import index_of
-from .masking import Masks
-from .splice import shown, summary_message, working_set_room
+from ...core.history import History
+from ...core.invariants import last_allowed_cut
+from ...core.plan import Limits, choose_boundary, near_target
+from ...core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
+from ...core.tokens import TokenCounter
+from ...working_set.index import index_of
+from ..view.masking import Masks
+from ..view.splice import shown, summary_message, working_set_room
 from .warm import let_loop_run
 
 PIN_PASSES = 3

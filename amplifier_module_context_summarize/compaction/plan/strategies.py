@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..config import Config
-from ..core.plan import Limits, split_for_tiers
-from ..core.state import CompactionState
-from ..summarizer.span import MIN_SPAN_TOKENS
+from ...config import Config
+from ...core.plan import Limits, split_for_tiers
+from ...core.state import CompactionState
+from ...summarizer.span import MIN_SPAN_TOKENS
 from .facts import PlanFacts
 from .steps import Merge, Phase, Plan, Progress, Summarize, Writer, done
 

@@ -16,11 +16,11 @@ import asyncio
 import time
 import weakref
 
-from ..core.history import History
-from ..core.invariants import last_allowed_cut
-from ..core.state import CompactionState
-from ..working_set.index import index_of
-from .masking import Masks
+from ...core.history import History
+from ...core.invariants import last_allowed_cut
+from ...core.state import CompactionState
+from ...working_set.index import index_of
+from ..view.masking import Masks
 
 SLICE_S = 0.005
 """Longest the loop is held between two yields while warming (a few groups may overshoot it a little)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.clip import CHARS_PER_TOKEN_CAP, MIN_CLIP_CHARS, Note, clip_all, clip_text, fit_texts
-from ..core.handles import handle_for
-from ..core.history import History
-from ..core.messages import Message, call_ids, result_ids
+from ...core.clip import CHARS_PER_TOKEN_CAP, MIN_CLIP_CHARS, Note, clip_all, clip_text, fit_texts
+from ...core.handles import handle_for
+from ...core.history import History
+from ...core.messages import Message, call_ids, result_ids
 
 PIN_MIN_TOKENS = 48
 """A first-request pin with less room than this is left out rather than clipped to a stub."""

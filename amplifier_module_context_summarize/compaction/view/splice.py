@@ -8,9 +8,9 @@ shows the same text.
 
 from __future__ import annotations
 
-from ..core.history import History
-from ..core.messages import Message
-from ..core.state import (
+from ...core.history import History
+from ...core.messages import Message
+from ...core.state import (
     RECALL_LINE,
     SUMMARY_MARKER,
     SUMMARY_PREAMBLE,
@@ -19,8 +19,8 @@ from ..core.state import (
     pins_for,
     truncation_marker,
 )
-from ..core.tokens import TokenCounter
-from ..working_set.index import index_of
+from ...core.tokens import TokenCounter
+from ...working_set.index import index_of
 
 
 def shown(

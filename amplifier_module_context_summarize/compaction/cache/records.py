@@ -9,13 +9,13 @@ others' too). Every read goes through the store's own checks (``within`` sizes t
 
 from __future__ import annotations
 
-from ..config import Config
-from ..core.history import History
-from ..core.messages import encodable
-from ..core.state import CompactionState
-from ..core.tokens import counts_exactly
-from ..stores import SummaryStore
-from ..stores.records import (
+from ...config import Config
+from ...core.history import History
+from ...core.messages import encodable
+from ...core.state import CompactionState
+from ...core.tokens import counts_exactly
+from ...stores import SummaryStore
+from ...stores.records import (
     CutKey,
     CutRecord,
     MaskEndKey,
@@ -24,7 +24,7 @@ from ..stores.records import (
     WorkingSetRecord,
     read,
 )
-from ..working_set.index import RENDER_VERSION, index_of
+from ...working_set.index import RENDER_VERSION, index_of
 from .resume import plan_tag
 
 WORKING_SET_MAX_TOKENS = 2**20

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ..stores.base import CachedSummary, Claims, SummaryStore
+from ...stores.base import CachedSummary, Claims, SummaryStore
 
 CLAIM_MARGIN_S = 5.0
 """A claim outlives its holder's deadline by this much: the put after the summary still falls inside it."""
