@@ -437,3 +437,21 @@ def test_no_module_imports_another_modules_private_names():
         and not (module == "recall.tool" and alias.name in ENGINE_PARSER)
     )
     assert reaches == []
+
+
+def test_every_module_is_named_in_its_guide():
+    """A sub-package's modules are each named in its ``__init__`` docstring (as ````name````); the root package's in
+    docs/architecture.md (as ``name.py``): a newcomer finds every module from the guide."""
+    guide = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    unnamed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        if path.parent == PACKAGE:
+            if f"{path.name}" not in guide:
+                unnamed.append(path.name)
+            continue
+        doc = ast.get_docstring(ast.parse((path.parent / "__init__.py").read_text())) or ""
+        if f"``{path.stem}``" not in doc and f"``{path.name}``" not in doc:
+            unnamed.append(str(path.relative_to(PACKAGE)))
+    assert unnamed == []

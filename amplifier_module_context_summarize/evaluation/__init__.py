@@ -6,7 +6,9 @@ replays sessions and records every request; ``scoring`` grades probe views (key 
 answer-and-judge on a six-dimension rubric); ``retention`` measures which artifacts compacted views still
 name; ``reference`` scores Claude Code's own summaries; ``models`` picks the backends and
 ``cassette`` records and replays their calls; ``report``, ``plot`` and ``progress`` present the results;
-``prices`` and ``prompt_cache`` bill each request as a provider's prompt cache would (``cost_report``).
+``prices`` and ``prompt_cache`` bill each request as a provider's prompt cache would (``cost_report``);
+``prompts`` holds the answer and judge templates; ``large_outputs`` grows the corpus's tool outputs
+(``--large-outputs``); ``steering`` measures pins and focus.
 
 May import: anything of the package but ``benchmark`` (the session readers of ``cli`` included).
 """

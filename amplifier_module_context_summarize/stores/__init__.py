@@ -1,7 +1,9 @@
 """Summary stores behind one async interface, so the manager needn't know where summaries live.
 
 Owns the interface and the entry checks (``base``), the typed records stores hold and the rows they are written as
-(``records``), memory, SQLite and Redis stores, and where a mounted session's default store lives (``default_path``).
+(``records``), the memory store (``memory``), the SQLite store (``sqlite``, over its file: ``sqlite_file``), the
+Redis store (``redis_store``, with ``redis_settings``), and where a mounted session's default store lives
+(``default_path``).
 
 May import: ``core`` and ``events``.
 """

@@ -3,7 +3,8 @@
 Owns the span summarizer and its validation (``span``: fragments, folding, rejection of empty, refused or
 not-smaller answers), the check that an answer stays with its span (``grounding``: invented names, loops,
 forged markup), the prompt templates and the fenced transcript (``prompts``), the offline extractive
-summary (``extractive``) and the offline merge of tiers (``offline_merge``).
+summary (``extractive``), the offline merge of tiers (``offline_merge``), a summary asked at the end of the view
+the session last sent (``in_context``) and the summarizer's measured speed (``pace``).
 
 May import: ``core``, ``working_set``, ``backends`` and ``config``.
 """

@@ -5,6 +5,9 @@ in ``READERS`` (``convert_text``) whether it recognises the file and converts it
 each has ``NAME``, ``LABEL``, ``detect(data, kind)`` and ``convert(data, kind) -> (messages, reference)`` where
 ``kind`` says how the file parsed: ``"json"`` (one document), ``"jsonl"`` (a record per line) or ``"text"``. A
 file no reader recognises gets one line naming what was seen and the formats that are read.
+
+The readers: ``claude_code``, ``codex``, ``gemini``, ``cline``, ``aider``, ``openhands``, ``swe_agent`` and
+``generic`` (role/content messages under any of the usual keys); ``_common`` holds what several share.
 """
 
 from __future__ import annotations
