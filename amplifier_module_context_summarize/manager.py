@@ -20,7 +20,7 @@ from amplifier_core.models import HookResult
 from . import events
 from .backends.base import Closable, LearnsDefaultModel
 from .compaction.cache.breaker import CircuitBreaker
-from .compaction.cache.resume import fingerprint as fingerprint_of
+from .compaction.cache.keys import fingerprint as fingerprint_of
 from .compaction.cache.segments import SegmentSource
 from .compaction.plan.strategies import Strategy, strategy_for
 from .compaction.plan.warm import let_loop_run

@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.compaction.cache.keys import focused_end, plan_tag
 from amplifier_module_context_summarize.compaction.cache.records import (
     WORKING_SET_MAX_TOKENS,
     PlanRecords,
     working_set_key,
     working_set_tag,
 )
-from amplifier_module_context_summarize.compaction.cache.resume import focused_end, plan_tag, walk
+from amplifier_module_context_summarize.compaction.cache.resume import walk
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.messages import content_hash

@@ -25,7 +25,7 @@ from ...stores.records import (
     read,
 )
 from ...working_set.index import RENDER_VERSION, index_of
-from .resume import plan_tag
+from .keys import plan_tag
 
 WORKING_SET_MAX_TOKENS = 2**20
 """Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each

@@ -25,7 +25,7 @@ from ...working_set.facts import authored_text
 from ..plan.job import CompactionReport, Job
 from .breaker import CircuitBreaker
 from .flight import SingleFlight
-from .resume import focused_end
+from .keys import focused_end
 
 logger = logging.getLogger(__name__)
 
