@@ -179,18 +179,20 @@ class Compactor:
             if over_budget and executed.fitting is None:
                 return False
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
-                steer = await self._emit_pre_compact(attempt)
-                await self._postponed(steer, limits, attempt.tokens)  # over the budget: never postponed
-                await self._finish(attempt, executed.fitting)
+                await self._ask_then_install(attempt, executed.fitting, limits)  # over the budget: never postponed
             await self._start_background(limits, provider)
             return True
         if not over_budget and attempt.job.facts.view_tokens(executed.state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
-        steer = await self._emit_pre_compact(attempt)
-        if await self._postponed(steer, limits, attempt.tokens):
-            return True
-        await self._finish(attempt, executed.state)
+        await self._ask_then_install(attempt, executed.state, limits)
         return True
+
+    async def _ask_then_install(self, attempt: Attempt, state: CompactionState, limits: Limits) -> None:
+        """Ask the hooks (``context:pre_compact``), then install ``state`` unless they postpone it (only while the
+        view fits the budget)."""
+        steer = await self._emit_pre_compact(attempt)
+        if not await self._postponed(steer, limits, attempt.tokens):
+            await self._finish(attempt, state)
 
     async def _start_background(self, limits: Limits, provider: Any | None) -> None:
         """Ask the hooks (``context:pre_compact``), then run the summarizer in the background with their focus; a
@@ -247,9 +249,7 @@ class Compactor:
         state = executed.fitting if executed.state is None else executed.state
         if state is None or not masks_further(attempt.before, state) or not attempt.job.facts.fits(state):
             return False
-        steer = await self._emit_pre_compact(attempt)
-        await self._postponed(steer, limits, attempt.tokens)  # past the budget: never postponed
-        await self._finish(attempt, state)
+        await self._ask_then_install(attempt, state, limits)  # past the budget: never postponed
         return True
 
     async def in_band(
