@@ -2,7 +2,7 @@
 
 It holds the lock, the history and the compaction state (in its ``RequestView``), the request's budget
 (``core.budget.RequestBudget``: tool schemas, calibration, the system prompt) and the events. When the view
-passes the threshold, ``compaction.compactor.Compactor`` decides in band, at the soft threshold or in the
+passes the threshold, ``compaction.run.compactor.Compactor`` decides in band, at the soft threshold or in the
 background, and lands what the background wrote. History is never changed by compaction: the state can always
 be rebuilt from the history plus the summary store, which is what makes resume and fork free.
 """

@@ -18,15 +18,31 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import decimal
+import json
+import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager, mount
-from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
+from amplifier_module_context_summarize.__main__ import main as cli_main
+from amplifier_module_context_summarize.config import (
+    _NUMBERS,
+    _SUMMARIZER_NUMBERS,
+    Config,
+    SummarizerConfig,
+    parse_config,
+)
 from amplifier_module_context_summarize.core.invariants import check_view
-from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, openai_turn, replay
+from amplifier_module_context_summarize.testing import (
+    FakeProvider,
+    mixed_history,
+    openai_turn,
+    replay,
+)
 
 BUDGET = 12_000
 
@@ -447,3 +463,135 @@ async def test_unknown_token_encoding_is_accepted_with_an_estimate():
     manager = make({"token_encoding": "no_such_encoding"})
     await manager.add_message({"role": "user", "content": "hello world " * 100})
     assert 0 < await manager.get_token_count() < 1_000
+
+
+# ------------------------------------------------------------------------------- 5. extreme numbers in config
+
+
+def numeric_keys() -> list[str]:
+    """Every numeric key of the config and of its ``summarizer`` mapping, read from the dataclasses."""
+    keys = [f.name for f in dataclasses.fields(Config) if re.search(r"\b(int|float)\b", str(f.type))]
+    keys += [f"summarizer.{f.name}" for f in dataclasses.fields(SummarizerConfig) if "int" in str(f.type)]
+    keys += [f"summarizer.{f.name}" for f in dataclasses.fields(SummarizerConfig) if "float" in str(f.type)]
+    return keys
+
+
+def config_with(key: str, value: Any) -> dict[str, Any]:
+    if key.startswith("summarizer."):
+        return {"summarizer": {"provider": "extractive", key.split(".", 1)[1]: value}}
+    return {key: value}
+
+
+EXTREMES = [math.nan, math.inf, -math.inf, 10**400, 1e300, 10**13]
+
+
+def test_every_numeric_key_is_checked() -> None:
+    assert len(numeric_keys()) >= 24
+    for key in numeric_keys():
+        assert key in _NUMBERS or key.split(".", 1)[1] in _SUMMARIZER_NUMBERS, key
+
+
+@pytest.mark.parametrize("key", numeric_keys())
+@pytest.mark.parametrize("value", EXTREMES, ids=["nan", "inf", "-inf", "10**400", "1e300", "10**13"])
+def test_non_finite_and_huge_numbers_are_refused_naming_the_key(key: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"config key '{key}'")):
+        parse_config(config_with(key, value))
+
+
+async def test_a_huge_token_budget_is_refused_clearly() -> None:
+    manager = create_manager({})
+    await manager.add_message({"role": "user", "content": "hi"})
+    with pytest.raises(ValueError, match="token_budget must be at most"):
+        await manager.get_messages_for_request(token_budget=10**400)
+    assert await manager.get_messages_for_request(token_budget=10**12)
+
+
+@pytest.mark.parametrize("command", ["inspect", "compact"])
+@pytest.mark.parametrize("budget", ["1" + "0" * 400, str(10**12 + 1), "0"])
+def test_the_cli_refuses_a_huge_budget_in_one_line(command: str, budget: str, capsys) -> None:
+    assert cli_main([command, "--example", "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget must be a whole number of tokens" in err
+
+
+def test_the_cli_refuses_a_budget_that_is_no_integer(capsys) -> None:
+    with pytest.raises(SystemExit) as exit:
+        cli_main(["inspect", "--example", "--budget", "1e400"])
+    assert exit.value.code == 2
+
+
+# ------------------------------------------------------------------------------- 7. unhashable fields
+
+
+UNHASHABLE: list[tuple[dict[str, Any], str]] = [
+    ({"role": ["user"], "content": "x"}, "'role'"),
+    ({"role": {"a": 1}, "content": "x"}, "'role'"),
+    ({"role": "user", "content": [{"type": ["text"], "text": "x"}]}, "'content[0].type'"),
+    ({"role": "assistant", "content": [{"type": {"k": "tool_use"}, "id": "a"}]}, "'content[0].type'"),
+    (
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [{"type": ["text"]}]}]},
+        "'content[0].content[0].type'",
+    ),
+    (
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "x"},
+                {"type": "tool_result", "tool_use_id": "a", "output": [{"type": "text"}, {"type": [1]}]},
+            ],
+        },
+        "'content[1].output[1].type'",
+    ),
+    ({"role": "assistant", "content": "x", "thinking_block": {"type": ["thinking"]}}, "'thinking_block.type'"),
+]
+
+
+@pytest.mark.parametrize(("message", "field"), UNHASHABLE)
+async def test_unhashable_role_or_type_is_refused_naming_field_and_index(message: dict[str, Any], field: str) -> None:
+    manager = create_manager({})
+    await manager.add_message({"role": "user", "content": "before"})
+    with pytest.raises(ValueError, match=re.escape("messages[1]: ") + ".*" + re.escape(field)):
+        await manager.add_message(message)
+    with pytest.raises(ValueError, match=re.escape("messages[2]: ") + ".*" + re.escape(field)):
+        await manager.set_messages([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, message])
+    assert await manager.get_messages() == [{"role": "user", "content": "before"}]
+
+
+@pytest.mark.parametrize(("message", "field"), UNHASHABLE)
+def test_the_cli_names_file_and_line_of_an_unhashable_field(message: dict[str, Any], field: str, tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n" + json.dumps(message) + "\n")
+    # A file with a readable message is read (issue 35): the bad line is skipped, named by file, line and field.
+    assert cli_main(["inspect", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {path}:2: skipped: " in err and field in err and err.count("\n") == 1
+    path.write_text(json.dumps(message) + "\n")  # nothing readable: refused, naming the same
+    assert cli_main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1" in err and field in err and err.count("\n") == 1
+
+
+async def test_a_type_of_any_kind_inside_tool_arguments_is_data() -> None:
+    args = [{"type": ["string", "null"]}, {"type": {"a": 1}}]
+    manager = create_manager({"max_tokens": 4_000})
+    history = [{"role": "user", "content": "go"}]
+    for i in range(12):
+        history.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "schema", "input": args}]}
+        )
+        history.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok " * 400}]}
+        )
+    views = await replay(manager, history, FakeProvider(), budget=4_000)
+    assert views[-1]
+
+
+# ---------------------------------------------------------------- smaller: prompts, parallel results, rekey
+
+
+def test_a_prompt_file_that_is_not_utf8_names_the_key(tmp_path: Path) -> None:
+    for name in ("summarize_system", "summarize_user", "merge_system", "merge_user"):
+        (tmp_path / f"{name}.md").write_text("{transcript} {previous_summary} {max_tokens}\n")
+    (tmp_path / "merge_user.md").write_bytes(b"caf\xe9 {transcript}")
+    with pytest.raises(ValueError, match=r"config key 'prompt_dir': .*merge_user\.md is not UTF-8"):
+        create_manager({"prompt_dir": str(tmp_path), "summarizer": "extractive"})

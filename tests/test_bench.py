@@ -12,7 +12,7 @@ from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
 from amplifier_module_context_summarize.benchmark.long_session import KINDS, QUICK_LONG
-from amplifier_module_context_summarize.benchmark.naive import NaiveContextManager
+from amplifier_module_context_summarize.benchmark.recount_baseline import NaiveContextManager
 from amplifier_module_context_summarize.benchmark.report import render
 from amplifier_module_context_summarize.benchmark.run import run_benchmark
 from amplifier_module_context_summarize.benchmark.simulation import SimPlan, allowed_compactions, extends, simulate

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from typing import Any
 
 import pytest
@@ -15,7 +16,12 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.core.invariants import check_view
-from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
+from amplifier_module_context_summarize.testing import (
+    FakeProvider,
+    mixed_history,
+    tool_call,
+    tool_result,
+)
 
 BUDGET = 12_000
 
@@ -142,3 +148,83 @@ async def test_set_messages_and_clear_racing_with_requests_stay_consistent():
     view = await manager.get_messages_for_request(BUDGET, provider)
     check(view, manager)
     assert first[-1] in view
+
+
+# ------------------------------------------------------------------------------- 9. a flight orphaned by its loop
+
+
+class NeverAnswers(FakeProvider):
+    """A session provider whose summaries never come back (the loop is closed under them)."""
+
+    async def complete(self, request: Any, **kwargs: Any) -> Any:
+        self.requests.append(request)
+        await asyncio.Event().wait()
+
+
+def heavy_turns(start: int, count: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(start, start + count):
+        out += [
+            {"role": "user", "content": f"Look at file {i}. " + "Please read it carefully. " * 40},
+            tool_call("openai", f"c{i}", "bash", {"command": f"cat src/f{i}.py"}),
+            tool_result("openai", f"c{i}", f"line {i} of the file\n" * 60),
+            {"role": "assistant", "content": f"File {i} is fine."},
+        ]
+    return out
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_a_flight_orphaned_by_a_closed_loop_is_dropped(prefetch: bool) -> None:
+    config = {"max_tokens": 6_000, "observation_masking": False, "compaction_deadline_s": 20, "prefetch": prefetch}
+    manager = create_manager(config)
+    provider = NeverAnswers()
+
+    async def until_in_flight() -> bool:
+        for message in heavy_turns(0, 40):
+            await manager.add_message(message)
+            await manager.get_messages_for_request(provider=provider)
+            if manager.background.running or manager.prefetcher.busy:
+                return True
+        return False
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(until_in_flight())
+    finally:
+        loop.close()  # without cancelling the flight's task
+
+    async def go_on() -> tuple[float, list[dict[str, Any]]]:
+        longest, view = 0.0, []
+        for message in heavy_turns(40, 30):
+            await manager.add_message(message)
+            began = time.monotonic()
+            view = await manager.get_messages_for_request(provider=FakeProvider())
+            longest = max(longest, time.monotonic() - began)
+        return longest, view
+
+    longest, view = asyncio.run(go_on())
+    assert longest < 5.0 and manager.counter.count_messages(view) <= 6_000
+
+
+class SwitchingModel(NeverAnswers):
+    default_model = "model-a"
+
+
+async def test_a_summary_in_flight_when_the_default_model_changes_is_cancelled() -> None:
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": 6_000, "observation_masking": False}, hooks=recorder)
+    provider = SwitchingModel()
+    for message in heavy_turns(0, 40):
+        await manager.add_message(message)
+        await manager.get_messages_for_request(provider=provider)
+        if manager.background.running:
+            break
+    assert manager.background.running
+    before = manager.fingerprint
+    provider.default_model = "model-b"
+    await manager.add_message({"role": "user", "content": "and now?"})
+    await manager.get_messages_for_request(provider=provider)
+    assert manager.fingerprint != before
+    reasons = [data.get("reason") for _, data in recorder.get_events("context:background_compaction")]
+    assert "rekeyed" in reasons
+    await manager.clear()

@@ -12,6 +12,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from amplifier_module_context_summarize.backends.base import Fault
 from amplifier_module_context_summarize.summarizer.extractive import (
     EMPTY_SPAN,
     REQUEST_CLIPS,
@@ -22,6 +23,8 @@ from amplifier_module_context_summarize.summarizer.extractive import (
     is_announcement,
     is_decision,
 )
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts
+from amplifier_module_context_summarize.summarizer.span import Outcome, SpanSummarizer, SummarizerSettings
 from amplifier_module_context_summarize.testing import tool_call, tool_result
 
 SHAPES = ("openai", "anthropic", "amplifier", "mixed", "orchestrator", "orchestrator_json", "streaming")
@@ -428,3 +431,25 @@ def test_packing_a_long_section_writes_only_what_can_fit_and_packs_the_same(word
     section = _Section(items, REQUEST_CLIPS, noun="request")
     for count in (rough, cl100k):
         assert _pack(section, room, count) == _pack_by_counting_everything(section, room, count)
+
+
+def test_the_span_summarizer_shows_every_extractive_summary_to_its_observers() -> None:
+    summarizer = SpanSummarizer(None, load_prompts(), rough, SummarizerSettings(400, 100_000, 30.0, None))
+    seen: list[tuple[int, str]] = []
+    summarizer.on_extractive.append(lambda span, outcome: seen.append((len(span), outcome.text)))
+    first = summarizer.extractive(session("openai"), None, None)
+    second = summarizer.extractive(session("openai", 1), first.text, Fault.TIMEOUT)
+    assert seen == [(len(session("openai")), first.text), (len(session("openai", 1)), second.text)]
+    assert second.fallback == Fault.TIMEOUT
+
+
+def test_an_observer_that_raises_does_not_cost_the_summary() -> None:
+    summarizer = SpanSummarizer(None, load_prompts(), rough, SummarizerSettings(400, 100_000, 30.0, None))
+    seen: list[str] = []
+
+    def broken(span: list[dict[str, Any]], outcome: Outcome) -> None:
+        raise RuntimeError("observer bug")
+
+    summarizer.on_extractive += [broken, lambda span, outcome: seen.append(outcome.text)]
+    outcome = summarizer.extractive(session("openai"), None, None)
+    assert outcome.fallback is None and outcome.text.strip() and seen == [outcome.text]

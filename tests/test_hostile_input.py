@@ -22,6 +22,7 @@ import math
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,17 @@ from amplifier_module_context_summarize.evaluation.cassette import Cassette
 from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
 from amplifier_module_context_summarize.summarizer import span as summarize
-from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
+from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+from amplifier_module_context_summarize.testing import (
+    EventRecorder,
+    FakeProvider,
+    mixed_history,
+    replay,
+    tool_call,
+    tool_result,
+)
+from amplifier_module_context_summarize.working_set.definitions import names_in
+from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
 
 BUDGET = 6_000
 SECRET = "sk-ant-api03-SECRET7731xyz"
@@ -789,3 +800,136 @@ def test_eval_corpus_and_cassette_files_are_read_as_untrusted(tmp_path, capsys):
         Cassette.open(tmp_path, "replay")
     assert main(["eval", "--corpus", str(tmp_path / "missing"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+DEEP = "[" * 3_000 + "]" * 3_000
+
+
+def deep_call_session(turns: int = 14) -> list[dict[str, Any]]:
+    """A session whose first call carries arguments nested 3,000 deep as a JSON string, then ordinary turns."""
+    call = {"id": "deep", "type": "function", "function": {"name": "bash", "arguments": DEEP}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "deep", "content": "exit code 0\n" + "x" * 3_000},
+    ]
+    for i in range(turns):
+        messages += [
+            {"role": "user", "content": f"step {i} " + "word " * 400},
+            tool_call("openai", f"c{i}", "bash", {"command": f"cat f{i}.py"}),
+            tool_result("openai", f"c{i}", "line\n" * 600),
+        ]
+    return messages
+
+
+# ------------------------------------------------------------------------------- 1. deep JSON in arguments
+
+
+def test_deep_json_arguments_are_read_as_text_by_the_ledger() -> None:
+    call = {"id": "d", "type": "function", "function": {"name": "write_file", "arguments": DEEP}}
+    facts = extract([{"role": "assistant", "content": "", "tool_calls": [call]}])
+    assert facts.outcomes == ()  # no exception, nothing to read
+
+
+def test_deep_json_tool_output_is_read_as_text() -> None:
+    messages = [
+        tool_call("openai", "c", "bash", {"command": "run"}),
+        tool_result("openai", "c", "{" + '"a":' * 3_000 + "1" + "}" * 3_000),
+    ]
+    assert len(extract(messages).outcomes) == 1
+
+
+@pytest.mark.parametrize("strategy", ["summarize", "mask", "truncate", "extractive"])
+async def test_deep_json_arguments_never_brick_a_session(strategy: str) -> None:
+    manager = create_manager({"max_tokens": 4_000, "compaction_strategy": strategy, "background_compaction": False})
+    views = await replay(manager, deep_call_session(), FakeProvider(), budget=4_000)
+    assert len(views[-1]) < len(manager.history.messages)
+    resumed = create_manager({"max_tokens": 4_000, "compaction_strategy": strategy, "background_compaction": False})
+    await resumed.set_messages(manager.history.messages)
+    assert await resumed.get_messages_for_request(provider=FakeProvider())
+
+
+# ------------------------------------------------------------------------------- 3. linear regexes
+
+
+def seconds(fn: Any, *args: Any) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def outcome_of(output: str) -> Any:
+    return extract([tool_call("openai", "c", "bash", {"command": "make"}), tool_result("openai", "c", output)])
+
+
+def command_facts(command: str) -> Any:
+    return extract([tool_call("openai", "c", "bash", {"command": command})])
+
+
+def definitions_of(code: str) -> Any:
+    return names_in(code, "a.py")
+
+
+PATHOLOGICAL: list[tuple[str, Any, Any]] = [
+    ("exit code + spaces", outcome_of, lambda n: "exit code" + " " * n),
+    ("exit code + blank lines", outcome_of, lambda n: "exit code" + "\n" * n),
+    ("returncode : spaces", looks_failed, lambda n: "returncode" + " " * n + ":" + " " * n + "x"),
+    ("error line of exit codes", error_line, lambda n: ("exit code " + " " * 50 + "\n") * (n // 60)),
+    ("commit lines without ')'", outcome_of, lambda n: "[main (x\n" * (n // 9)),
+    ("blank .py lines", definitions_of, lambda n: "\n" * n),
+    ("indented .py lines", definitions_of, lambda n: ("    " + "\n") * (n // 5) + "x"),
+    ("java modifiers", lambda t: names_in(t, "A.java"), lambda n: ("public " * 50 + "a " * 100 + "\n") * (n // 550)),
+    ("java spaces", lambda t: names_in(t, "A.java"), lambda n: ("public a" + " " * 390 + "b\n") * (n // 400)),
+    ("shell trailing blanks", lambda t: names_in(t, "a.sh"), lambda n: ("f()" + " " * 390 + "x\n") * (n // 395)),
+    ("js function blanks", lambda t: names_in(t, "a.js"), lambda n: ("function" + " " * 390 + "!\n") * (n // 400)),
+    ("js unclosed params", lambda t: names_in(t, "a.js"), lambda n: "const a = (\n" * (n // 12)),
+    ("pipes into head", command_facts, lambda n: "x" + " | head" * (n // 7)),
+    ("PR and spaces", outcome_of, lambda n: ("PR" + " " * 98 + "\n") * (n // 100)),
+    ("short ids", outcome_of, lambda n: "ab-" + "1a" * (n // 2) + "-"),
+    ("exit code of n digits", outcome_of, lambda n: "exit code: " + "7" * n),
+    ("recorded returncode of n digits", outcome_of, lambda n: "<returncode>" + "1" * n + "</returncode>"),
+    ("Gemini exit code of n digits", outcome_of, lambda n: "Error: (none)\nExit Code: " + "0" * n),
+    ("one long shell word", command_facts, lambda n: "echo " + "a" * n),
+    ("an unclosed heredoc quote", command_facts, lambda n: "cat <<'" + "a" * n),
+    ("a Windows path of n segments", command_facts, lambda n: "type " + "a\\" * (n // 2)),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "make_text"), PATHOLOGICAL, ids=[p[0] for p in PATHOLOGICAL])
+def test_regexes_over_message_content_are_linear(name: str, fn: Any, make_text: Any) -> None:
+    small, large = make_text(50_000), make_text(100_000)
+    fn(small)  # warm up
+    t_small = min(seconds(fn, small) for _ in range(2))
+    t_large = min(seconds(fn, large) for _ in range(2))
+    assert t_large < 1.0, f"{name}: {t_large:.2f}s for 100k characters"
+    assert t_large < 3 * t_small + 0.05, f"{name}: {t_small:.3f}s at 50k, {t_large:.3f}s at 100k"
+
+
+def test_extractive_summary_of_pathological_text_is_fast() -> None:
+    messages = [
+        {"role": "user", "content": "now " * 25_000},
+        {"role": "assistant", "content": "exit code" + " " * 50_000},
+        tool_call("openai", "c", "bash", {"command": "x" + " | head" * 10_000}),
+        tool_result("openai", "c", "[main (x\n" * 10_000),
+    ]
+    elapsed = seconds(lambda: extractive_summary(messages, previous_summary=None, max_tokens=2_000, count_tokens=len))
+    assert elapsed < 2.0
+
+
+def test_definitions_still_read_one_line_heads() -> None:
+    code = "class A:\n\n\n    def b(self):\n        pass\nasync def c():\n"
+    assert names_in(code, "a.py") == ["A", "b", "c"]
+    java = "public class A {\n  public static <T> List<T> items(int n) {\n  protected Map<String, Integer> m (\n"
+    assert names_in(java, "A.java") == ["A", "items", "m"]
+    assert names_in("f() {\n}\ng()  \n", "a.sh") == ["f", "g"]
+
+
+def test_exit_codes_still_read() -> None:
+    cases = [("exit code: 3", True), ("exit code 0", False), ('"returncode": 2', True), ("exit status=1", True)]
+    for text, code in [*cases, ("exit code: 0", False), ("exit code  =  7", True)]:
+        assert looks_failed(text) is code, text
+
+
+def test_deep_json_payload_is_json() -> None:
+    with pytest.raises(RecursionError):
+        json.loads(DEEP)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,8 +16,10 @@ import pytest
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.__main__ import main
+from amplifier_module_context_summarize.__main__ import main as cli_main
 from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
 from amplifier_module_context_summarize.compaction.view.losses import account, newly_hidden
+from amplifier_module_context_summarize.core.messages import REPLACEMENT
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
 
 BUDGET = 6_000
@@ -244,3 +247,29 @@ def test_the_report_has_no_horizontal_page_scroll_on_a_phone(tmp_path):
     scroll_width, client_width = json.loads(html.unescape(found.group(1)))
     assert client_width <= 500
     assert scroll_width <= client_width
+
+
+LONE = "\ud83d"
+# ------------------------------------------------------------------------------- 6. inspect and surrogates
+
+
+def surrogate_session(path: Path) -> Path:
+    messages = [{"role": "user", "content": f"emoji {LONE} cut"}]
+    for i in range(30):
+        messages.append(tool_call("openai", f"c{i}", "bash", {"command": f"cat {LONE}{i}.txt"}, f"Reading {LONE}"))
+        messages.append(tool_result("openai", f"c{i}", f"half {LONE} an emoji\n" + "row\n" * 400))
+    path.write_text("\n".join(json.dumps(m) for m in messages) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["s.jsonl", "s\udcff.jsonl"], ids=["utf8-name", "non-utf8-name"])
+def test_inspect_prints_and_writes_html_for_lone_surrogates(name: str, tmp_path: Path, capsys) -> None:
+    session = surrogate_session(Path(os.fsdecode(os.fsencode(tmp_path)) + "/" + name))
+    html = tmp_path / "out.html"
+    assert cli_main(["inspect", "--budget", "4000", str(session)]) == 0
+    out = capsys.readouterr().out
+    assert REPLACEMENT in out and "\ud83d" not in out
+    out.encode("utf-8")
+    assert cli_main(["inspect", "--budget", "4000", "--html", str(html), str(session)]) == 0
+    text = html.read_text(encoding="utf-8")
+    assert REPLACEMENT in text and text.rstrip().endswith("</html>")

@@ -1,6 +1,7 @@
 """Behaviour of the summarizing context manager: views, cache, hysteresis, budget, failure, events."""
 
 import asyncio
+import time
 
 import pytest
 from amplifier_core import llm_errors
@@ -416,3 +417,38 @@ async def test_only_the_view_writes_what_it_shows_and_a_shown_without_its_reques
     view.remember_shown(state, stale)
     assert view.shown() is not stale and view.shown() == shows  # for no request: the pin is re-derived
     assert view.shown_memo.request == manager.history.latest_request
+
+
+async def test_parallel_tool_results_are_added_in_linear_time() -> None:
+    async def add(count: int) -> float:
+        manager = create_manager({})
+        calls = [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+            for i in range(count)
+        ]
+        await manager.add_message({"role": "user", "content": "go"})
+        await manager.add_message({"role": "assistant", "content": "", "tool_calls": calls})
+        began = time.perf_counter()
+        for i in range(count):
+            await manager.add_message({"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}"})
+        view = await manager.get_messages_for_request()
+        assert len(view) == count + 2 and manager.history.total == manager.counter.count_messages(view)
+        return time.perf_counter() - began
+
+    await add(100)
+    small, large = await add(1_000), await add(2_000)
+    assert large < 1.0 and large < 4 * small + 0.05, f"{small:.3f}s for 1,000 results, {large:.3f}s for 2,000"
+
+
+async def test_history_of_only_system_messages_over_budget_calls_no_summarizer():
+    """Nothing but system messages can be cut: summarizing the empty span cost two provider calls and added
+    a summary of nothing to a view that was already over budget."""
+    manager = create_manager({"max_tokens": 1000})
+    system = [{"role": "system", "content": f"rule {i} " + "x " * 300} for i in range(5)]
+    for message in system:
+        await manager.add_message(message)
+    provider = FakeProvider()
+    view = await manager.get_messages_for_request(token_budget=1000, provider=provider)
+    assert provider.requests == []
+    assert view == system
+    assert not any(str(m.get("content")).startswith(SUMMARY_MARKER) for m in view)

@@ -30,17 +30,11 @@ def test_sections_are_joined_oldest_first_and_the_oldest_items_go_first():
 
 
 @pytest.mark.slow
-async def test_offline_merges_read_summaries_not_the_history(monkeypatch):
+async def test_offline_merges_read_summaries_not_the_history():
     """Compaction cost must not grow with the session: no merge re-reads the span it stands for."""
     manager = create_manager({"max_tokens": 6_000, "summarizer": "extractive", "summary_budget_ratio": 0.05})
     spans: list[int] = []
-    extractive = manager.summarizer.extractive
-
-    def counting(messages, previous, fallback, **options):
-        spans.append(len(messages))
-        return extractive(messages, previous, fallback, **options)
-
-    monkeypatch.setattr(manager.summarizer, "extractive", counting)
+    manager.summarizer.on_extractive.append(lambda span, outcome: spans.append(len(span)))
     history = mixed_history(200)
     await replay(manager, history, None, budget=6_000)
     assert manager.state.segments and max(s.tier for s in manager.state.segments) >= 1  # merges happened

@@ -8,14 +8,31 @@ import re
 from typing import Any
 
 import pytest
+import regex
 from amplifier_core import AmplifierSession
 from amplifier_core.models import ToolResult
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_amplifier_session import install_test_modules
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, RecallTool, create_manager
+from amplifier_module_context_summarize.core.messages import REPLACEMENT
 from amplifier_module_context_summarize.core.state import RECALL_LINE
-from amplifier_module_context_summarize.recall.tool import PAGE_CHARS, SEARCH_OUTPUT_CHARS
-from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay, tool_call, tool_result
+from amplifier_module_context_summarize.recall.tool import (
+    MAX_PATTERN_COST,
+    MAX_REPEAT,
+    PAGE_CHARS,
+    SEARCH_FLAGS,
+    SEARCH_OUTPUT_CHARS,
+    pattern_problem,
+)
+from amplifier_module_context_summarize.testing import (
+    FakeProvider,
+    mixed_history,
+    replay,
+    tool_call,
+    tool_result,
+)
 
 BUDGET = 12_000
 LOG_LINE = "collected item {i}: tests/test_module_{i}.py::test_case PASSED in 0.{i}s\n"
@@ -264,3 +281,168 @@ async def test_the_oracle_recall_row_gets_back_what_the_view_lost_and_charges_it
     recalled = score_with_recall(views[-1], probe, tokens, RecallTool(manager), manager.counter)
     assert plain.key_score == 0.0 and recalled.key_score == 1.0
     assert recalled.view_tokens > tokens
+
+
+LONE = "\ud83d"
+# ------------------------------------------------------------------------------- 2, 11. the recall tool
+
+
+async def recall_manager(lone: str = "") -> Any:
+    """A compacted session whose hidden outputs hold ``lone`` (a lone surrogate, or nothing) and "xxxx"."""
+    manager = create_manager({"max_tokens": 6_000})
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    for t in range(24):
+        history.append(tool_call("openai", f"c{t}", "bash", {"command": f"cat f{t}.txt"}, f"Reading {t}{lone}."))
+        history.append(tool_result("openai", f"c{t}", f"emoji {lone} cut xxxx\n" + f"line {t}\n" * 300))
+    await replay(manager, history, FakeProvider(), budget=6_000)
+    assert manager.state.tail_start > 0
+    return manager
+
+
+HOSTILE_PATTERNS = [
+    "(?:a{65535}){65535}",
+    "(?:x|(?R)){1,100}",
+    "(?:x|(?0)){1,100}",
+    "(a)(?:x|(?1)){1,100}",
+    "(?P<n>a)(?&n){1000}",
+    "(?P<n>a)(?P>n)",
+    r"(a)\g<1>",
+    "(?:xx){e<=3}",
+    "((((a{20}){20}){20}){20})",
+    "a{1001}",
+    "a{99999999999999999999}",
+]
+
+
+@pytest.mark.parametrize("pattern", HOSTILE_PATTERNS)
+async def test_a_costly_regex_is_refused_as_an_error_result(pattern: str) -> None:
+    tool = RecallTool(await recall_manager())
+    result = await tool.execute({"operation": "search", "query": pattern, "regex": True})
+    assert isinstance(result, ToolResult) and not result.success
+    assert "refused" in result.error["message"]
+    result.model_dump_json()
+
+
+async def test_ordinary_regexes_still_search() -> None:
+    tool = RecallTool(await recall_manager())
+    for query in [r"line \d+", "(?:x{2}){2}", "x{1,1000}", r"cat f\d\.txt", "(li)(ne)"]:
+        result = await tool.execute({"operation": "search", "query": query, "regex": True})
+        assert result.success and result.output["results"], query
+
+
+async def test_memory_errors_while_matching_are_an_error_result(monkeypatch) -> None:
+    tool = RecallTool(await recall_manager())
+
+    def exhausted(self: Any, input: dict[str, Any]) -> dict[str, Any]:
+        raise MemoryError
+
+    monkeypatch.setattr(RecallTool, "search", exhausted)
+    result = await tool.execute({"operation": "search", "query": "x"})
+    assert not result.success and "MemoryError" in result.error["message"]
+
+
+async def test_recall_output_never_carries_a_lone_surrogate() -> None:
+    manager = await recall_manager(LONE)
+    tool = RecallTool(manager)
+    found = await tool.execute({"operation": "search", "query": "emoji"})
+    assert found.success and found.output["results"]
+    found.model_dump_json()
+    by_query = await tool.execute({"operation": "search", "query": f"emoji {LONE}"})
+    by_query.model_dump_json()
+    handle = found.output["results"][0]["handle"]
+    page = await tool.execute({"operation": "fetch", "handle": handle})
+    assert page.success and REPLACEMENT in page.output["text"]
+    page.model_dump_json()
+    refused = await tool.execute({"operation": "fetch", "handle": f"m1-{LONE}"})
+    assert not refused.success
+    refused.model_dump_json()
+
+
+# ------------------------------------------------------------------------ 5. regex cost from the parsed pattern
+
+
+REGEX_EXAMPLES = 300
+"""Generated patterns (verbose spaces, newlines, # and (?#…) comments between a group and its count, nesting)."""
+FUZZ_EXAMPLES = 300
+"""Patterns of random regex punctuation: the check never raises, and what it accepts compiles cheaply."""
+
+BOMBS = [
+    "(?x)(?:(?:a{1000}) {1000}) {1000}",  # the issue's 33 characters: 10⁹ items
+    "(?:(?:a{1000})(?#c){1000})(?#c){1000}",
+    "(?x)(?:(?:a{1000}) # once\n {1000}) # twice\n {1000}",
+    "(?x:(?:(?:a{200})\n{200}))",
+    "(?x)(?:a{1000})\t{21}",
+    "(?x)(?: (?: (?: a {30} ) {30} ) {30} )",
+]
+
+
+@pytest.mark.parametrize("pattern", BOMBS)
+async def test_verbose_and_comment_spellings_of_a_bomb_are_refused(pattern: str) -> None:
+    problem = pattern_problem(pattern)
+    assert problem and f"{MAX_PATTERN_COST:,}" in problem, problem
+
+    tool = RecallTool(await recall_manager())
+    result = await tool.execute({"operation": "search", "query": pattern, "regex": True})
+    assert not result.success and "regular expression refused" in result.error["message"]
+
+
+async def test_incompatible_flags_are_an_error_result_not_a_crash() -> None:
+
+    tool = RecallTool(await recall_manager())
+    result = await tool.execute({"operation": "search", "query": "(?V1)line", "regex": True})
+    assert not result.success and "flags" in result.error["message"]
+
+
+@st.composite
+def regex_trees(draw: Any, depth: int = 0) -> tuple[str, int, str]:
+    """(verbose spelling parts, items it unrolls to, a text it matches); spelled with the separators below."""
+    if depth >= 3 or draw(st.booleans()):
+        letter = draw(st.sampled_from("abcxyz"))
+        return letter, 1, letter
+    items = draw(st.lists(regex_trees(depth + 1), min_size=1, max_size=3))
+    body = "".join(s for s, _, _ in items)
+    cost = sum(c for _, c, _ in items)
+    text = "".join(t for _, _, t in items)
+    if draw(st.booleans()):
+        count = draw(st.sampled_from([1, 2, 3, 10, 50, 200, 1000]))
+        return f"(?:{body})\x00{{{count}}}", max(cost, 1) * count, text * count
+    return f"(?:{body})", cost, text
+
+
+VERBOSE_GAPS = [" ", "\n", "  # a comment\n", "\t", "(?#note)", " (?#x) "]
+PLAIN_GAPS = ["", "(?#note)", "(?#a)(?#b)"]
+
+
+@settings(max_examples=REGEX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regex_trees(), st.sampled_from(["(?x)", "(?x:", ""]), st.data())
+def test_generated_patterns_are_judged_by_what_they_unroll_to(tree: tuple[str, int, str], mode: str, data) -> None:
+    spelled, cost, text = tree
+    gaps = VERBOSE_GAPS if mode else PLAIN_GAPS
+    pieces = spelled.split("\x00")
+    pattern = pieces[0] + "".join(data.draw(st.sampled_from(gaps)) + piece for piece in pieces[1:])
+    pattern = {"(?x)": f"(?x){pattern}", "(?x:": f"(?x:{pattern})", "": pattern}[mode]
+    problem = pattern_problem(pattern)
+    if cost > MAX_PATTERN_COST:
+        assert problem and "unroll" in problem, (pattern, cost)
+        return
+    assert problem is None, (pattern, cost, problem)
+    compiled = regex.compile(pattern, SEARCH_FLAGS)  # cheap: at most MAX_PATTERN_COST items
+    assert compiled.fullmatch(text), (pattern, "the spelling does not say what the tree says")
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.sampled_from(list("(){}?:#x a\n*+|[]\\,0123456789-^$.")), max_size=40))
+def test_random_punctuation_never_breaks_the_check(pattern: str) -> None:
+    problem = pattern_problem(pattern)
+    assert problem is None or isinstance(problem, str)
+    if problem is None:  # accepted: it compiles (or is reported invalid), never a bomb
+        try:
+            compiled = regex.compile(pattern, SEARCH_FLAGS)
+        except (regex.error, ValueError):
+            return
+        compiled.search("xa a\n" * 50, timeout=1.0)
+
+
+def test_repeat_counts_over_the_limit_are_refused_however_spelled() -> None:
+    for pattern in [f"a{{{MAX_REPEAT + 1}}}", f"(?x)a {{{MAX_REPEAT + 1}}}", f"a(?#c){{0,{MAX_REPEAT + 1}}}"]:
+        assert "repeat count" in (pattern_problem(pattern) or ""), pattern

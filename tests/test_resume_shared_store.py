@@ -12,7 +12,7 @@ from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL
 from amplifier_module_context_summarize.stores import MemoryStore
-from amplifier_module_context_summarize.testing import replay
+from amplifier_module_context_summarize.testing import FakeProvider, mixed_history, replay
 
 BASE = {"background_compaction": False, "compaction_strategy": "extractive"}
 
@@ -74,3 +74,43 @@ async def test_sessions_of_mixed_budgets_sharing_a_store_each_resume_their_own_v
         views.append(await live(store, full[:length], budget))
     for budget, length, view in zip(budgets, lengths, views, strict=False):
         assert await resumed(store, full[:length], budget) == view, f"budget {budget}, {length} messages"
+
+
+async def test_parent_resume_is_unchanged_by_a_fork_that_cut_the_shared_prefix_differently():
+    """A fork with a larger budget caches longer segments over the shared prefix: the parent's resume must
+    still walk its own segments (the walk reaching furthest), not stop after the fork's."""
+    cache = MemoryStore()
+    history = mixed_history(60)
+    # In band: with background compactions, whether a flight stored a summary the parent never installed depends
+    # on the machine's load (a resume may then take a cut from the cache that the live parent has not made yet).
+    in_band = {"background_compaction": False}
+    parent = create_manager({"max_tokens": 12_000, **in_band}, store=cache)
+    await replay(parent, history, FakeProvider(), budget=12_000)
+
+    child = create_manager({"max_tokens": 14_000, **in_band}, store=cache)
+    fork = [*history[:150], {"role": "user", "content": "child task " * 50}]
+    await replay(child, fork, FakeProvider(), budget=14_000)
+    assert child.state.segments[0].end != parent.state.segments[0].end  # the fork really cut the prefix differently
+    # The parent's view once its background compaction (stored while the fork ran) has landed: what it sends next.
+    live = await parent.get_messages_for_request(token_budget=12_000, provider=FakeProvider())
+
+    resumed = create_manager({"max_tokens": 12_000, **in_band}, store=cache)
+    await resumed.set_messages(history)
+    provider = FakeProvider()
+    view = await resumed.get_messages_for_request(token_budget=12_000, provider=provider)
+    assert provider.requests == []
+    assert view == live
+
+
+async def test_a_tier_merge_that_was_not_used_is_not_walked_on_resume():
+    """A merge that came out no smaller than its parts is discarded; caching it made a resume use it."""
+    config = {"summarizer": "extractive", "max_tokens": 2000, "summary_max_tokens": 2000}
+    cache = MemoryStore()
+    history = mixed_history(60, size=1)
+    manager = create_manager(config, store=cache)
+    await replay(manager, history, None, budget=2000, check=False)
+    live = await manager.get_messages_for_request(token_budget=2000)
+
+    resumed = create_manager(config, store=cache)
+    await resumed.set_messages(history)
+    assert await resumed.get_messages_for_request(token_budget=2000) == live

@@ -521,3 +521,48 @@ async def test_the_open_backoff_doubles_up_to_its_cap(path: Path) -> None:
     gaps = [b - a for a, b in zip(tries, tries[1:], strict=False)]
     assert gaps[:3] == [OPEN_RETRY_S, 2 * OPEN_RETRY_S, 4 * OPEN_RETRY_S]
     assert max(gaps) == OPEN_RETRY_MAX_S and len(tries) < 30
+
+
+# ------------------------------------------------------------------------------- 10. the SQLite LRU and the clock
+
+
+class SteppedClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def summary(i: int, kind: str) -> CachedSummary:
+    return CachedSummary(f"{kind}{i}", f"e{i}", f"summary {kind} {i}", 5, 2, 0)
+
+
+@pytest.mark.parametrize("step_back", [5_000.0, 10.0, 1e9])
+async def test_sqlite_lru_survives_the_clock_stepping_back(tmp_path: Path, step_back: float) -> None:
+    clock = SteppedClock(1_700_000_000.0)
+    async with SqliteStore(tmp_path / "s.sqlite", max_entries=10, clock=clock) as store:
+        for i in range(10):
+            await store.put(summary(i, "stale"))
+        clock.now -= step_back  # NTP correction, or a VM restored from a snapshot
+        await store.put(summary(0, "fresh"))
+        for i in range(1, 10):
+            assert await store.get("fresh0", "e0") is not None  # hits keep it the most recently used
+            await store.put(summary(i, "fresh"))
+        fresh = [i for i in range(10) if await store.get(f"fresh{i}", f"e{i}") is not None]
+        stale = [i for i in range(10) if await store.get(f"stale{i}", f"e{i}") is not None]
+    assert fresh == list(range(10)) and stale == [], (fresh, stale)
+
+
+async def test_sqlite_lru_reads_stamps_of_a_file_written_before(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with SqliteStore(path, max_entries=10, clock=lambda: 1_800_000_000.0) as store:  # a fast clock
+        for i in range(10):
+            await store.put(summary(i, "old"))
+    clock = SteppedClock(1_700_000_000.0)
+    async with SqliteStore(path, max_entries=10, clock=clock) as store:
+        for i in range(5):
+            await store.put(summary(i, "new"))
+        assert all([await store.get(f"new{i}", f"e{i}") for i in range(5)])
+        assert await store.count() <= 10

@@ -241,3 +241,58 @@ async def test_random_pins_and_budgets_every_view_fits_keeps_the_latest_request_
             raise AssertionError(f"a pin within its share ({tokens} tokens, room {room:.0f}) is not verbatim")
         else:
             PIN_STATS["pins_dropped_by_room"] += 1
+
+
+WORDS = (
+    "alpha failed function empty; --stat delta error when backoff ok pytest the is diff gamma import None with 3f2a1b"
+)
+OUTPUT = (
+    "3f2a1b tests/test_app.py refactor cache git beta passed returns retry commit src/app.py TypeError the "
+    "https://example.com/api alpha failed function empty; --stat delta error when backoff ok pytest the is diff "
+    "gamma import None with "
+)
+
+
+def _calls(*ids):
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "cat {i}"}}'}}
+            for i in ids
+        ],
+    }
+
+
+HYPOTHESIS_HISTORY = [
+    {"role": "system", "content": "You are a careful coding agent."},
+    {"role": "user", "content": ""},
+    _calls("call_0", "call_1", "call_2"),
+    {"role": "tool", "tool_call_id": "call_0", "content": ""},
+    {"role": "system", "content": "Reminder: gamma import None with 3f2a1b tests/test_app.py"},
+    *[{"role": "user", "content": ""} for _ in range(6)],
+    {"role": "user", "content": "TypeError the https://example.com/api alpha"},
+    {"role": "user", "content": WORDS},
+    _calls("call_3", "call_4"),
+    {"role": "tool", "tool_call_id": "call_3", "content": "None with 3f2a1b tests/test_app.py"},
+    {"role": "tool", "tool_call_id": "call_4", "content": OUTPUT + OUTPUT.split(" ok pytest")[0]},
+]
+
+
+async def test_pinned_request_clipped_just_over_its_limit_does_not_push_a_fitting_view_over_budget():
+    """Found by the property suite: the pin (and a tool output) a few characters over its clip limit came out
+    *longer* with the clip marker, so a view that fits (299 tokens) was returned at 310 for a 300 budget."""
+    from test_properties import run_scenario
+
+    scenario = {
+        "history": HYPOTHESIS_HISTORY,
+        "points": [0, 15],
+        "config": {
+            "compaction_strategy": "summarize",
+            "summary_max_tokens": 32,
+            "failure_cooldown_s": 300.0,
+            "summarizer": {"max_retries": 0},
+        },
+        "budget": 300,
+    }
+    await run_scenario(scenario)

@@ -33,6 +33,7 @@ from typing import Any
 from .. import create_manager
 from ..backends.base import Completion
 from ..core.messages import scrub_text
+from ..core.tables import markdown_table
 from ..evaluation.loader import Session
 from ..evaluation.models import SIMULATED, ModelSpec, build_backend
 from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
@@ -477,7 +478,7 @@ def render(result: CostResult) -> str:
                     ratio,
                 ]
             )
-        lines += _table(header, body) + [""]
+        lines += markdown_table(header, body) + [""]
     lines.append(f"{result.seconds:.0f} s")
     return "\n".join(lines) + "\n"
 
@@ -487,14 +488,6 @@ def _table_of(result: CostResult, label: str) -> PriceTable:
     if chosen is not None:
         return chosen
     return next(t.with_summarizer(CHEAP_SUMMARIZER[t.provider]) for t in result.tables if label.startswith(t.provider))
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(header) + " |",
-        "| " + " | ".join("---" for _ in header) + " |",
-        *("| " + " | ".join(row) + " |" for row in rows),
-    ]
 
 
 def load_raw(folder: str | Path) -> list[Session]:

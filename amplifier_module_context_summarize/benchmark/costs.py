@@ -14,7 +14,7 @@ from typing import Any
 
 from ..manager import SUMMARY_MARKER, SummarizingContextManager
 from .fixtures import BUDGET, Fixture, turn_until_compaction
-from .naive import NaiveContextManager, chars_estimate
+from .recount_baseline import NaiveContextManager, chars_estimate
 from .timing import SummarizerClock, gc_paused
 
 STATES = ("compacted", "open")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.tables import markdown_table
 from .prices import PRICES_DATE, TABLES
 from .prompt_cache import CacheUsage, bill
 from .runner import Run
@@ -65,7 +66,6 @@ def cost_table(cost: dict[str, Any]) -> str:
                 f"{share:.0%}" if share is not None else "—",
             ]
         rows.append(row)
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines = markdown_table(header, rows)
     labels = "; ".join(t["label"] for t in tables.values())
     return "\n".join(lines) + f"\n\nprompt-cache cost at {labels}"

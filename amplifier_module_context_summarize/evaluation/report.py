@@ -10,6 +10,7 @@ from statistics import mean
 from typing import Any
 
 from ..cli.output import check_folder, write_file
+from ..core.tables import markdown_table
 from .cost_report import cost_summary, cost_table
 from .loader import PROBE_KINDS
 from .retention import BUCKETS, KINDS, MATCH_CHARS, combine
@@ -212,12 +213,6 @@ def _num(value: float | int | None, style: str = "int") -> str:
     return f"{round(value):,}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def strategy_table(summary: dict[str, Any]) -> str:
     header = [
         "strategy",
@@ -253,7 +248,7 @@ def strategy_table(summary: dict[str, Any]) -> str:
                 _num(a["mean_wall_ms"], "judge"),
             ]
         )
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 def fallback_cell(fallbacks: dict[str, int] | None) -> str:
@@ -293,7 +288,7 @@ def llm_table(summary: dict[str, Any]) -> str:
                 _num(a["marker_views"]),
             ]
         )
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 LLM_NOTE = (
@@ -331,7 +326,7 @@ def retention_table(summary: dict[str, Any]) -> str:
                 *(_share_cell(kept["buckets"][b]) for b in BUCKETS),
             ]
         )
-    return _table(header, rows) if rows else ""
+    return "\n".join(markdown_table(header, rows)) if rows else ""
 
 
 def _share_cell(tally: dict[str, Any]) -> str:
@@ -375,7 +370,7 @@ def judge_table(summary: dict[str, Any]) -> str:
             "—",
         ]
     )
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 def kind_table(summary: dict[str, Any]) -> str:
@@ -385,7 +380,7 @@ def kind_table(summary: dict[str, Any]) -> str:
         overall = summary["strategies"][name]
         cells = [_score_cell(k["key_score"], k["judge_score"], k["probes"]) for k in kinds.values()]
         rows.append([name, *cells, _score_cell(overall["key_score"], overall["judge_score"], overall["probes"])])
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 def _score_cell(key: float | None, judge: float | None, count: int) -> str:
@@ -434,7 +429,7 @@ def session_table(summary: dict[str, Any]) -> str:
                     _num(a["invalid_views"]),
                 ]
             )
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 def reference_table(summary: dict[str, Any]) -> str:
@@ -485,7 +480,7 @@ def reference_table(summary: dict[str, Any]) -> str:
                 ),
             ]
         )
-    return _table(header, rows)
+    return "\n".join(markdown_table(header, rows))
 
 
 def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:

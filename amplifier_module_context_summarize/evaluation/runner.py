@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -23,7 +22,6 @@ from ..core.invariants import check_view
 from ..core.messages import Message
 from ..core.state import SUMMARY_MARKER, CompactionState, Segment
 from ..core.tokens import TokenCounter
-from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
 from ..manager import SummarizingContextManager
 from ..recall.tool import RecallTool
 from ..testing import extends, replay_steps
@@ -34,7 +32,7 @@ from .prompt_cache import CacheMeter
 from .reference import coverage, reference_view
 from .retention import GroupArtifacts, RetentionTracker
 from .scoring import Grade, Judge, key_score, view_text
-from .strategies import ExtractiveMeter, make_manager
+from .strategies import CompactionTally, ExtractiveMeter, make_manager
 
 Tick = Callable[[int], None]
 
@@ -147,24 +145,6 @@ class CountingView:
 TRUNCATED = "[CONTEXT TRUNCATED]"
 
 
-class CompactionTally:
-    """Hooks noting each compaction's fallback and each failed background summary's, then passing them on."""
-
-    def __init__(self, inner: Any | None = None) -> None:
-        self.inner = inner
-        self.fallbacks: list[str] = []
-        self.failed: Counter[str] = Counter()
-
-    async def emit(self, event: str, data: dict[str, Any]) -> Any:
-        if event == CONTEXT_POST_COMPACT:
-            self.fallbacks.append(str(data.get("fallback") or "none"))
-        elif event == SUMMARY_FAILED:
-            self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1
-        if self.inner is not None:
-            return await self.inner.emit(event, data)
-        return None
-
-
 def view_shows(view: list[Message]) -> str:
     """``summary``, ``marker`` or ``none``: what the view shows in place of the history it left out."""
     shows = "none"
@@ -237,12 +217,31 @@ async def replay_session(
     ``on_request``: called with the view of every request the agent loop itself makes (not probe-only ones),
     e.g. ``evaluation.prompt_cache.CacheMeter.request``.
     """
+    tally = manager.hooks
+    if not isinstance(tally, CompactionTally):
+        raise ValueError("replay_session needs a manager from evaluation.strategies.make_manager (its hooks tally)")
+    meter = ExtractiveMeter(manager.counter.count_messages, manager.summarizer.count_text)
+    manager.summarizer.on_extractive.append(meter)
+    try:
+        return await _replay(session, strategy, manager, budget, tick, artifacts, on_request, tally, meter)
+    finally:
+        manager.summarizer.on_extractive.remove(meter)
+
+
+async def _replay(
+    session: Session,
+    strategy: str,
+    manager: SummarizingContextManager,
+    budget: int,
+    tick: Tick | None,
+    artifacts: GroupArtifacts | None,
+    on_request: Callable[[list[Message]], Any] | None,
+    tally: CompactionTally,
+    meter: ExtractiveMeter,
+) -> Run:
     started = time.perf_counter()
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
     count_view = CountingView(manager.counter)
-    meter = ExtractiveMeter(manager.summarizer, manager.counter.count_messages)
-    tally = manager.hooks if isinstance(manager.hooks, CompactionTally) else CompactionTally(manager.hooks)
-    manager.hooks = tally
     retention = RetentionTracker(artifacts or GroupArtifacts.of_session(session.messages))
     points = probes_by_message(session.probes)
     messages = session.messages

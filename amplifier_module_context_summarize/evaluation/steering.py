@@ -24,6 +24,7 @@ from typing import Any
 from amplifier_core.models import HookResult
 
 from ..core.messages import Message, is_user_turn
+from ..core.tables import markdown_table
 from .loader import Session, load_corpus
 from .models import ModelSpec
 from .runner import replay_session
@@ -149,17 +150,26 @@ def table(rows: list[Row]) -> str:
         final = side.pin_kept if what == "pin" else side.focus_kept
         return f"{'yes' if final else 'no'} ({n}/{side.views_after_8})"
 
-    lines = [
-        "| session | compactions | pinned fact at the end (views after the 8th compaction holding it) | "
-        "focus fact at the end (idem) | key score of the session's probes |",
-        "|---|---|---|---|---|",
+    header = [
+        "session",
+        "compactions",
+        "pinned fact at the end (views after the 8th compaction holding it)",
+        "focus fact at the end (idem)",
+        "key score of the session's probes",
     ]
-    for r in rows:
-        p, s = r.plain, r.steered
-        lines.append(
-            f"| {r.session} | {p.compactions} / {s.compactions} | {kept(p, 'pin')} → {kept(s, 'pin')} | "
-            f"{kept(p, 'focus')} → {kept(s, 'focus')} | {p.key_score:.3f} → {s.key_score:.3f} ({p.probes}) |"
-        )
+    lines = markdown_table(
+        header,
+        [
+            [
+                r.session,
+                f"{r.plain.compactions} / {r.steered.compactions}",
+                f"{kept(r.plain, 'pin')} → {kept(r.steered, 'pin')}",
+                f"{kept(r.plain, 'focus')} → {kept(r.steered, 'focus')}",
+                f"{r.plain.key_score:.3f} → {r.steered.key_score:.3f} ({r.plain.probes})",
+            ]
+            for r in rows
+        ],
+    )
     eight = [r for r in rows if min(r.plain.compactions, r.steered.compactions) >= 8]
     if eight:
         plain = sum(r.plain.pin_kept + r.plain.focus_kept for r in eight)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .. import create_manager
-from ..backends.base import Backend, Fault, Skip
+from ..backends.base import Backend
 from ..core.messages import Message
+from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
 from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
-from ..summarizer.span import Outcome, SpanSummarizer
+from ..summarizer.span import Outcome
 from ..testing.replay import REPLAY_DEADLINE_S
 from .models import SIMULATED, ModelSpec
 from .naive import NaiveStrategy
@@ -52,29 +55,45 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
 class ExtractiveMeter:
     """What the extractive summarizer reads and writes, in tokens: its cost, which no provider reports.
 
-    Attached to a manager's summarizer it counts every extractive summary, whether it is the configured
-    summarizer (offline) or a fallback after an LLM failure: the span's tokens plus the summary's.
+    An observer of a summarizer's extractive summaries (``SpanSummarizer.on_extractive``), it counts every one,
+    whether it is the configured summarizer (offline) or a fallback after an LLM failure: the span's tokens
+    plus the summary's.
     """
 
-    def __init__(self, summarizer: SpanSummarizer, count_messages: Any) -> None:
+    def __init__(self, count_messages: Callable[[list[Message]], int], count_text: Callable[[str], int]) -> None:
         self.read_tokens = 0
         self.written_tokens = 0
         self._count_messages = count_messages
-        self._count_text = summarizer.count_text
-        self._extractive = summarizer.extractive
-        summarizer.extractive = self  # type: ignore[method-assign]  # every caller looks it up on the instance
+        self._count_text = count_text
 
     @property
     def tokens(self) -> int:
         return self.read_tokens + self.written_tokens
 
-    def __call__(
-        self, messages: list[Message], previous_summary: str | None, fallback: Fault | Skip | None, **options: Any
-    ) -> Outcome:
-        outcome = self._extractive(messages, previous_summary, fallback, **options)
+    def __call__(self, messages: list[Message], outcome: Outcome) -> None:
         self.read_tokens += self._count_messages(messages)
         self.written_tokens += self._count_text(outcome.text)
-        return outcome
+
+
+class CompactionTally:
+    """Hooks noting each compaction's fallback and each failed background summary's, then passing them on.
+
+    ``make_manager`` creates every manager with one (around the caller's hooks), so a replay reads it as
+    ``manager.hooks``."""
+
+    def __init__(self, inner: Any | None = None) -> None:
+        self.inner = inner
+        self.fallbacks: list[str] = []
+        self.failed: Counter[str] = Counter()
+
+    async def emit(self, event: str, data: dict[str, Any]) -> Any:
+        if event == CONTEXT_POST_COMPACT:
+            self.fallbacks.append(str(data.get("fallback") or "none"))
+        elif event == SUMMARY_FAILED:
+            self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1
+        if self.inner is not None:
+            return await self.inner.emit(event, data)
+        return None
 
 
 def make_manager(
@@ -90,4 +109,5 @@ def make_manager(
     if callable(fork):
         backend = fork()
     baseline = NaiveStrategy() if strategy == "naive" else None
-    return create_manager(config, backend=backend, store=MemoryStore(), hooks=hooks, strategy=baseline)
+    tally = hooks if isinstance(hooks, CompactionTally) else CompactionTally(hooks)
+    return create_manager(config, backend=backend, store=MemoryStore(), hooks=tally, strategy=baseline)

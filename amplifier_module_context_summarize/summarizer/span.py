@@ -87,6 +87,10 @@ class SummarizerSettings:
     wait_max: float = 30.0
 
 
+ExtractiveObserver = Callable[[list[Message], Outcome], None]
+"""Sees one extractive summary: the span it summarized and what came of it (``SpanSummarizer.on_extractive``)."""
+
+
 class SpanSummarizer:
     """Summarizes spans and merges summaries with one backend (or none: extractive only)."""
 
@@ -105,6 +109,9 @@ class SpanSummarizer:
         """The user's standing guidance (``summary_instructions``), in every prompt beside the compaction's focus."""
         self.pace = Pace()
         """Seconds per input token of this summarizer's calls, measured (``pace.py``)."""
+        self.on_extractive: list[ExtractiveObserver] = []
+        """Called with the span and the outcome of every extractive summary, offline or a fallback after an LLM
+        failure: no provider reports what one costs, so this is how a harness meters it (``evaluation``)."""
 
     @property
     def name(self) -> str:
@@ -124,6 +131,18 @@ class SpanSummarizer:
     ) -> Outcome:
         """``pinned``: requests the view shows verbatim beside the summary (the extractive summary only names them);
         ``max_tokens``: the summary's size when below the output cap."""
+        outcome = self._extract(messages, previous_summary, fallback, pinned, max_tokens)
+        self._observed(messages, outcome)
+        return outcome
+
+    def _extract(
+        self,
+        messages: list[Message],
+        previous_summary: str | None,
+        fallback: Fault | Skip | None,
+        pinned: Collection[str],
+        max_tokens: int | None,
+    ) -> Outcome:
         try:
             text = extractive_summary(
                 messages,
@@ -138,6 +157,13 @@ class SpanSummarizer:
             return Outcome(text=f"({len(messages)} earlier messages were omitted)", fallback=fallback or Fault.ERROR)
         return Outcome(text=scrub_text(text), fallback=fallback)
 
+    def _observed(self, messages: list[Message], outcome: Outcome) -> None:
+        for observe in self.on_extractive:
+            try:
+                observe(messages, outcome)
+            except Exception as exc:  # an observer's bug must not cost the summary
+                logger.warning("an extractive-summary observer failed (%s)", type(exc).__name__)
+
     async def extractive_off_loop(
         self,
         messages: list[Message],
@@ -149,10 +175,11 @@ class SpanSummarizer:
         """``extractive`` in a worker thread, so a long span does not hold the event loop (a span of thousands
         of messages takes seconds). Safe: it reads ``messages`` (a list of its own, whose messages nobody
         changes: stored ones are copies taken at ``add_message``, masked ones new dicts) and writes nothing
-        shared; the token counter keeps no state."""
-        return await asyncio.to_thread(
-            self.extractive, list(messages), previous_summary, fallback, pinned=pinned, max_tokens=max_tokens
-        )
+        shared; the token counter keeps no state. The observers see the outcome back on the loop."""
+        span = list(messages)
+        outcome = await asyncio.to_thread(self._extract, span, previous_summary, fallback, pinned, max_tokens)
+        self._observed(span, outcome)
+        return outcome
 
     @property
     def max_retries(self) -> int:
