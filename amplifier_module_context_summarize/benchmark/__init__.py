@@ -6,7 +6,7 @@ from outside, with an instant fake summarizer backend, so only the module's own 
 ``cli`` parses ``bench`` and ``run`` gathers every measurement into one result; ``report`` prints it and
 ``targets`` checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's
 growing working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request,
-compaction and memory, against ``naive``, the recount-everything baseline), ``long_session`` (a compaction early
+compaction and memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early
 and late), ``resume`` (a cold and a warm resume), ``latency`` (what compaction adds to a request),
 ``heartbeat`` (how long the event loop stays blocked), ``simulation`` (summarizer tokens and cache breaks of a
 long session), ``fleet`` (provider calls of workers sharing Redis), ``cost_compare`` (``bench --cost``: session
