@@ -40,10 +40,10 @@ def test_the_views_count_is_the_count_of_the_messages_it_builds(masking: bool) -
     assert built[-1] == history.messages[-1], "the verbatim tail ends the view"
 
 
-@pytest.mark.parametrize("budget", [12_000, 4_000, 1_500, 400, 120, 64])
+@pytest.mark.parametrize("budget", [12_000, 4_000, 1_500, 400, 120, 64, 60, 40])
 def test_a_fitted_copy_never_exceeds_the_budget(budget: int) -> None:
-    """Down to the smallest view there is (62 tokens here: the system prompt, the truncation marker, the latest
-    request and its reply; a cut always leaves the marker, so below that no view with its rules fits)."""
+    """Down to the smallest valid view there is (39 tokens here: the system prompt, the latest request and its
+    reply): below 62 tokens the truncation marker itself gives way, as the view still opens with the request."""
     history, state = summarized()
     view = view_of(history, state)
     assert view.tokens() > budget

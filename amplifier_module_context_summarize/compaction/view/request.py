@@ -233,6 +233,12 @@ class RequestView:
         if tokens > budget:  # a message larger than the budget: clipped head and tail, with its handle
             view, _ = fit_rest(view, sources, budget, count_one, notes)
             tokens = count(view)
+        if tokens > budget and at < len(view) - 1 and sources[at] is None and view[at + 1].get("role") == "user":
+            # The last rung: the module's own stand-in (the marker or summary) gives way, for this request alone,
+            # when the stored messages alone fit and the view still opens with the user.
+            view, base, sources = [*view], [*base], [*sources]
+            del view[at], base[at], sources[at]
+            tokens = count(view)
         view = [stand_in.get(id(m), m) for m in view]
         pairs = zip(sources, view, base, strict=True)
         clipped = tuple(dict.fromkeys(s for s, a, b in pairs if s is not None and a is not b))
