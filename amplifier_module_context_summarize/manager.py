@@ -30,6 +30,7 @@ from .compaction.view.masking import Masks, MaskSettings
 from .compaction.view.request import RequestView
 from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
+from .core.clock import now
 from .core.history import History
 from .core.messages import Message, copy_message, scrub_value, validate_message
 from .core.plan import Limits, needs_compaction
@@ -71,7 +72,7 @@ class SummarizingContextManager:
         self.counter = counter or TokenCounter(c.token_encoding)
         self.tools = tools
         self.clock = clock or time.monotonic
-        """Times cooldowns and the circuit breaker (tests pass a fake one); deadlines use real time."""
+        """Times cooldowns and the circuit breaker (tests pass a fake one); deadlines read ``core.clock``."""
         self.budget = RequestBudget(
             self.counter, tools, c.budget_fallback, c.compact_threshold, c.target_usage, c.preserve_recent_ratio
         )
@@ -234,7 +235,7 @@ class SummarizingContextManager:
         focus = " ".join(focus.split())[:FOCUS_MAX_CHARS] if focus else None
         async with self._lock:
             limits = self.budget.limits(self.budget.last)
-            await self.compactor.settle_background(time.monotonic() + self.config.compaction_deadline_s)
+            await self.compactor.settle_background(now() + self.config.compaction_deadline_s)
             before = self.view.sent_tokens(limits.budget)
             await self.compactor.in_band(limits, None, force=True, focus=focus or None)
             return max(before - self.view.sent_tokens(limits.budget), 0)
@@ -245,7 +246,7 @@ class SummarizingContextManager:
         the next process), cancel what is still running and wait for it to end (a compaction never installed reports
         ``cancelled``), then close the store and the summarizer's backend, once. Each step's fault is logged and the
         next step still runs; never raises."""
-        deadline = time.monotonic() + wait_s
+        deadline = now() + wait_s
         await _quietly("waiting for background summaries", lambda: self._settle(deadline))
         await _quietly("cancelling the background compaction", self._cancel_flight)
         await _quietly("cancelling prefetches", lambda: self.prefetcher.stop(CANCEL_GRACE_S))

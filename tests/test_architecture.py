@@ -301,7 +301,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_walk_sees_relative_absolute_and_deferred_imports():
     assert "core.messages" in IMPORTS["core.tokens"]
     assert "manager" in IMPORTS[""]  # from .manager import ...
-    assert "compaction.run.background" in IMPORTS["benchmark.virtual_time"]  # from ..compaction.run import background
+    assert "backends.registry" in IMPORTS["evaluation.models"]  # from ..backends import registry
     assert "cli.compact" in IMPORTS["__main__"]  # inside main()
     assert "manager" in IMPORTS["recall.tool"]  # under TYPE_CHECKING
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -455,3 +455,53 @@ def test_every_module_is_named_in_its_guide():
         if f"``{path.stem}``" not in doc and f"``{path.name}``" not in doc:
             unnamed.append(str(path.relative_to(PACKAGE)))
     assert unnamed == []
+
+
+# Where package code may still read ``time.monotonic`` itself, (module, function): each is synchronous code off the
+# event loop's path, or the default of an injected clock, with the reason.
+MONOTONIC_READERS: dict[tuple[str, str], str] = {
+    ("core.clock", "now"): "the one async-path clock: the running loop's, this when no loop runs",
+    ("manager", "__init__"): "the default of the injected clock that times cooldowns and the breaker",
+    ("compaction.cache.breaker", "__init__"): "the default of the breaker's injected clock",
+    ("stores.sqlite", "__init__"): "the open backoff, read in the store's worker thread where no loop runs",
+    ("evaluation.progress", "update"): "a synchronous redraw throttle of a terminal progress bar",
+    ("testing.redis_server", "start"): "a synchronous wait for a real redis-server process to answer",
+}
+
+
+def _monotonic_reads(tree: ast.AST) -> list[tuple[str, int]]:
+    """(enclosing function, line) of each ``time.monotonic`` read and each ``from time import monotonic``."""
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        attribute = isinstance(node, ast.Attribute) and node.attr == "monotonic"
+        if attribute and isinstance(node.value, ast.Name) and node.value.id == "time":
+            found.append((function, node.lineno))
+        if isinstance(node, ast.ImportFrom) and node.module == "time":
+            found.extend((function, node.lineno) for alias in node.names if alias.name == "monotonic")
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "")
+    return found
+
+
+def test_deadlines_and_waited_times_read_the_running_loops_clock_not_time_monotonic():
+    """A deadline or a waited time on the async path reads ``core.clock.now`` (the running loop's clock): a
+    virtual-time loop then drives every deadline with no module patched. CPU durations use ``perf_counter``."""
+    reads = {
+        (module, function): line
+        for module, path in MODULES.items()
+        for function, line in _monotonic_reads(ast.parse(path.read_text()))
+    }
+    unlisted = sorted(
+        f"{module}.{function}:{line}"
+        for (module, function), line in reads.items()
+        if (module, function) not in MONOTONIC_READERS
+    )
+    assert unlisted == [], "read core.clock.now() (a wait) or time.perf_counter() (CPU work)"
+    assert sorted(set(MONOTONIC_READERS) - set(reads)) == [], "an exception no longer needed"
+    assert _monotonic_reads(ast.parse("import time\nasync def f():\n    return time.monotonic()")) == [("f", 3)]
+    assert _monotonic_reads(ast.parse("from time import monotonic")) == [("", 1)]

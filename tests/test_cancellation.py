@@ -13,14 +13,8 @@ from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize import manager as manager_module
-from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.base import BackendError, Completion, Fault
 from amplifier_module_context_summarize.backends.retrying import RetryingBackend
-from amplifier_module_context_summarize.compaction.run import background as background_module
-from amplifier_module_context_summarize.compaction.run import compactor as compactor_module
-from amplifier_module_context_summarize.compaction.run import prefetch
-from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
 BUDGET = 6_000
@@ -75,7 +69,7 @@ class StubbornProvider(FakeProvider):
 
 def virtual(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     return clock
 
 

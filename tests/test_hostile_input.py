@@ -30,12 +30,9 @@ import pytest
 from virtual_clock import VirtualClock
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize import manager as manager_module
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.backends import retrying
 from amplifier_module_context_summarize.backends.openai_backend import OpenAIBackend
 from amplifier_module_context_summarize.compaction.cache.segments import MAX_REMEMBERED_FAILURES
-from amplifier_module_context_summarize.compaction.run import background, compactor, prefetch
 from amplifier_module_context_summarize.config import Config, SummarizerConfig, parse_config
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import check_view
@@ -50,7 +47,6 @@ from amplifier_module_context_summarize.core.messages import (
 from amplifier_module_context_summarize.evaluation.cassette import Cassette
 from amplifier_module_context_summarize.evaluation.loader import CorpusError, load_corpus
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SqliteStore
-from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
@@ -680,7 +676,7 @@ async def test_a_real_cancellation_still_reaches_the_caller():
 async def test_compaction_deadline_bounds_everything_a_request_waits_for(monkeypatch):
     """Every attempt hangs until cut off: prefetch, retries, merges and extra passes all share the deadline."""
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor, summarize, retrying, prefetch, background)
+    clock.install(monkeypatch)
     config = {
         "compaction_deadline_s": 25,
         "prefetch": True,

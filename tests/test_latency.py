@@ -13,16 +13,11 @@ from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize import manager as manager_module
-from amplifier_module_context_summarize.backends import retrying
-from amplifier_module_context_summarize.compaction.run import background as background_module
 from amplifier_module_context_summarize.compaction.run import compactor as compactor_module
-from amplifier_module_context_summarize.compaction.run import prefetch
 from amplifier_module_context_summarize.config import parse_config
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
-from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
 
 BUDGET = 6_000
@@ -148,7 +143,7 @@ async def test_a_view_that_would_not_fit_waits_for_the_summary_until_the_deadlin
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     manager, recorder = make({"compaction_deadline_s": 5})
     provider = GatedProvider()  # never answers
     history = mixed_history(80, size=8)
@@ -179,7 +174,7 @@ async def test_a_view_that_would_not_fit_takes_a_background_summary_that_lands_b
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     manager, recorder = make({"compaction_deadline_s": 30})
     provider = FakeProvider(delay=12.0)
     history = mixed_history(80, size=8)
@@ -303,7 +298,7 @@ async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_ta
     monkeypatch: pytest.MonkeyPatch,
 ):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     manager, recorder = make({"prefetch": True, "prefetch_threshold": 0.6})
     provider = FakeProvider(delay=10.0)
     history = mixed_history(80, size=8)
@@ -325,7 +320,7 @@ async def test_a_prefetch_under_way_lands_first_and_the_background_compaction_ta
 
 async def test_compact_lets_a_background_compaction_land_first_then_compacts_in_band(monkeypatch: pytest.MonkeyPatch):
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     manager, recorder = make()
     provider = FakeProvider(delay=3.0)
     await until_background_starts(manager, provider, mixed_history(80, size=8))
@@ -349,17 +344,47 @@ def test_background_compaction_must_be_a_boolean():
 
 def test_the_virtual_time_loop_jumps_over_waits_and_feeds_the_package_deadlines():
     from amplifier_module_context_summarize.benchmark import virtual_time
+    from amplifier_module_context_summarize.core import clock as package_clock
 
     clock = virtual_time.VirtualClock()
 
     async def session() -> tuple[float, float]:
-        before = manager_module.time.monotonic()
+        before = package_clock.now()
         await asyncio.sleep(30)
-        return before, manager_module.time.monotonic()
+        return before, package_clock.now()
 
     before, after = virtual_time.run(session(), clock)
+    assert before == virtual_time.START, "the package reads the loop's virtual clock"
     assert after - before == pytest.approx(30) and clock.now == pytest.approx(virtual_time.START + 30)
-    assert manager_module.time.monotonic() != after, "the real clock is back once the loop ends"
+    assert package_clock.now() != after, "outside a loop the package reads the real clock"
+
+
+def test_on_the_benchmark_loop_a_request_waits_the_compaction_deadline_in_virtual_time_with_nothing_patched():
+    """The public seam end to end: on the benchmark's virtual-time loop, with no module of the package patched, a
+    summary that never comes holds the request that no longer fits exactly the compaction deadline."""
+    from amplifier_module_context_summarize.benchmark import virtual_time
+
+    clock = virtual_time.VirtualClock()
+
+    async def session() -> tuple[float | None, EventRecorder]:
+        manager, recorder = make({"compaction_deadline_s": 5})
+        provider = GatedProvider()  # never answers
+        history = mixed_history(80, size=8)
+        added, _ = await until_background_starts(manager, provider, history)
+        for message in history[added:]:
+            await manager.add_message(message)
+            over = manager.planned_tokens > BUDGET
+            started = clock.now
+            view = await manager.get_messages_for_request(BUDGET, provider)
+            assert fits(view, manager)
+            if over:
+                return clock.now - started, recorder
+        return None, recorder
+
+    waited, recorder = virtual_time.run(session(), clock)
+    assert waited == pytest.approx(5.0, abs=0.01), "the request waited exactly the deadline, in virtual seconds"
+    [(_, cancelled)] = [e for e in recorder.get_events(BACKGROUND) if e[1]["phase"] == "cancelled"]
+    assert cancelled["reason"] == "deadline" and cancelled["waited_ms"] == pytest.approx(5_000, abs=10)
 
 
 def test_latency_benchmark_compares_blocking_with_the_soft_threshold():

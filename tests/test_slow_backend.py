@@ -12,12 +12,7 @@ from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize import manager as manager_module
-from amplifier_module_context_summarize.backends import retrying
-from amplifier_module_context_summarize.compaction.run import background as background_module
 from amplifier_module_context_summarize.compaction.run import compactor as compactor_module
-from amplifier_module_context_summarize.compaction.run import prefetch
-from amplifier_module_context_summarize.summarizer import span as summarize
 from amplifier_module_context_summarize.summarizer.pace import Pace, SlowWarning
 from amplifier_module_context_summarize.testing import FakeProvider, mixed_history
 
@@ -43,7 +38,7 @@ class LocalServer(FakeProvider):
 
 def virtual(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
     clock = VirtualClock()
-    clock.install(monkeypatch, manager_module, compactor_module, background_module, summarize, retrying, prefetch)
+    clock.install(monkeypatch)
     return clock
 
 

@@ -2,14 +2,13 @@
 
 With it a provider that hangs for an hour, per-attempt timeouts, retry backoff and the compaction deadline
 all play out in virtual seconds within milliseconds of real time, and a test can measure how long a request
-*would* have taken. The loop's ``time`` and the package's ``time.monotonic`` read the same clock.
+*would* have taken. The package reads its deadlines from the running loop's clock (``core.clock.now``), so
+driving the loop's ``time`` drives them too: no module of the package is patched.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ class VirtualClock:
     def monotonic(self) -> float:
         return self.now
 
-    def install(self, monkeypatch: pytest.MonkeyPatch, *modules: Any) -> None:
-        """Drive the running loop by this clock, and give ``modules`` a ``time`` whose ``monotonic`` is it."""
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Drive the running loop by this clock: its ``time()``, and so every deadline of the package, is it."""
         loop = asyncio.get_running_loop()
         selector = loop._selector  # type: ignore[attr-defined]
         real_select = selector.select
@@ -48,6 +47,3 @@ class VirtualClock:
         monkeypatch.setattr(loop, "time", self.monotonic)
         monkeypatch.setattr(selector, "select", select)
         monkeypatch.setattr(loop, "run_in_executor", run_in_executor)
-        fake_time = SimpleNamespace(monotonic=self.monotonic, perf_counter=time.perf_counter, time=time.time)
-        for module in modules:
-            monkeypatch.setattr(module, "time", fake_time)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential, wait_random
 
+from ..core.clock import now
 from .base import Backend, BackendError, Closable, Completion, Fault, SelfRetrying, fault_of
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class RetryingBackend:
         *,
         deadline: float | None = None,
     ) -> Completion:
-        """Answer, retrying transient faults; nothing runs or waits past ``deadline`` (``time.monotonic()``).
+        """Answer, retrying transient faults; nothing runs or waits past ``deadline`` (``core.clock.now()``).
 
         Raises the last ``BackendError`` when out of attempts or time (``Fault.DEADLINE`` when the deadline cut
         an attempt short), or the first non-retryable one at once.
@@ -110,7 +110,7 @@ class RetryingBackend:
     async def _attempt(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None, deadline: float | None
     ) -> Completion:
-        remaining = math.inf if deadline is None else deadline - time.monotonic()
+        remaining = math.inf if deadline is None else deadline - now()
         if remaining <= 0:
             raise BackendError(Fault.DEADLINE)
         # Not ``asyncio.wait_for``: on timeout it cancels the call and then waits for it to end, so a callee that
@@ -169,7 +169,7 @@ def _wait_strategy(
         if retry_after is not None:
             delay = max(delay, min(retry_after, wait_max))
         if deadline is not None:
-            delay = max(0.0, min(delay, deadline - time.monotonic()))
+            delay = max(0.0, min(delay, deadline - now()))
         return delay
 
     return wait

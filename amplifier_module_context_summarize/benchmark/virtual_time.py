@@ -3,28 +3,18 @@
 Time passes only when every task waits and no worker thread is busy (the module runs its heaviest pure
 functions in one, ``asyncio.to_thread``): the loop then jumps straight to its next timer. CPU work takes no
 virtual time, so a benchmark measures the module's own work for real (``time.perf_counter``) and the waits
-(for the summarizer, the agent's turns) virtually. The package's deadlines read ``time.monotonic()``; inside
-``run`` the modules that do read this clock instead, so deadlines and timers agree.
+(for the summarizer, the agent's turns) virtually. The package's deadlines read the running loop's clock
+(``core.clock.now``), so on this loop they read its virtual time and agree with its timers; nothing is patched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import selectors
-import time
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
-from types import ModuleType, SimpleNamespace
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from .. import manager
-from ..backends import retrying
-from ..compaction.run import background, compactor, prefetch
-from ..summarizer import span as summarize
-
 T = TypeVar("T")
-CLOCKED_MODULES: tuple[ModuleType, ...] = (manager, compactor, background, prefetch, summarize, retrying)
-"""The modules whose deadlines are read from ``time.monotonic()`` on a request's path."""
 START = 1_000.0
 
 
@@ -77,26 +67,12 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
         return future
 
 
-@contextmanager
-def _clocked(clock: VirtualClock) -> Iterator[None]:
-    fake = SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter, time=time.time)
-    saved = [(module, module.time) for module in CLOCKED_MODULES]
-    for module, _ in saved:
-        module.time = fake  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        for module, real in saved:
-            module.time = real  # type: ignore[attr-defined]
-
-
 def run(main: Coroutine[Any, Any, T], clock: VirtualClock | None = None) -> T:
     """Run ``main`` to completion on a virtual-time loop (not from inside a running loop)."""
     clock = clock or VirtualClock()
     loop = _VirtualLoop(clock)
     try:
-        with _clocked(clock):
-            return loop.run_until_complete(main)
+        return loop.run_until_complete(main)
     finally:
         _cancel_leftovers(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())

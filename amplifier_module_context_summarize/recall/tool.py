@@ -148,11 +148,11 @@ class RecallTool:
         except (MemoryError, RecursionError, OverflowError):
             raise RecallError("regular expression refused: too large to compile") from None
 
-        deadline = time.monotonic() + self.search_seconds
+        deadline = time.perf_counter() + self.search_seconds
         results: list[dict[str, Any]] = []
         used, complete, timed_out, clipped = 0, True, False, False
         for piece in self._hidden_pieces():
-            remaining = deadline - time.monotonic()
+            remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 timed_out = True
                 break

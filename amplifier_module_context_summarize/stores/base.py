@@ -95,7 +95,7 @@ class Claims(Protocol):
 
     async def wait_for(self, start: str, end: str, until: float) -> CachedSummary | None:
         """The summary once its claimant stores it; None when the claim ends without one, or at ``until``
-        (a ``time.monotonic()`` value)."""
+        (a ``core.clock.now()`` value)."""
         ...
 
 

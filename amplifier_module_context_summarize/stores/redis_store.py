@@ -23,7 +23,6 @@ import asyncio
 import json
 import logging
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +32,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import DataError, ResponseError
 
 from .. import events
+from ..core.clock import now
 from ..core.redact import unset_variable
 from .base import CachedSummary, SummaryStore, is_valid_entry
 from .redis_settings import RedisSettings, describe, url_problem
@@ -193,7 +193,7 @@ class RedisStore:
             claimed, raw = polled
             if raw is not None and (entry := self._entry(start, end, raw)) is not None:
                 return entry
-            left = until - time.monotonic()
+            left = until - now()
             if not claimed or left <= 0:
                 return None
             await asyncio.sleep(min(delay, left))
@@ -287,8 +287,8 @@ class RedisStore:
             return False
         if self._up:
             return True
-        if (self._probe is None or self._probe.done()) and time.monotonic() >= self._retry_at:
-            self._retry_at = time.monotonic() + self.settings.retry_s
+        if (self._probe is None or self._probe.done()) and now() >= self._retry_at:
+            self._retry_at = now() + self.settings.retry_s
             self._probe = asyncio.get_running_loop().create_task(self._check())
         return False
 
@@ -296,7 +296,7 @@ class RedisStore:
         if not self._up:
             return
         self._up = False
-        self._down_since = time.monotonic()
+        self._down_since = now()
         self._retry_at = self._down_since + self.settings.retry_s
         fallback = "sqlite" if isinstance(self.local, SqliteStore) else "memory"
         log.warning(
@@ -317,7 +317,7 @@ class RedisStore:
         if self._closed or self._up:
             return
         self._up = True
-        down_s = round(time.monotonic() - self._down_since, 3)
+        down_s = round(now() - self._down_since, 3)
         log.info("summary store %s is reachable again after %.1fs; sharing summaries again", self.where, down_s)
         await self._emit(events.StoreRestored(store="redis", down_s=down_s))
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import Backend, BackendError, Fault, Skip
 from ..backends.retrying import RetryingBackend, retries_for
+from ..core.clock import now
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
@@ -212,7 +212,7 @@ class SpanSummarizer:
         max_tokens: int | None = None,
         context: InContext | None = None,
     ) -> Outcome:
-        """``deadline`` (``time.monotonic()`` value) bounds every call and wait of this summary; ``pinned`` is
+        """``deadline`` (``core.clock.now()`` value) bounds every call and wait of this summary; ``pinned`` is
         for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
         (the model is asked for fewer words; its output cap stays). ``context``: the span as the session's last
         view showed it, asked for at the end of that view when the backend is the session's own provider and
@@ -346,7 +346,7 @@ class SpanSummarizer:
         tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
         source: Source | None = None
         for _ in range(2):
-            if deadline is not None and deadline - time.monotonic() <= 0:
+            if deadline is not None and deadline - now() <= 0:
                 raise BackendError(Fault.DEADLINE)
             guidance = guidance_section(self.instructions, FOCUS.get())
             if context is not None:
@@ -368,7 +368,7 @@ class SpanSummarizer:
                     **ask.values,
                 )
             prompt = scrub_text(prompt)
-            began = time.monotonic()
+            began = now()
             # Counted here, not taken from the usage reported: a provider's count may be of another tokenizer,
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
@@ -379,12 +379,12 @@ class SpanSummarizer:
                 )
             except BackendError as exc:
                 if exc.fault in (Fault.DEADLINE, Fault.TIMEOUT):  # cut short: the backend is at least this slow
-                    self.pace.cut(time.monotonic() - began, sent)
+                    self.pace.cut(now() - began, sent)
                 raise
             except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
-                self.pace.cut(time.monotonic() - began, sent)
+                self.pace.cut(now() - began, sent)
                 raise
-            self.pace.answered(time.monotonic() - began, sent)
+            self.pace.answered(now() - began, sent)
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
             if completion.tool_calls:  # only a request carrying the session's tools: asked again without them

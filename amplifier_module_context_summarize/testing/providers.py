@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 from amplifier_core import llm_errors
 from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock, ToolCall, Usage
 from amplifier_core.models import ProviderInfo
 
+from ..core.clock import now
 from ..core.tokens import TokenCounter
 from ..summarizer.in_context import INSTRUCTION_KIND
 
@@ -154,7 +154,7 @@ class AnthropicLikeProvider:
         tokens = self.wire_tokens(request)
         usage = Usage(input_tokens=tokens, output_tokens=20, total_tokens=tokens + 20)
         if summary:
-            self.summary_calls.append({"model": model, "metadata": request.metadata, "at": time.monotonic()})
+            self.summary_calls.append({"model": model, "metadata": request.metadata, "at": now()})
             if self.fail_summaries:
                 raise llm_errors.ProviderUnavailableError("500 from the summarizer", provider=self.name)
             if in_context_summary(request):  # the session's own view, then the instruction: quote the conversation

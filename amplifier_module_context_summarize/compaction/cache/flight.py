@@ -9,8 +9,7 @@ claims the segment itself. Over any other store every call here is a no-op.
 
 from __future__ import annotations
 
-import time
-
+from ...core.clock import now
 from ...stores.base import CachedSummary, Claims, SummaryStore
 
 CLAIM_MARGIN_S = 5.0
@@ -39,7 +38,7 @@ class SingleFlight:
         if claims is None:
             return None
         for _ in range(MAX_TURNS):
-            left = until - time.monotonic()
+            left = until - now()
             if left <= 0:
                 break  # out of time: the caller's summarizer answers within the deadline (extractively)
             if await claims.claim(*key, left + CLAIM_MARGIN_S):

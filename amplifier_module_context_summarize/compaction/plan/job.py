@@ -43,7 +43,7 @@ class Job:
     state: CompactionState
     provider: Any | None = None
     deadline: float | None = None
-    """``time.monotonic()`` value past which no summarizer call runs."""
+    """``core.clock.now()`` value past which no summarizer call runs."""
     offline: bool = False
     """Never call the summarizer: the executor stops at the first summary that would need it (the soft threshold
     plans in band this way, and runs the job again in the background when it stops)."""

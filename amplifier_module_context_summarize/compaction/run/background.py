@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.clock import now
 from ...core.history import History
 from ...core.state import CompactionState, Shown
 from ..plan.job import Job
@@ -51,7 +51,7 @@ class Flight:
     tokens: int
     """Tokens of the view when it started."""
     started: float
-    """``time.monotonic()`` when it started."""
+    """``core.clock.now()`` when it started."""
     task: asyncio.Task[Landed | None] = field(init=False, repr=False)
     waited: float = 0.0
     """Seconds requests spent waiting for it (only a request whose view would not fit waits)."""
@@ -62,7 +62,7 @@ class Flight:
     it is installed, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
 
     def elapsed_ms(self) -> float:
-        return round((time.monotonic() - self.started) * 1000, 3)
+        return round((now() - self.started) * 1000, 3)
 
 
 Run = Callable[[Job, CompactionState], Awaitable[Landed]]
@@ -106,7 +106,7 @@ class BackgroundCompactor:
             self.flight = None
 
     def start(self, job: Job, before: CompactionState, history: History, tokens: int) -> Flight:
-        flight = Flight(job, before, history, tokens, time.monotonic())
+        flight = Flight(job, before, history, tokens, now())
         flight.task = asyncio.get_running_loop().create_task(self._guarded(flight))
         self.flight = flight
         return flight
@@ -129,14 +129,14 @@ class BackgroundCompactor:
         return flight
 
     async def wait(self, deadline: float) -> None:
-        """Wait for the running compaction until ``deadline`` (``time.monotonic()``); it keeps running after."""
+        """Wait for the running compaction until ``deadline`` (``core.clock.now()``); it keeps running after."""
         self._drop_orphan()
         flight = self.flight
         if flight is None or flight.task.done():
             return
-        began = time.monotonic()
+        began = now()
         await asyncio.wait({flight.task}, timeout=max(deadline - began, 0.0))
-        flight.waited += time.monotonic() - began
+        flight.waited += now() - began
 
     def cancel(self) -> Flight | None:
         """Cancel the running compaction; return it when one was running."""

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from ... import events
 from ...config import Config
+from ...core.clock import now
 from ...core.history import History
 from ...core.messages import Message, message_text
 from ...core.plan import Limits, needs_compaction
@@ -141,12 +142,12 @@ class Compactor:
 
     async def _for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         if not self.config.background_compaction:  # blocking: the request waits as long as the summary takes
-            await self._in_band(limits, provider, force=False, deadline=time.monotonic() + self.wait_s(limits, tokens))
+            await self._in_band(limits, provider, force=False, deadline=now() + self.wait_s(limits, tokens))
             return
-        deadline = time.monotonic() + self.config.compaction_deadline_s
+        deadline = now() + self.config.compaction_deadline_s
         if tokens > limits.budget and self.background.running:
             # A summary about to land beats masking further; past a short grace, masking that fits beats waiting.
-            await self.background.wait(min(deadline, time.monotonic() + LANDING_GRACE_S))
+            await self.background.wait(min(deadline, now() + LANDING_GRACE_S))
             if self.background.running and await self._mask_beside_flight(limits, provider):
                 return  # the summary under way lands onto this masking later
             await self.background.wait(deadline)
@@ -204,7 +205,7 @@ class Compactor:
         if await self._postponed(steer, limits, tokens):
             return
         job.focus = steer.focus
-        job.deadline = time.monotonic() + max(BACKGROUND_DEADLINE_S, self.pace.allowance_s(tokens))
+        job.deadline = now() + max(BACKGROUND_DEADLINE_S, self.pace.allowance_s(tokens))
         flight = self.background.start(job, self.view.state, self.view.history, tokens)
         flight.owed, self._owed = self._owed, None  # no await between: a cancel from here on leaves it to the flight
         await self._emit_background(flight, STARTED)
@@ -260,7 +261,7 @@ class Compactor:
         deadline: float | None = None,
         focus: str | None = None,
     ) -> bool:
-        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``time.monotonic()`` value).
+        """Compact in band: the request waits for the summarizer (until ``deadline``, a ``core.clock.now()`` value).
 
         ``focus`` (or one a ``context:pre_compact`` hook returns) steers this compaction's summaries; a hook's
         ``deny`` postpones it while the view fits (False: nothing was done)."""
@@ -279,7 +280,7 @@ class Compactor:
         if deadline is None:
             blocking = not self.config.background_compaction
             wait = self.wait_s(limits, self.view.tokens()) if blocking else self.config.compaction_deadline_s
-            deadline = time.monotonic() + wait
+            deadline = now() + wait
         await self.prefetcher.drain(deadline)
         attempt = await self._begin(limits, provider, force, deadline, started=started)
         steer = await self._emit_pre_compact(attempt, focus)

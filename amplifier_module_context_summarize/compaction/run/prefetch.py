@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ...core.clock import now
 from ...core.history import History
 from ...core.messages import Message
 from ...core.plan import Limits, choose_boundary, near_target
@@ -97,14 +97,14 @@ class Prefetcher:
     async def drain(self, deadline: float | None = None) -> None:
         """Let a background summary land (the compaction about to run may want it), until ``deadline``.
 
-        ``deadline`` is a ``time.monotonic()`` value: a background summary has no deadline of its own, so
+        ``deadline`` is a ``core.clock.now()`` value: a background summary has no deadline of its own, so
         one still running then is cancelled rather than holding the request past the compaction's.
         """
         self._drop_orphans()
         tasks = list(self._inflight.values())
         if not tasks:
             return
-        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        timeout = None if deadline is None else max(deadline - now(), 0.0)
         _, running = await asyncio.wait(tasks, timeout=timeout)
         for task in running:
             task.cancel()
