@@ -605,7 +605,7 @@ class InfoProvider(FakeProvider):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bad", BAD_LIMITS, ids=repr)
+@pytest.mark.parametrize("bad", BAD_LIMITS, ids=lambda v: type(v).__name__ if type(v) is object else repr(v))
 @pytest.mark.parametrize("where", ["window", "output", "defaults"])
 async def test_provider_limits_of_the_wrong_type_are_ignored(bad, where):
     values = {"context_window": 200_000, "max_output_tokens": 8_000}
