@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Any
 
 from ...core.state import CompactionState, Segment
 
@@ -89,8 +90,8 @@ class Progress:
     """While the first summary is under way: the masked state that fits the budget, if any. A compaction that may
     not call the LLM (planned in band at the soft threshold) installs it instead of waiting for the summary."""
 
-    def to(self, phase: Phase, **changes: object) -> Progress:
-        return replace(self, phase=phase, **changes)  # type: ignore[arg-type]
+    def to(self, phase: Phase, **changes: Any) -> Progress:
+        return replace(self, phase=phase, **changes)
 
 
 @dataclass(frozen=True)
