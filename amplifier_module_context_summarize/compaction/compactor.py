@@ -36,7 +36,7 @@ from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor,
 from .breaker import CircuitBreaker
 from .flight import BACKGROUND_CLAIM_S
 from .job import Compaction, CompactionReport, Strategy, SummarizerNeeded
-from .losses import Account, account_of, joined, newly_hidden
+from .losses import Account, account_of, joined, newly_hidden, newly_hidden_messages
 from .masking import MaskSettings
 from .prefetch import Prefetcher
 from .request_view import RequestView
@@ -380,7 +380,7 @@ class Compactor:
         artifacts = await self._artifacts_hidden(before, self.view.state, self.view.shown(), job)
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
         await self._report_compaction(
-            job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts
+            job.report, job.limits, tokens_before, messages_before, duration_ms, force, artifacts, before=before
         )
 
     async def _after_install(self, before: CompactionState) -> None:
@@ -438,8 +438,8 @@ class Compactor:
         state = landed.state
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
-        owed = self._owed
-        tokens_before, messages_before = (owed.tokens, owed.messages) if owed is not None else (flight.tokens, 0)
+        # Before: the view this replaces, now (the history grew and may have been masked since the flight started).
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         self.view.state = state
         self._mark_installed()
         self.view.shown_memo = (state, -1, landed.shown)  # masking leaves the summary as is; -1: the pin is re-derived
@@ -453,6 +453,7 @@ class Compactor:
             flight.elapsed_ms(),
             False,
             landed.artifacts,
+            before=current,
         )
 
     async def settle_background(self, deadline: float) -> None:
@@ -563,11 +564,13 @@ class Compactor:
         artifacts: Account,
         outcome: str = events.COMPACTED,
         steer: Steer | None = None,
+        before: CompactionState | None = None,
     ) -> None:
         """Send the ``context:post_compact`` of ``self._owed`` (or of a pre already taken off it: ``steer`` is then
         what its hooks answered), then the kernel's event; what a ``post_compact`` hook injects is put back."""
         tokens_after, messages_after = self.view.sent_tokens(limits.budget), len(self.view.build())
         summarized = self.view.history.messages_before(self.view.state.boundary)
+        newly = newly_hidden_messages(self.view.history, before, self.view.state) if before is not None else (0, 0)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.config.compaction_strategy
@@ -602,6 +605,8 @@ class Compactor:
                 focus=steer.focus,
                 deny_overruled=steer.overruled,
                 outcome=outcome,
+                newly_summarized=newly[0],
+                newly_masked=newly[1],
             )
         )
         if outcome == events.CANCELLED:
