@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from . import events
@@ -76,6 +77,8 @@ def create_manager(
         if path is None and default_store:
             path = str(default_store_path() or MEMORY)
         store = open_store(path, cfg.cache_max_entries, _redis_settings(cfg), hooks)
+        if backend is not None and path and path != MEMORY:
+            _remember_paths_beside(backend, Path(path).expanduser())
     tools = ToolSchemaMeter(lambda: coordinator.get("tools"), counter.count_text) if coordinator is not None else None
     return SummarizingContextManager(
         cfg,
@@ -87,6 +90,16 @@ def create_manager(
         clock=clock,
         strategy=strategy,
     )
+
+
+def _remember_paths_beside(backend: Backend, store_file: Path) -> None:
+    """The session backend remembers which providers need their streaming path next to the local store file, so
+    a later process of the same install does not pay a failed request again; memory keeps no such file."""
+    from .backends.provider_paths import ProviderPaths, beside
+    from .backends.session import SessionBackend
+
+    if isinstance(backend, SessionBackend) and backend.paths is None:
+        backend.paths = ProviderPaths(beside(store_file))
 
 
 def _redis_settings(cfg: Config) -> RedisSettings | None:

@@ -83,6 +83,10 @@ class PostCompact(Payload):
     outcome: str = "compacted"
     """``compacted``, or ``cancelled``: the request was cancelled before the compaction was installed (the view is
     as it was; every ``context:pre_compact`` gets its post either way)."""
+    newly_summarized: int = 0
+    """Stored messages this compaction summarized (or truncated): ``summarized_messages`` counts earlier ones too."""
+    newly_masked: int = 0
+    """Stored messages this compaction masked (their tool outputs shown in short)."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from amplifier_core.models import HookResult
 
 from .backends.base import Fault, Skip
-from .events import POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED
+from .events import COMPACTED, POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED
 
 logger = logging.getLogger(__name__)
 
@@ -28,16 +28,25 @@ def _k(tokens: int) -> str:
     return f"{tokens / 1000:.1f}k" if tokens < 10_000 else f"{round(tokens / 1000)}k"
 
 
-def compaction_line(data: dict[str, Any]) -> str:
-    """``context compacted: 152k → 71k tokens (budget 180k); 84 messages summarized: 2 by the LLM, 1 from cache``."""
+def compaction_line(data: dict[str, Any]) -> str | None:
+    """``context compacted: 152k → 71k tokens (budget 180k); 84 messages summarized: 2 by the LLM, 1 from cache``;
+    None for a compaction that was cancelled (nothing was installed: the view is as it was).
+
+    Says what this compaction did (``newly_summarized``, ``newly_masked``), not what the summary stands for in
+    all: a compaction that only masked says so, never "summarized" nor "by summarize"."""
+    if data.get("outcome", COMPACTED) != COMPACTED:
+        return None
     line = (
         f"context compacted: {_k(data.get('tokens_before', 0))} → {_k(data.get('token_count', 0))} tokens "
         f"(budget {_k(data.get('budget', 0))})"
     )
-    summarized = data.get("summarized_messages", 0)
-    if summarized:
+    done = []
+    summarized = data.get("newly_summarized", 0)
+    if summarized and not data.get("segments"):  # no summary stands for them: the view starts after them
+        done.append(f"{summarized} messages truncated")
+    elif summarized:
+        part = f"{summarized} messages summarized"
         written, cached, fallback = data.get("summaries", 0), data.get("cache_hits", 0), data.get("fallback")
-        line += f"; {summarized} messages summarized"
         # ``summaries`` counts offline summaries too: "by the LLM" only when none of this compaction's fell back
         # and the LLM was asked (the extractive summarizer asks none).
         by_llm = not fallback and data.get("provider_calls", 0) > 0
@@ -45,11 +54,10 @@ def compaction_line(data: dict[str, Any]) -> str:
         parts += [f"{cached} from cache"] if cached else []
         if fallback:
             parts.append(f"offline summary ({fallback})")
-        if parts:
-            line += ": " + ", ".join(parts)
-    elif data.get("strategy"):
-        line += f" by {data['strategy']}"
-    return line
+        done.append(part + (": " + ", ".join(parts) if parts else ""))
+    if data.get("newly_masked"):
+        done.append(f"{data['newly_masked']} messages masked")
+    return "; ".join([line, *done])
 
 
 def failure_line(data: dict[str, Any]) -> str:
@@ -104,7 +112,8 @@ class Notifier:
                 self.failing = False
             if data.get("circuit") != "open":
                 self.circuit_open = False
-            return compaction_line(data), "info"
+            line = compaction_line(data)
+            return (line, "info") if line is not None else None
         return None
 
     async def show(self, event: str, message: str, level: str) -> None:

@@ -269,7 +269,8 @@ async def test_two_hundred_turn_session_compacts_and_keeps_everything(monkeypatc
         names = [e for e, _ in events if e in ("context:pre_compact", "context:post_compact")]
         pairs = ["context:pre_compact", "context:post_compact"] * len(post)
         assert len(post) >= 5 and names == pairs + ["context:pre_compact"] * pending
-        assert [d["token_count"] for d in pre[: len(post)]] == [d["tokens_before"] for d in post]
+        # A post's before is the view it replaced: a background one's history grew after its pre, never shrank.
+        assert all(p["token_count"] <= q["tokens_before"] for p, q in zip(pre, post, strict=False))
         assert all(d["session_id"] == session.session_id for d in pre + post)
         assert {d["wire_budget"] for d in post} == {BUDGET}
         assert all(d["budget"] < BUDGET for d in post)  # less the default calibration reserve

@@ -7,6 +7,8 @@ import asyncio
 
 from amplifier_core import llm_errors
 from amplifier_core.testing import MockCoordinator
+from test_latency import BUDGET as BUDGET_SMALL
+from test_latency import GatedProvider, make, tool_heavy, until_background_starts, until_landed
 
 from amplifier_module_context_summarize import create_manager, mount
 from amplifier_module_context_summarize.notify import compaction_line
@@ -134,9 +136,66 @@ async def test_failing_summaries_show_one_fallback_line_and_one_for_the_open_cir
 
 def test_the_compaction_line_says_by_the_llm_only_when_no_summary_fell_back():
     base = {"tokens_before": 16_000, "token_count": 7_600, "budget": 12_000, "summarized_messages": 21}
+    base |= {"newly_summarized": 21, "segments": 1}
     by_llm = compaction_line({**base, "summaries": 1, "provider_calls": 1})
     assert by_llm.endswith("21 messages summarized: 1 by the LLM")
     fell_back = compaction_line({**base, "summaries": 1, "provider_calls": 1, "fallback": "error"})
     assert "by the LLM" not in fell_back and fell_back.endswith("1 written, offline summary (error)")
     offline = compaction_line({**base, "summaries": 2, "provider_calls": 0})  # the extractive summarizer
     assert offline.endswith("2 written")
+
+
+async def test_a_landed_background_compaction_reports_before_as_the_view_it_replaced():
+    """Seen in the real CLI: `context compacted: 8.3k → 9.5k tokens`. A background compaction's post compared the
+    view when it started with the view after it landed, turns later, on a history that had grown meanwhile (and
+    been masked further in band): the before must be the view it replaced, the same history by the same count."""
+    manager, recorder = make({"observation_masking": True})
+    provider = GatedProvider()
+    history = tool_heavy(60)
+    added, _ = await until_background_starts(manager, provider, history)
+    for message in history[added : added + 6]:  # turns go on while the summary is written
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET_SMALL, provider)
+    provider.gate.set()
+    await until_landed(manager)
+    await manager.add_message(history[added + 6])
+    replaced = manager.planned_tokens
+    posts = len(recorder.get_events("context:post_compact"))
+    await manager.get_messages_for_request(BUDGET_SMALL, provider)
+    [(_, post)] = recorder.get_events("context:post_compact")[posts:]
+    assert post["summaries"] == 1 and post["outcome"] == "compacted"
+    assert post["tokens_before"] == replaced > post["token_count"]
+    [(_, kernel)] = recorder.get_events("context:compaction")[-1:]
+    assert kernel["before_tokens"] == replaced
+
+
+async def test_a_cancelled_background_compaction_shows_no_compaction_line():
+    """Its post (outcome ``cancelled``) compared the view when it started with the grown view: on the screen,
+    ``context compacted: 5.6k → 6.0k tokens ... by summarize`` for a compaction that never happened."""
+    coordinator = MockCoordinator()
+    coordinator.display_system = display = Shown()
+    cleanup = await mount(coordinator, {"max_tokens": BUDGET_SMALL, "observation_masking": False})
+    manager, provider = cleanup.manager, GatedProvider()
+    added, _ = await until_background_starts(manager, provider, mixed_history(80, size=8))
+    await manager.clear()  # the flight is cancelled
+    await cleanup()
+    compacted = [message for message, _, _ in display.lines if message.startswith("context compacted")]
+    assert manager.stats["compactions_cancelled"] == 1
+    assert len(compacted) == manager.stats["compactions"] == 0
+
+
+def test_a_compaction_that_only_masked_says_masked():
+    base = {"tokens_before": 9_000, "token_count": 6_100, "budget": 12_000, "strategy": "summarize"}
+    masked = compaction_line({**base, "summarized_messages": 0, "newly_masked": 14})
+    assert masked.endswith("14 messages masked") and "summarize" not in masked
+    after_summaries = compaction_line({**base, "summarized_messages": 84, "segments": 2, "newly_masked": 6})
+    assert after_summaries.endswith("6 messages masked") and "summarized" not in after_summaries
+    both = compaction_line(
+        {**base, "summarized_messages": 30, "newly_summarized": 21, "newly_masked": 4, "segments": 2}
+        | {"summaries": 1, "provider_calls": 1}
+    )
+    assert both.endswith("21 messages summarized: 1 by the LLM; 4 messages masked")
+    truncated = compaction_line({**base, "strategy": "truncate", "summarized_messages": 30, "newly_summarized": 30})
+    assert "summarized" not in truncated
+    assert truncated.endswith("30 messages truncated")
+    assert compaction_line({**base, "outcome": "cancelled"}) is None

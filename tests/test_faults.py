@@ -24,6 +24,7 @@ from amplifier_core.testing import EventRecorder
 
 from amplifier_module_context_summarize import create_manager, events
 from amplifier_module_context_summarize.backends.base import BackendError, Fault, Skip, fault_of
+from amplifier_module_context_summarize.compaction import SummarizeStrategy
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.evaluation.cassette import ReplayedFailure
 from amplifier_module_context_summarize.notify import failure_line
@@ -329,13 +330,11 @@ async def test_fault_inside_compaction_falls_back_to_truncation(monkeypatch):
 
 @pytest.mark.slow
 async def test_a_strategy_that_raises_still_leaves_a_fitting_view(monkeypatch):
-    class Broken:
-        name = "broken"
-
-        async def compact(self, job):
+    class Broken(SummarizeStrategy):
+        def plan(self, facts, state, progress):
             raise ZeroDivisionError("a bug in a third-party strategy")
 
-    manager, recorder = make(strategy=Broken())
+    manager, recorder = make(strategy=Broken(0.2, name="broken"))
     views = await replay(manager, HISTORY, FakeProvider(), budget=BUDGET)
     assert views and all(manager.counter.count_messages(v) <= BUDGET for v in views)
     assert {e["fallback"] for e in post_events(recorder)} == {"error"}

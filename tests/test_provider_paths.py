@@ -3,6 +3,7 @@ breaks on one of them (``testing.sdk_paths``); the session backend says so once 
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 
 import pytest
@@ -10,6 +11,11 @@ from amplifier_core import llm_errors
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.backends.base import BackendError
+from amplifier_module_context_summarize.backends.provider_paths import (
+    FILE_NAME,
+    ProviderPaths,
+    installed_versions,
+)
 from amplifier_module_context_summarize.backends.session import SessionBackend
 from amplifier_module_context_summarize.summarizer.in_context import INSTRUCTION_KIND
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, mixed_history, replay
@@ -131,3 +137,108 @@ async def test_a_summary_asked_in_the_session_context_takes_the_streaming_path_t
     assert manager.stats["summary_failures"] == 0 and manager.stats["summaries"] >= 2
     assert provider.quiet_calls == 1  # the first in-context summary found the fault; every later one streamed
     assert len([w for w in _warnings(caplog) if "non-streaming path" in w]) == 1
+
+
+# ------------------------------------------------------------------ remembered between processes
+
+
+def _paths(tmp_path, sdk: str = "2.14.0") -> ProviderPaths:
+    """The memory a process opens beside its store, with the anthropic SDK at ``sdk`` (a fake install)."""
+    return ProviderPaths(tmp_path / FILE_NAME, versions=lambda provider: {"anthropic": sdk, "provider": "1.0"})
+
+
+async def _process(tmp_path, caplog, sdk: str = "2.14.0") -> UnawaitedParseProvider:
+    """One ``amplifier continue``: a new backend and provider, two summaries."""
+    backend = SessionBackend(None)
+    backend.paths = _paths(tmp_path, sdk)
+    provider = UnawaitedParseProvider()
+    for _ in range(2):
+        answer = await backend.complete("system", "prompt", 100, provider=provider)
+        assert answer.text
+    return provider
+
+
+async def test_a_second_process_goes_straight_to_the_streaming_path_and_warns_no_more(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    first = await _process(tmp_path, caplog)
+    assert (first.quiet_calls, first.stream_calls) == (1, 2)
+    assert len([w for w in _warnings(caplog) if "non-streaming path" in w]) == 1
+    caplog.clear()
+    second = await _process(tmp_path, caplog)
+    assert (second.quiet_calls, second.stream_calls) == (0, 2)  # no failed request paid again
+    assert _warnings(caplog) == []
+    assert any("remembered" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
+
+
+async def test_an_sdk_upgrade_tries_the_non_streaming_path_again(tmp_path, caplog):
+    await _process(tmp_path, caplog, sdk="2.14.0")
+    caplog.clear()
+    caplog.set_level(logging.INFO)
+    upgraded = await _process(tmp_path, caplog, sdk="2.15.0")
+    assert upgraded.quiet_calls == 1  # a new install is asked as a first process would
+    assert len([w for w in _warnings(caplog) if "non-streaming path" in w]) == 1
+    again = await _process(tmp_path, caplog, sdk="2.14.0")  # pinned back: its own key is still remembered
+    assert again.quiet_calls == 0
+
+
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"\xff\xfe\x00", b'{"format": 1, "streamed": "x"}', b"[1, 2]", b" " * 70_000]
+)
+async def test_an_unreadable_paths_file_is_ignored(tmp_path, caplog, content):
+    (tmp_path / FILE_NAME).write_bytes(content)
+    caplog.set_level(logging.INFO)
+    provider = await _process(tmp_path, caplog)
+    assert provider.quiet_calls == 1 and provider.stream_calls == 2  # as a first process, no crash
+    assert _paths(tmp_path).streams(_paths(tmp_path).key(provider))  # and the file is rewritten whole
+
+
+async def test_a_remembered_path_that_fails_is_forgotten_and_the_provider_asked_afresh(tmp_path, caplog):
+    class FixedButStreamBroken(UnawaitedParseProvider):
+        """The remembered streaming path breaks; the non-streaming one works now (an install the key missed)."""
+
+        async def complete(self, request, **kwargs):
+            if (request.metadata or {}).get("stream") is False:
+                self.quiet_calls += 1
+                return self._chat_response(type("M", (), {"text": "Summary."})())
+            self.stream_calls += 1
+            raise AttributeError("'NoneType' object has no attribute 'content'")
+
+    provider = FixedButStreamBroken()
+    _paths(tmp_path).remember(_paths(tmp_path).key(provider))  # as a previous process found it
+    backend = SessionBackend(None)
+    backend.paths = _paths(tmp_path)
+    answer = await backend.complete("system", "prompt", 100, provider=provider)
+    assert answer.text == "Summary." and (provider.stream_calls, provider.quiet_calls) == (1, 1)
+    assert not _paths(tmp_path).streams(_paths(tmp_path).key(provider))  # forgotten on disk too
+    await backend.complete("system", "prompt", 100, provider=provider)
+    assert (provider.stream_calls, provider.quiet_calls) == (1, 2)  # today's order from then on
+
+
+def test_a_providers_key_names_its_package_and_what_it_requires():
+    versions = installed_versions(UnawaitedParseProvider())
+    assert versions["amplifier-core"] == importlib.metadata.version("amplifier-core")
+    assert "amplifier-module-context-summarize" in versions
+    assert installed_versions(BrokenEverywhere()) == {}  # defined in a test, not an installed package's
+
+
+async def test_the_paths_file_lives_beside_a_store_file_and_never_with_memory(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("AMPLIFIER_CONTEXT_SUMMARIZE_CACHE")
+    for config in ({"storage_path": "memory"}, {}):
+        manager = create_manager({"max_tokens": BUDGET, **config})  # no default store outside a session
+        await replay(manager, mixed_history(60), UnawaitedParseProvider(), budget=BUDGET)
+        await manager.close(1.0)
+    monkeypatch.setenv("AMPLIFIER_CONTEXT_SUMMARIZE_CACHE", "memory")
+    manager = create_manager({"max_tokens": BUDGET}, default_store=True)
+    await replay(manager, mixed_history(60), UnawaitedParseProvider(), budget=BUDGET)
+    await manager.close(1.0)
+    assert not (tmp_path / "cache").exists()  # the cache is off: nothing on disk
+
+    monkeypatch.delenv("AMPLIFIER_CONTEXT_SUMMARIZE_CACHE")
+    providers = [UnawaitedParseProvider(), UnawaitedParseProvider()]
+    for provider in providers:  # two sessions, as two `amplifier continue` processes
+        manager = create_manager({"max_tokens": BUDGET}, default_store=True)
+        await replay(manager, mixed_history(60), provider, budget=BUDGET)
+        await manager.close(1.0)
+    assert (tmp_path / "cache" / "amplifier-context-summarize" / FILE_NAME).is_file()
+    assert [p.quiet_calls for p in providers] == [1, 0]

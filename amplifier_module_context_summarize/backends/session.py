@@ -13,6 +13,7 @@ from amplifier_core.message_models import ChatRequest, Message, ToolSpec
 from .base import BackendError, Completion, Fault
 
 if TYPE_CHECKING:
+    from .provider_paths import ProviderPaths
     from .registry import SummarizerConfig
 
 logger = logging.getLogger(__name__)
@@ -135,7 +136,8 @@ class SessionBackend:
     The real providers take the model from ``kwargs["model"]`` (``ChatRequest.model`` is ignored), retry
     on their own, and stream unless the request's metadata says ``stream: False``. A summary asks for the quiet
     non-streaming path first; a provider whose non-streaming path breaks on the SDK installed beside it (see
-    ``PIN_ADVICE``) is told once, at WARNING, and asked on its streaming path from then on.
+    ``PIN_ADVICE``) is told once, at WARNING, and asked on its streaming path from then on; with ``paths`` set,
+    later processes of the same install remember that and ask there at once (``provider_paths.py``).
     """
 
     name = "session"
@@ -151,6 +153,13 @@ class SessionBackend:
         """Names of providers whose non-streaming path failed: they are asked on their streaming path."""
         self.broken: set[str] = set()
         """Names of providers that failed on both paths (said once; summaries fall back)."""
+        self.paths: ProviderPaths | None = None
+        """Where the providers known to need streaming are remembered between processes (None: this process
+        only, e.g. with the summaries kept in memory)."""
+        self.recalled: dict[str, str] = {}
+        """Names of providers looked up in ``paths`` already, with their keys (one lookup per process)."""
+        self.remembered: set[str] = set()
+        """Names of providers on their streaming path because ``paths`` said so (not yet confirmed here)."""
 
     @property
     def model(self) -> str | None:
@@ -190,25 +199,35 @@ class SessionBackend:
         provider = provider if provider is not None and hasattr(provider, "complete") else self.mounted_provider()
         if provider is None:
             raise BackendError(Fault.NO_PROVIDER)
-        label = provider_label(provider)
         response = await self._on_a_working_path(
-            label, lambda stream: self._ask(provider, system, prompt, max_output_tokens, stream)
+            provider, lambda stream: self._ask(provider, system, prompt, max_output_tokens, stream)
         )
         return completion_of(response)
 
-    async def _on_a_working_path(self, label: str, send: Callable[[bool], Awaitable[Any]]) -> Any:
+    async def _on_a_working_path(self, provider: Any, send: Callable[[bool], Awaitable[Any]]) -> Any:
         """``send(stream)`` on the non-streaming path, then on the streaming path if the provider's non-streaming
-        path is broken (said once, at WARNING); a provider known to need streaming is asked there at once."""
-        for stream in (True,) if label in self.streamed else (False, True):
+        path is broken (said once, at WARNING, and remembered in ``paths``); a provider known to need streaming,
+        in this process or a previous one, is asked there at once. A remembered path that fails is forgotten and
+        the provider asked as it would be the first time."""
+        label = provider_label(provider)
+        key = await self._recall(provider, label)
+        attempts = [True] if label in self.streamed else [False, True]
+        streaming_failed = False
+        while attempts:
+            stream = attempts.pop(0)
             try:
-                return await send(stream)
+                response = await send(stream)
             except BackendError:
                 raise
             except Exception as exc:
                 fault = path_fault(exc)
                 if fault is None:
                     raise classify(exc) from None
-                if stream:
+                if stream and label in self.remembered:  # what a previous process found no longer holds
+                    await self._forget(label, key, fault)
+                    streaming_failed, attempts = True, [False]
+                    continue
+                if stream or streaming_failed:
                     raise self._broken(label, fault) from None
                 self.streamed.add(label)
                 logger.warning(
@@ -218,7 +237,41 @@ class SessionBackend:
                     describe_fault(fault),
                     PIN_ADVICE,
                 )
+                await self._remember(key)
+                continue
+            self.remembered.discard(label)  # it worked here: confirmed
+            return response
         raise BackendError(Fault.ERROR)  # not reached: the streaming path returns or raises
+
+    async def _recall(self, provider: Any, label: str) -> str | None:
+        """The provider's key in ``paths`` (looked up once per process); a remembered streaming path is taken."""
+        if self.paths is None:
+            return None
+        if label not in self.recalled:
+            paths = self.paths
+            key, streams = await asyncio.to_thread(lambda: (k := paths.key(provider), paths.streams(k)))
+            self.recalled[label] = key
+            if streams and label not in self.streamed:
+                self.streamed.add(label)
+                self.remembered.add(label)
+                logger.debug("provider %r: its streaming path, remembered from a previous process", label)
+        return self.recalled[label]
+
+    async def _remember(self, key: str | None) -> None:
+        if self.paths is not None and key is not None:
+            await asyncio.to_thread(self.paths.remember, key)
+
+    async def _forget(self, label: str, key: str | None, fault: BaseException) -> None:
+        self.streamed.discard(label)
+        self.remembered.discard(label)
+        logger.info(
+            "provider %r failed on the streaming path remembered for it (%s); forgotten, asking on its "
+            "non-streaming path",
+            label,
+            describe_fault(fault),
+        )
+        if self.paths is not None and key is not None:
+            await asyncio.to_thread(self.paths.forget, key)
 
     async def _ask(self, provider: Any, system: str, prompt: str, max_output_tokens: int, streamed: bool) -> Any:
         model = self.configured_model
@@ -273,7 +326,7 @@ class SessionBackend:
             )
             return provider.complete(request, **IN_CONTEXT_KWARGS)
 
-        response = await self._on_a_working_path(provider_label(provider), send)
+        response = await self._on_a_working_path(provider, send)
         return completion_of(response, tool_calls=tool_call_count(response))
 
     def tool_specs(self) -> list[ToolSpec] | None:

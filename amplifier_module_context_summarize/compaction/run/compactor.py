@@ -40,7 +40,7 @@ from ..plan.facts import PlanFacts
 from ..plan.job import CompactionReport, Job
 from ..plan.strategies import Strategy
 from ..plan.warm import Warmer, fold_ahead, let_loop_run
-from ..view.losses import Account, account_of, joined, newly_hidden
+from ..view.losses import Account, account_of, joined, newly_hidden, newly_hidden_messages
 from ..view.masking import MaskSettings
 from ..view.request import RequestView
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
@@ -357,8 +357,9 @@ class Compactor:
         await self._after_install(before)
         artifacts = await self._artifacts_hidden(before, self.view.state, self.view.shown(), job)
         duration_ms = round((time.perf_counter() - attempt.started) * 1000, 3)
+        report, limits = job.report, job.limits
         await self._report_compaction(
-            job.report, job.limits, attempt.tokens, attempt.messages, duration_ms, attempt.force, artifacts
+            report, limits, attempt.tokens, attempt.messages, duration_ms, attempt.force, artifacts, before=before
         )
 
     async def _after_install(self, before: CompactionState) -> None:
@@ -411,8 +412,8 @@ class Compactor:
         state = landed.state
         if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
             state = state.masked_to(current.mask_end)
-        owed = self._owed
-        tokens_before, messages_before = (owed.tokens, owed.messages) if owed is not None else (flight.tokens, 0)
+        # Before: the view this replaces, now (the history grew and may have been masked since the flight started).
+        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         self.view.state = state
         self._mark_installed()
         self.view.remember_shown(state, landed.shown)  # masking leaves the summary as is; the pin is re-derived
@@ -426,6 +427,7 @@ class Compactor:
             flight.elapsed_ms(),
             False,
             landed.artifacts,
+            before=current,
         )
 
     async def settle_background(self, deadline: float) -> None:
@@ -529,11 +531,13 @@ class Compactor:
         artifacts: Account,
         outcome: str = events.COMPACTED,
         steer: Steer | None = None,
+        before: CompactionState | None = None,
     ) -> None:
         """Send the ``context:post_compact`` of ``self._owed`` (or of a pre already taken off it: ``steer`` is then
         what its hooks answered), then the kernel's event; what a ``post_compact`` hook injects is put back."""
         tokens_after, messages_after = self.view.sent_tokens(limits.budget), len(self.view.build())
         summarized = self.view.history.messages_before(self.view.state.boundary)
+        newly = newly_hidden_messages(self.view.history, before, self.view.state) if before is not None else (0, 0)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         strategy = self.strategy.name
@@ -568,6 +572,8 @@ class Compactor:
                 focus=steer.focus,
                 deny_overruled=steer.overruled,
                 outcome=outcome,
+                newly_summarized=newly[0],
+                newly_masked=newly[1],
             )
         )
         if outcome == events.CANCELLED:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ...core.history import History
 from ...core.messages import Message
+from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import Facts, clip, extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
@@ -88,6 +90,19 @@ def account_of(facts: Facts, shown_text: str) -> Account:
                     named.add(item)
             (kept if item in named else lost)[kind].append(item)
     return Account(kept, lost)
+
+
+def newly_hidden_messages(history: History, before: CompactionState, after: CompactionState) -> tuple[int, int]:
+    """Stored messages a compaction newly summarized (or truncated) and newly masked: what it did, for the reports
+    (``summarized_messages`` counts every message the summary stands for, earlier compactions' too)."""
+    summarized = masked = 0
+    for start, end in newly_hidden(before.boundary, before.tail_start, after.boundary, after.tail_start):
+        count = history.messages_before(end) - history.messages_before(start)
+        if end <= after.boundary:
+            summarized += count
+        else:
+            masked += count
+    return summarized, masked
 
 
 def newly_hidden(before_boundary: int, before_tail: int, boundary: int, tail: int) -> list[tuple[int, int]]:
