@@ -540,45 +540,16 @@ class Compactor:
         newly = newly_hidden_messages(self.view.history, before, self.view.state) if before is not None else (0, 0)
         for category, calls in report.failures:
             await self.emit(events.SummaryFailed("compaction", category, calls))
-        strategy = self.strategy.name
         if steer is None:
             steer = self._owed.steer if self._owed is not None else Steer()
         self._owed = None  # paid now: a cancel from here on does not report it twice
-        result = await self.emit(
-            events.PostCompact(
-                message_count=messages_after,
-                token_count=tokens_after,
-                tokens_before=tokens_before,
-                budget=limits.budget,
-                wire_budget=self.view.budget.wire,
-                tool_tokens=self.view.budget.tool_tokens,
-                calibration=round(self.view.budget.calibration.factor, 4),
-                strategy=strategy,
-                summarized_messages=summarized,
-                segments=len(self.view.state.segments),
-                provider_calls=report.provider_calls,
-                cache_hits=report.cache_hits,
-                summaries=report.summaries,
-                summarizer_input_tokens=report.input_tokens,
-                summarizer_output_tokens=report.output_tokens,
-                summary_tokens=self.view.shown().summary_tokens,
-                duration_ms=duration_ms,
-                fallback=report.fallback,
-                circuit=self.breaker.state,
-                clipped=tokens_after > limits.budget or bool(self.view.clipped),
-                clipped_messages=len(self.view.clipped),
-                artifacts_kept=artifacts.kept_count,
-                artifacts_lost=artifacts.lost_count,
-                focus=steer.focus,
-                deny_overruled=steer.overruled,
-                outcome=outcome,
-                newly_summarized=newly[0],
-                newly_masked=newly[1],
-            )
-        )
+        after = (tokens_after, messages_after, summarized)
+        post = self._post_compact(report, limits, tokens_before, after, duration_ms, artifacts, outcome, steer, newly)
+        result = await self.emit(post)
         if outcome == events.CANCELLED:
             return  # nothing was compacted: the kernel's event reports compactions only
         self.view.inject(injected_text(result))
+        strategy, segments = self.strategy.name, bool(self.view.state.segments)
         await self.emit(
             events.Compaction(
                 before_tokens=tokens_before,
@@ -586,13 +557,60 @@ class Compactor:
                 before_messages=messages_before,
                 after_messages=messages_after,
                 messages_removed=max(messages_before - messages_after, 0),
-                messages_summarized=summarized if self.view.state.segments else 0,
-                messages_truncated=0 if self.view.state.segments else summarized,
+                messages_summarized=summarized if segments else 0,
+                messages_truncated=0 if segments else summarized,
                 budget=limits.budget,
                 target_tokens=limits.target,
                 strategy=strategy,
                 strategy_level=report.fallback or strategy,
             )
+        )
+
+    def _post_compact(
+        self,
+        report: CompactionReport,
+        limits: Limits,
+        tokens_before: int,
+        after: tuple[int, int, int],
+        duration_ms: float,
+        artifacts: Account,
+        outcome: str,
+        steer: Steer,
+        newly: tuple[int, int],
+    ) -> events.PostCompact:
+        """The ``context:post_compact`` payload of a compaction now in the view (``after``: its tokens, messages
+        and the messages its summary stands for)."""
+        tokens_after, messages_after, summarized = after
+        view = self.view
+        return events.PostCompact(
+            message_count=messages_after,
+            token_count=tokens_after,
+            tokens_before=tokens_before,
+            budget=limits.budget,
+            wire_budget=view.budget.wire,
+            tool_tokens=view.budget.tool_tokens,
+            calibration=round(view.budget.calibration.factor, 4),
+            strategy=self.strategy.name,
+            summarized_messages=summarized,
+            segments=len(view.state.segments),
+            provider_calls=report.provider_calls,
+            cache_hits=report.cache_hits,
+            summaries=report.summaries,
+            summarizer_input_tokens=report.input_tokens,
+            summarizer_output_tokens=report.output_tokens,
+            summary_tokens=view.shown().summary_tokens,
+            duration_ms=duration_ms,
+            fallback=report.fallback,
+            circuit=self.breaker.state,
+            clipped=tokens_after > limits.budget or bool(view.clipped),
+            clipped_messages=len(view.clipped),
+            artifacts_kept=artifacts.kept_count,
+            artifacts_lost=artifacts.lost_count,
+            focus=steer.focus,
+            deny_overruled=steer.overruled,
+            outcome=outcome,
+            newly_summarized=newly[0],
+            newly_masked=newly[1],
         )
 
     def record_sent(self, view: list[Message]) -> None:
