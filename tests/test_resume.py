@@ -9,8 +9,9 @@ import pytest
 from test_plan import CONFIG, COUNTER, history_of
 
 from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.compaction.cache.keys import fingerprint
 from amplifier_module_context_summarize.compaction.cache.records import PlanRecords
-from amplifier_module_context_summarize.compaction.cache.resume import fingerprint, walk
+from amplifier_module_context_summarize.compaction.cache.resume import walk
 from amplifier_module_context_summarize.compaction.view.masking import MaskSettings
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
