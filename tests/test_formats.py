@@ -37,7 +37,7 @@ CASES = {
     "cline_api_conversation_history.json": ("cline", "README", 1),
     "cline_api_text_results.json": ("cline", "12 passed (12)", 4),
     "cline_api_xml_calls.json": ("cline", "TS2322", 2),
-    "cline_api_nags.json": ("cline", "better-sqlite3", 6),
+    "cline_api_nags.json": ("cline", "better-sqlite3", 7),
     "aider.chat.history.md": ("aider", "treat None as 0", 4),
     "aider_whole.chat.history.md": ("aider", "load balancers", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
@@ -236,7 +236,7 @@ def test_clines_own_notes_are_kept_as_developer_text_and_only_the_users_words_ar
     notes = "\n".join(m["content"] for m in messages if m["role"] == "developer")
     for said in ("[ERROR] You did not use a tool", "This task was interrupted just now", "(The user did not provide"):
         assert said in notes  # in the history, as Cline's
-    assert notes.count("<environment_details>") == 8
+    assert notes.count("<environment_details>") == 9
     assert ToolPairing().problems(messages, None) == []  # every call answered, the interrupted one too
 
     history = History(TokenCounter("cl100k_base"), "fingerprint")
@@ -254,6 +254,8 @@ def test_clines_own_notes_are_kept_as_developer_text_and_only_the_users_words_ar
     outcomes = {o.key: (o.ok, o.label) for o in found.outcomes if o.command}
     assert outcomes["npm ls pg"] == (False, "interrupted")
     assert outcomes["npm run migrate"][0] is False  # the user turned it down: it never ran
+    ok, label = outcomes["node scripts/print-migration.js"]  # exit 0 as Cline recorded it, the error it printed kept
+    assert ok and label.startswith("exit 0, printed: Error: no pending migrations")
     actions = {(f.path, f.action) for f in found.files}
     assert ("src/db.ts", "read") in actions
     assert not any(a in ("edit", "write") for p, a in actions if p == "src/db.ts")  # the edit was denied

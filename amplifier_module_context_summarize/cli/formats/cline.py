@@ -54,6 +54,9 @@ _FAILED = ("The tool execution failed", "[ERROR]", "Error executing", "The user 
 _DENIED = ("The user denied this operation", "The user provided the following feedback")
 """A call the user turned down, in newer Cline without the ``[tool] Result:`` head."""
 _NOT_RUN = re.compile(r"^Tool \[(?P<name>[A-Za-z_][\w-]*)\] was not executed\b")
+_EXIT_STATUS = re.compile(r"Command (?:executed successfully \(|failed with )exit code (-?\d+)\b")
+"""Newer Cline records a command's exit status in its answer: ``Command executed successfully (exit code 0).``,
+``Command failed with exit code 1.`` (older ones say only ``Command executed.``)."""
 _RESUMPTION = "[TASK RESUMPTION]"
 _NOTES = (
     _RESUMPTION,
@@ -207,11 +210,11 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
             name, body, failed = answer
             call = next((c for c in unanswered if c[1] == name), unanswered[0])
             unanswered.remove(call)
-            # Cline records no exit status: ``is_error`` is set only when it said the call failed (false would
-            # claim a clean exit, as Claude Code's flag does).
+            # ``is_error`` false claims a clean exit (as Claude Code's flag does): set only when Cline recorded one.
             open_result = {"type": "tool_result", "tool_use_id": call[0], "content": body}
-            if failed:
-                open_result["is_error"] = True
+            status = _EXIT_STATUS.match(body)
+            if failed or status:  # the status Cline recorded, else only a failure it reported
+                open_result["is_error"] = failed or status.group(1) != "0"
             results.append(open_result)
             continue
         if body.startswith(_NOTES) or _RESULT_HEAD.match(body):  # (an answer to no call left is Cline's too)
