@@ -37,6 +37,7 @@ CASES = {
     "cline_api_conversation_history.json": ("cline", "README", 1),
     "cline_api_text_results.json": ("cline", "12 passed (12)", 4),
     "cline_api_xml_calls.json": ("cline", "TS2322", 2),
+    "cline_api_nags.json": ("cline", "better-sqlite3", 7),
     "aider.chat.history.md": ("aider", "treat None as 0", 4),
     "aider_whole.chat.history.md": ("aider", "load balancers", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
@@ -206,9 +207,59 @@ def test_cline_text_results_are_paired_with_their_calls():
         turns = [message_text(m) for m in messages if is_user_turn(m)]
         assert not any("Result:" in t or "environment_details" in t.replace("<task>", "") for t in turns[1:]), turns
         assert sum("<task>" in t for t in turns) == 1
-    last = load(FIXTURES / "cline_api_text_results.json").messages[-1]
-    assert is_user_turn(last)  # the user's feedback is a request, said in their words
-    assert {"type": "text", "text": "also document it in README.md"} in last["content"]
+    *_, last = (m for m in load(FIXTURES / "cline_api_text_results.json").messages if is_user_turn(m))
+    assert last["content"] == [{"type": "text", "text": "also document it in README.md"}]  # the user's feedback
+
+
+def test_clines_own_notes_are_kept_as_developer_text_and_only_the_users_words_are_requests():
+    """Cline writes into the user's role its resumption notice, the ``[ERROR] You did not use a tool`` nag, its
+    environment report and its answers for calls it skipped or the user denied: those are kept (as the harness's
+    ``developer`` notes, or as the result of the call they answer), and only the user's words are requests, in
+    the pins and in the offline summary's "User requests" (issue 35)."""
+    from amplifier_module_context_summarize.core.history import History
+    from amplifier_module_context_summarize.core.invariants import ToolPairing
+    from amplifier_module_context_summarize.core.messages import is_user_turn
+    from amplifier_module_context_summarize.core.tokens import TokenCounter
+    from amplifier_module_context_summarize.summarizer.extractive import REQUESTS, extractive_summary
+    from amplifier_module_context_summarize.working_set import facts
+    from amplifier_module_context_summarize.working_set.facts import authored_text
+
+    messages = load(FIXTURES / "cline_api_nags.json").messages
+    requests = [authored_text(m) for m in messages if is_user_turn(m)]
+    assert requests == [
+        "<task>\nMove the job queue from Postgres to SQLite in src/db.ts\n</task>",
+        "Use better-sqlite3 and keep the old table names",
+        "keep the pool size of 5 as a busy timeout instead",
+        "run it with --dry-run first",
+        "not yet, show me the SQL",
+    ]
+    notes = "\n".join(m["content"] for m in messages if m["role"] == "developer")
+    for said in ("[ERROR] You did not use a tool", "This task was interrupted just now", "(The user did not provide"):
+        assert said in notes  # in the history, as Cline's
+    assert notes.count("<environment_details>") == 9
+    assert ToolPairing().problems(messages, None) == []  # every call answered, the interrupted one too
+
+    history = History(TokenCounter("cl100k_base"), "fingerprint")
+    for message in messages:
+        history.append(message)
+    assert authored_text(history.messages[history.first_request]).startswith("<task>")
+    assert authored_text(history.messages[history.latest_request]) == "not yet, show me the SQL"
+
+    summary = extractive_summary(messages, previous_summary=None, max_tokens=2_000, count_tokens=lambda t: len(t) // 4)
+    listed = summary.split(REQUESTS, 1)[1].split("###", 1)[0]
+    assert "run it with --dry-run first" in listed
+    assert not any(s in listed for s in ("TASK RESUMPTION", "[ERROR]", "environment_details", "Result:"))
+
+    found = facts.extract(messages)
+    outcomes = {o.key: (o.ok, o.label) for o in found.outcomes if o.command}
+    assert outcomes["npm ls pg"] == (False, "interrupted")
+    assert outcomes["npm run migrate"][0] is False  # the user turned it down: it never ran
+    ok, label = outcomes["node scripts/print-migration.js"]  # exit 0 as Cline recorded it, the error it printed kept
+    assert ok and label.startswith("exit 0, printed: Error: no pending migrations")
+    actions = {(f.path, f.action) for f in found.files}
+    assert ("src/db.ts", "read") in actions
+    assert not any(a in ("edit", "write") for p, a in actions if p == "src/db.ts")  # the edit was denied
+    assert ("src/schema.ts", "read") not in actions  # skipped: Cline ran one tool per message
 
 
 def test_aider_edits_commits_and_requests_are_read_from_its_console_lines():

@@ -831,11 +831,13 @@ _CUT_SHORT = (
         re.compile(
             r"(?im)^\W{0,3}(?:request )?interrupted by user\b.*$"
             r"|^\W{0,3}Command (?:was )?(?:cancelled|aborted) by user\b.*$"
+            r"|^\[TASK RESUMPTION\] This task was interrupted\b[^.\n]*"
         ),
     ),
 )
-"""How a shell tool reports a command it cut short (Claude Code, Codex, OpenHands, Gemini CLI): the outcome is that,
-not the exit status or an error line of what it printed before."""
+"""How a shell tool reports a command it cut short (Claude Code, Codex, OpenHands, Gemini CLI; Cline's resumption
+notice answers the call it cut off): the outcome is that, not the exit status or an error line of what it printed
+before."""
 _CUT_SHORT_SCAN = 2_000
 """Characters at each end of an output searched for those reports (they lead or end it; the middle is output)."""
 

@@ -4,8 +4,10 @@
   blocks may carry bookkeeping keys. Tool calls are ``tool_use`` blocks or, in older versions, XML tags in the
   assistant text (``<read_file><path>…</path></read_file>``, made ``tool_use`` blocks here). Cline answers them
   with text blocks in the next user message, ``[read_file for 'src/a.ts'] Result:`` and the output: those become
-  ``tool_result`` blocks paired with their call (Cline's ``<environment_details>`` report after them left out), so the
-  working set sees the files and the results are not taken for user requests. Claimed before our own format.
+  ``tool_result`` blocks paired with their call, so the working set sees the files. Cline's own notes in the user's
+  role (``[TASK RESUMPTION]``, ``[ERROR] You did not use a tool …``, ``<environment_details>``) become a
+  ``developer`` message, and the user's words (``<task>``, ``<user_message>``, ``<feedback>``) a user message of
+  their own: only those are requests. Claimed before our own format.
 * ``ui_messages.json``: what the task view shows, ``[{"ts", "type": "say"|"ask", "say"|"ask": kind, "text"}]``.
   ``task`` / ``user_feedback`` become user turns, ``text`` / ``completion_result`` assistant turns,
   ``command`` (ask) a shell call and the ``command_output`` that follows its result; ``tool`` asks (a JSON
@@ -41,8 +43,33 @@ _BLOCK_KEYS = {
 _RESULT_HEAD = re.compile(r"^\[(?P<name>[A-Za-z_][\w-]*)(?: for (?P<what>.*?))?\] (?P<how>Result|Error):?", re.DOTALL)
 """How Cline answers a tool call: a text block ``[read_file for 'src/a.ts'] Result:`` (the output after it, in the
 same block or the next ones) in the next user message, not a ``tool_result`` block."""
-_FEEDBACK = re.compile(r"<feedback>\s*(.*?)\s*</feedback>", re.DOTALL)
-_FAILED = ("The tool execution failed", "[ERROR]", "Error executing")
+_FEEDBACK = re.compile(r"<(feedback|answer)>\s*(.*?)\s*</\1>", re.DOTALL)
+_USER_MESSAGE = re.compile(r"<user_message>\s*(.*?)\s*</user_message>", re.DOTALL)
+_USER_MESSAGE_INTRO = re.compile(
+    r"(?:New instructions for task continuation|New message to respond to with \w+ tool[^\n]*):?\s*"
+    r"<user_message>.*?</user_message>|<user_message>.*?</user_message>",
+    re.DOTALL,
+)
+_FAILED = ("The tool execution failed", "[ERROR]", "Error executing", "The user denied this operation")
+_DENIED = ("The user denied this operation", "The user provided the following feedback")
+"""A call the user turned down, in newer Cline without the ``[tool] Result:`` head."""
+_NOT_RUN = re.compile(r"^Tool \[(?P<name>[A-Za-z_][\w-]*)\] was not executed\b")
+_EXIT_STATUS = re.compile(r"Command (?:executed successfully \(|failed with )exit code (-?\d+)\b")
+"""Newer Cline records a command's exit status in its answer: ``Command executed successfully (exit code 0).``,
+``Command failed with exit code 1.`` (older ones say only ``Command executed.``)."""
+_RESUMPTION = "[TASK RESUMPTION]"
+_NOTES = (
+    _RESUMPTION,
+    "[ERROR] You did not use a tool",
+    "(The user did not provide a new message",
+    "New instructions for task continuation",
+    "New message to respond to with",
+    "<environment_details>",
+    "# task_progress",
+    "# TODO LIST UPDATE REQUIRED",
+    "[NOTE]",
+)
+"""How Cline's own notes to the model open: its resumption notice and nags, and its per-turn reports."""
 _TOOLS = (
     "execute_command", "read_file", "write_to_file", "replace_in_file", "search_files", "list_files",
     "list_code_definition_names", "browser_action", "use_mcp_tool", "access_mcp_resource", "ask_followup_question",
@@ -112,10 +139,10 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
             )
             out.append({"role": "assistant", "content": content})
             continue
-        if pending and isinstance(content, list | str):
-            content = _answers(content if isinstance(content, list) else [{"type": "text", "text": content}], pending)
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        out += _user_side(content, pending) if isinstance(content, list) else [{"role": "user", "content": content}]
         pending = []
-        out.append({"role": "user", "content": content})
     return out, None
 
 
@@ -148,55 +175,104 @@ def _xml_calls(content: Any, n: int) -> Any:
     return kept + calls
 
 
-def _answers(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Any]:
-    """The user message answering ``pending`` calls: each ``[tool ...] Result:`` text (and the text blocks after it
-    up to the next head) as a ``tool_result`` block for the call of that tool, in order; the rest of the message
-    (environment details, the user's own words) after them."""
+def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Message]:
+    """What one user-role message of Cline's holds, as what each part is.
+
+    * Each ``[tool ...] Result:`` text (and the text blocks after it up to the next part), ``Tool [x] was not
+      executed ...`` and a denial are ``tool_result`` blocks for the calls of ``pending``, in order.
+    * Cline's own notes to the model (``[TASK RESUMPTION]``, ``[ERROR] You did not use a tool ...``, its
+      ``<environment_details>`` and task-progress reminders) are one ``developer`` message: kept in the history
+      as the model saw them, but never a request (only user turns are), nor output a tool printed. The
+      ``developer`` role is the harness's voice in the OpenAI messages this reads into (the Codex reader keeps
+      Codex's the same way); a ``system`` message would be pinned and may only lead the conversation.
+    * A call the resumption cut off is answered by that note, so it is shown interrupted, not left unpaired.
+    * The user's words (``<task>``, ``<user_message>``, the ``<feedback>`` or ``<answer>`` a result carries,
+      attachments) are a user message of their own after the results, so they are a request.
+    """
     results: list[dict[str, Any]] = []
-    rest: list[Any] = []
+    words: list[Any] = []
+    notes: list[str] = []
     open_result: dict[str, Any] | None = None
     unanswered = list(pending)
     for block in blocks:
         text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
-        head = _RESULT_HEAD.match(text.lstrip()) if isinstance(text, str) else None
-        if head and unanswered:
-            name = head.group("name")
+        if not isinstance(text, str):
+            open_result = None
+            words.append(block)
+            continue
+        body, details = _split_details(text.strip())
+        if details:
+            notes.append(details)
+        if not body:
+            continue
+        answer = _answer_head(body) if unanswered else None
+        if answer is not None:
+            name, body, failed = answer
             call = next((c for c in unanswered if c[1] == name), unanswered[0])
             unanswered.remove(call)
-            body = _without_details(text.lstrip()[head.end() :].lstrip("\n"))
-            failed = head.group("how") == "Error" or body.lstrip().startswith(_FAILED)
-            # Cline records no exit status: ``is_error`` is set only when it said the call failed (false would
-            # claim a clean exit, as Claude Code's flag does).
+            # ``is_error`` false claims a clean exit (as Claude Code's flag does): set only when Cline recorded one.
             open_result = {"type": "tool_result", "tool_use_id": call[0], "content": body}
-            if failed:
-                open_result["is_error"] = True
+            status = _EXIT_STATUS.match(body)
+            if failed or status:  # the status Cline recorded, else only a failure it reported
+                open_result["is_error"] = failed or status.group(1) != "0"
             results.append(open_result)
             continue
-        if open_result is not None and isinstance(text, str) and not _bookkeeping(text):
-            text = _without_details(text)
-            joined = f"{open_result['content']}\n{text}" if open_result["content"] else text
-            open_result["content"] = joined
-            if text.lstrip().startswith(_FAILED):
+        if body.startswith(_NOTES) or _RESULT_HEAD.match(body):  # (an answer to no call left is Cline's too)
+            open_result = None
+            said = [m.group(1).strip() for m in _USER_MESSAGE.finditer(body)]
+            words += [{"type": "text", "text": s} for s in said if s]
+            note = _USER_MESSAGE_INTRO.sub("", body).strip()
+            if note and unanswered and note.startswith(_RESUMPTION):
+                # The call never got its answer: the resumption is what happened to it.
+                results += [{"type": "tool_result", "tool_use_id": c[0], "content": note} for c in unanswered]
+                unanswered = []
+            elif note:
+                notes.append(note)
+            continue
+        if open_result is not None:
+            open_result["content"] = f"{open_result['content']}\n{body}" if open_result["content"] else body
+            if body.startswith(_FAILED):
                 open_result["is_error"] = True
             continue
-        open_result = None
-        rest.append(block)
-    if not results:
-        return blocks
-    # The user's answer to a completion or a question rides in a result as <feedback>: it is their words, a turn.
-    said = [{"type": "text", "text": f.group(1).strip()} for r in results for f in _FEEDBACK.finditer(r["content"])]
-    # Cline's environment report (visible files, open tabs, time, mode) after every result is its bookkeeping,
-    # not the user's words nor the tool's output: left out, so it is neither a request nor an error a tool printed.
-    return results + said + [b for b in rest if not (isinstance(b, dict) and _bookkeeping(str(b.get("text", ""))))]
+        said = [m.group(1).strip() for m in _USER_MESSAGE.finditer(body)]
+        words.append({**block, "text": "\n\n".join(said)} if said else {**block, "text": body})
+    if not results and not notes:
+        return [{"role": "user", "content": words or blocks}]
+    # The user's answer to a completion, a question or a denied call rides in a result: their words, a turn.
+    said = [
+        {"type": "text", "text": found.group(2).strip()}
+        for r in results
+        for found in _FEEDBACK.finditer(r["content"])
+        if found.group(2).strip()
+    ]
+    out: list[Message] = []
+    if results:
+        out.append({"role": "user", "content": results})
+    if said or words:
+        out.append({"role": "user", "content": said + words})
+    if notes:
+        out.append({"role": "developer", "content": "\n\n".join(notes)})
+    return out
 
 
-def _without_details(text: str) -> str:
+def _answer_head(text: str) -> tuple[str, str, bool] | None:
+    """(tool name or "", output, failed) when ``text`` opens Cline's answer to a call, else None."""
+    head = _RESULT_HEAD.match(text)
+    if head:
+        body = text[head.end() :].lstrip("\n ")
+        return head.group("name"), body, head.group("how") == "Error" or body.startswith(_FAILED)
+    skipped = _NOT_RUN.match(text)
+    if skipped:
+        return skipped.group("name"), text, True
+    if text.startswith(_DENIED):
+        return "", text, True
+    return None
+
+
+def _split_details(text: str) -> tuple[str, str]:
+    """(the text before Cline's ``<environment_details>`` report, the report)."""
     cut = text.find("<environment_details>")
-    return text if cut < 0 else text[:cut].rstrip()
-
-
-def _bookkeeping(text: str) -> bool:
-    return not text.strip() or text.lstrip().startswith(("<environment_details>", "# task_progress"))
+    return (text, "") if cut < 0 else (text[:cut].rstrip(), text[cut:].strip())
 
 
 def _ui(data: list[Any]) -> list[Message]:
