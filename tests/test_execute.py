@@ -12,12 +12,12 @@ import pytest
 from test_plan import CONFIG, COUNTER, HYBRID, facts_of, history_of
 
 from amplifier_module_context_summarize.backends.base import Completion, Fault
-from amplifier_module_context_summarize.compaction import Plan, PlanFacts, Progress, Summarize
+from amplifier_module_context_summarize.compaction import Phase, Plan, PlanFacts, Progress, Summarize
 from amplifier_module_context_summarize.compaction.cache.breaker import CircuitBreaker
 from amplifier_module_context_summarize.compaction.cache.segments import SegmentSource
 from amplifier_module_context_summarize.compaction.plan.job import Job
 from amplifier_module_context_summarize.compaction.plan.strategies import SummarizeStrategy
-from amplifier_module_context_summarize.compaction.run.execute import Executed, Executor
+from amplifier_module_context_summarize.compaction.run.execute import MAX_STEPS, Executed, Executor
 from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.summarizer.prompts import load_prompts
@@ -243,3 +243,23 @@ async def test_a_strategy_that_does_not_read_prefetched_segments_looks_only_once
     source.prefetched_any, source.asked = True, []
     await Executor(source).run(HYBRID, Job(facts_of(history, BUDGET, masking=False), CompactionState()))
     assert source.asked[0][0] == "ready_end"
+
+
+
+async def test_a_plan_that_never_completes_is_taken_for_a_bug_and_answered_by_truncation(caplog) -> None:
+    """A strategy whose plan keeps asking to go on (no step, never done) does not hold the compaction forever:
+    after ``MAX_STEPS`` plans it is a fault like any other, answered by dropping whole groups."""
+    asked = []
+
+    class Endless(SummarizeStrategy):
+        def plan(self, facts, state, progress):
+            asked.append(state)
+            return Plan(state, None, Progress(Phase.PASSES))
+
+    facts = facts_of(history_of(30, 400), BUDGET, masking=False)
+    job = Job(facts, CompactionState())
+    with caplog.at_level(logging.ERROR, logger="amplifier_module_context_summarize.compaction.run.execute"):
+        done = await Executor(Scripted()).run(Endless(0.2, name="endless"), job)
+    assert len(asked) == MAX_STEPS
+    assert done == Executed(facts.truncated(CompactionState()))
+    assert job.report.fallback == Fault.ERROR and "compaction failed (RuntimeError)" in caplog.text

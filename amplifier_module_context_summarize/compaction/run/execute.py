@@ -23,6 +23,10 @@ from ..plan.warm import let_loop_run
 
 logger = logging.getLogger(__name__)
 
+MAX_STEPS = 256
+"""Plans asked in one compaction before it is taken for a plan that never completes (a strategy's bug): the hybrid
+needs a few dozen at most (three summaries, their merges, the settles between)."""
+
 
 @dataclass(frozen=True)
 class Executed:
@@ -57,7 +61,7 @@ class Executor:
         facts, state, progress = job.facts, job.state, Progress()
         if strategy.summarizes and (strategy.reads_prefetched or self.segments.prefetched_any):
             facts.prefetched_end = await self.segments.ready_end(job, facts.near_target)
-        while True:
+        for _ in range(MAX_STEPS):
             await facts.settle(state)  # what the plan reads, worked out with the loop let run
             if progress.phase is Phase.MERGING:
                 await facts.settle_working_set(state)
@@ -73,6 +77,7 @@ class Executor:
             state = plan.step.apply(state, result)
             if isinstance(plan.step, Merge):
                 await let_loop_run()
+        raise RuntimeError(f"the {strategy.name!r} plan did not complete in {MAX_STEPS} steps")
 
     async def _take(self, job: Job, step: Step, state: CompactionState) -> Segment | None:
         """The segment ``step`` asks for; None when the job may not call the LLM and only the LLM would write it."""
