@@ -67,6 +67,9 @@ class SummarizingContextManager:
     ) -> None:
         self.config = c = config or Config()
         self.summarizer = summarizer
+        backend = summarizer.backend
+        self._model_learner = backend if isinstance(backend, LearnsDefaultModel) else None
+        """Asked once: a runtime protocol check costs microseconds, and every request asks whether it learns."""
         self.hooks = hooks
         self.store: SummaryStore = store if store is not None else MemoryStore(c.cache_max_entries)
         self.counter = counter or TokenCounter(c.token_encoding)
@@ -351,8 +354,8 @@ class SummarizingContextManager:
     def _learns_model(self, provider: Any | None) -> bool:
         """The summarizer writes with the session provider's default model and has just learned a new one (the
         usual request learns nothing: no hashing, no await)."""
-        backend = self.summarizer.backend
-        return isinstance(backend, LearnsDefaultModel) and bool(backend.learn_default_model(provider))
+        learner = self._model_learner
+        return learner is not None and bool(learner.learn_default_model(provider))
 
     async def _rekeyed(self) -> bool:
         """Key summaries by the model that writes them, once the backend has learned a new default model.
