@@ -169,15 +169,17 @@ def test_the_same_figures_in_compact_json_and_the_html(tmp_path, capsys):
     assert main(["compact", "--example", "--no-summary"]) == 0
     text = capsys.readouterr().out
     assert f"tokens: {report['history_tokens']:,} in the session" in text
-    for line in text.splitlines():
-        if line.startswith("  compaction ") and "messages summarized" not in line:
+    lines = [line for line in text.splitlines() if line.startswith("  compaction ")]
+    for line in lines:
+        if "messages summarized" not in line:
             assert "summarize" not in line and "masked tool outputs only" in line, line
+    assert any("masked tool outputs only (the summary stands for" in line for line in lines), "masking after a summary"
     page = tmp_path / "page.html"
     assert main(["inspect", "--example", "--html", str(page)]) == 0
     capsys.readouterr()
     html = page.read_text(encoding="utf-8")
     assert f"reached {report['history_tokens']:,} tokens" in html
-    summarized = {int(n) for n in re.findall(r"(\d+) messages summarized", text)}
+    summarized = {int(n) for n in re.findall(r"the summary stands for (\d+)", text)}
     assert summarized and summarized <= {int(n) for n in re.findall(r"Summary of (\d+) messages", html)}
     assert (
         '<div class="table-scroll"><table class="compactions">' in html and "div.table-scroll{overflow-x:auto" in html

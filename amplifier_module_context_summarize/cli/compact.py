@@ -118,7 +118,17 @@ async def replay_session(
 
 
 def _compaction(post: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("tokens_before", "token_count", "budget", "strategy", "summarized_messages", "artifacts_lost", "fallback")
+    keys = (
+        "tokens_before",
+        "token_count",
+        "budget",
+        "strategy",
+        "summarized_messages",
+        "newly_summarized",
+        "newly_masked",
+        "artifacts_lost",
+        "fallback",
+    )
     return {key: post.get(key) for key in keys}
 
 
@@ -270,11 +280,16 @@ def final_summary(view: list[dict[str, Any]]) -> str:
 
 
 def compaction_label(compaction: Mapping[str, Any]) -> str:
-    """What a compaction did, true to it: a ``summarize`` pass that summarized no message only masked tool outputs."""
-    strategy = str(compaction.get("strategy"))
-    if strategy == "summarize" and not compaction.get("summarized_messages"):
-        return "masked tool outputs only"
-    return strategy
+    """What this compaction did, true to it: the messages it newly summarized (and how many the summary now stands
+    for), or that it only masked tool outputs; the strategy's name when the event does not say."""
+    newly, total = compaction.get("newly_summarized"), compaction.get("summarized_messages") or 0
+    if newly:
+        return f"{newly} messages summarized (the summary stands for {total})"
+    if compaction.get("newly_masked"):
+        return "masked tool outputs only" + (f" (the summary stands for {total})" if total else "")
+    if newly is None and compaction.get("strategy") == "summarize" and not total:
+        return "masked tool outputs only"  # an event from before the ``newly_*`` fields
+    return str(compaction.get("strategy"))
 
 
 def render_result(result: dict[str, Any]) -> str:
@@ -288,12 +303,11 @@ def render_result(result: dict[str, Any]) -> str:
     ]
     for i, c in enumerate(result.get("compactions", []), start=1):
         cut = 100 * (c["tokens_before"] - c["token_count"]) / c["tokens_before"] if c["tokens_before"] else 0.0
-        extra = f", {c['summarized_messages']} messages summarized" if c.get("summarized_messages") else ""
         lost = f", {c['artifacts_lost']} working-set items dropped" if c.get("artifacts_lost") else ""
         fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
         lines.append(
             f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens (-{cut:.0f}%), "
-            f"{compaction_label(c)}{extra}{lost}{fallback}"
+            f"{compaction_label(c)}{lost}{fallback}"
         )
     lines.append("report:")
     lines += [f"  {key}: {value}" for key, value in report.items()]
