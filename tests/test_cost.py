@@ -124,3 +124,15 @@ def test_raw_sessions_are_read_in_every_recorded_format(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no recorded sessions"):
         load_raw(tmp_path / "empty")
+
+
+async def test_every_policy_replays_a_corpus_session_with_probes():
+    """``bench --cost`` replays each policy's manager through the evaluation's replay: every policy's manager must
+    be one it can read (a claude-code-style manager once was not, and ``bench --cost`` stopped at its first one)."""
+    from amplifier_module_context_summarize.benchmark.cost_compare import POLICIES, compare
+    from amplifier_module_context_summarize.evaluation.cli import DEFAULT_CORPUS
+    from amplifier_module_context_summarize.evaluation.loader import load_corpus
+
+    sessions = [s for s in load_corpus(DEFAULT_CORPUS) if s.probes][:1]
+    result = await compare({"bundled": sessions}, budgets=[20_000], policies=POLICIES)
+    assert {row.policy for row in result.rows} >= {"claude-code-style", "summarize", "none-200k"}

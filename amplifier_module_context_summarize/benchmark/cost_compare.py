@@ -40,7 +40,7 @@ from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTab
 from ..evaluation.prompt_cache import CacheMeter, CacheUsage, InContextSummaries, bill, key
 from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
-from ..evaluation.strategies import make_manager, manager_config
+from ..evaluation.strategies import CompactionTally, make_manager, manager_config
 from ..stores import MemoryStore
 
 POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
@@ -124,7 +124,8 @@ def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, 
     else:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
     fork = getattr(backend, "fork", None)
-    return create_manager(config, backend=fork() if callable(fork) else backend, store=MemoryStore())
+    backend = fork() if callable(fork) else backend
+    return create_manager(config, backend=backend, store=MemoryStore(), hooks=CompactionTally())
 
 
 @dataclass
