@@ -436,7 +436,9 @@ async def test_parallel_tool_results_are_added_in_linear_time() -> None:
         return time.perf_counter() - began
 
     await add(100)
-    small, large = await add(1_000), await add(2_000)
+    # The fastest of three: one run can meet a collector pause or the other test worker's burst, not three.
+    small = min([await add(1_000) for _ in range(3)])
+    large = min([await add(2_000) for _ in range(3)])
     assert large < 1.0 and large < 4 * small + 0.05, f"{small:.3f}s for 1,000 results, {large:.3f}s for 2,000"
 
 
