@@ -7,11 +7,14 @@ no third-party session text is copied in.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.cli.formats import READERS, dump_line
@@ -332,3 +335,44 @@ def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
     assert facts.FileAction("edit", "/repo/repro.py") in found
     assert facts.FileAction("delete", "repro.py") in found
     assert _calls(loaded.messages) == len(steps)
+
+
+# ------------------------------------------------------------------ tags in recorded text, in linear time
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<a>", "</a>", "<b>", "</b>", "<c-d>", "</c-d>", "x", "\n", "<", ">"]), max_size=40))
+def test_tag_pairs_are_what_a_lazy_regex_finds(pieces):
+    from amplifier_module_context_summarize.cli.formats._common import tagged
+
+    text = "".join(pieces)
+    lazy = re.compile(r"<(a|b)>(.*?)</\1>", re.DOTALL)
+    expected = [(m.group(1), m.start(), m.end(), m.group(2)) for m in lazy.finditer(text)]
+    found = [(t.name, t.start, t.end, t.inner(text)) for t in tagged(text, ("a", "b").__contains__)]
+    assert found == expected
+
+
+def test_thousands_of_unclosed_tags_in_a_cline_recording_read_in_linear_time():
+    """``<feedback>``, ``<answer>``, ``<user_message>`` and tool tags never closed (the lazy regexes the reader used
+    took 17 s for 100 KB of unclosed ``<answer>``, the square of the size)."""
+    import time
+
+    from amplifier_module_context_summarize.cli.formats import cline
+
+    def session(n: int) -> list:
+        hostile = "<answer> <feedback><user_message><read_file><path>" * (n // 50)
+        return [
+            {"role": "user", "content": [{"type": "text", "text": "<task>go</task>"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": hostile}]},
+            {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a'] Result:"}, hostile]},
+            {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] " + hostile}]},
+        ]
+
+    def seconds(n: int) -> float:
+        data = session(n)
+        started = time.perf_counter()
+        cline.convert(data, "json")
+        return time.perf_counter() - started
+
+    small, large = min(seconds(25_000) for _ in range(3)), min(seconds(100_000) for _ in range(3))
+    assert large < 1.0 and large < 8 * small + 0.05, (small, large)

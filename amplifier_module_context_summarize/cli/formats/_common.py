@@ -1,8 +1,13 @@
-"""Helpers the session readers share: building OpenAI-shape messages and describing what a file holds."""
+"""Helpers the session readers share: building OpenAI-shape messages, describing what a file holds, and finding
+``<tag>…</tag>`` pairs in recorded text in linear time."""
 
 from __future__ import annotations
 
 import json
+import re
+from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 Message = dict[str, Any]
@@ -130,3 +135,57 @@ def parse_json(text: str) -> Any:
         raise ValueError("invalid JSON (nested too deeply)") from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON ({str(exc).split(':')[0]})") from None
+
+
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w-]*)>")
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """One ``<name>…</name>`` pair: where it starts and ends, and where its inner text does."""
+
+    name: str
+    start: int
+    inner_start: int
+    inner_end: int
+    end: int
+
+    def inner(self, text: str) -> str:
+        return text[self.inner_start : self.inner_end]
+
+
+def tagged(text: str, accept: Callable[[str], bool]) -> list[Tagged]:
+    """The ``<name>…</name>`` pairs of ``text`` whose name ``accept`` takes, leftmost first, never overlapping, each
+    closed by the nearest close of its name: what the lazy regex ``<(name)>(.*?)</\\1>`` finds, in one pass. That
+    regex tries every later open again when no close follows, so a recording with thousands of unclosed tags took
+    seconds per message (quadratic)."""
+    opens: list[tuple[int, int, str]] = []
+    closes: dict[str, list[int]] = {}
+    for m in _TAG.finditer(text):
+        name = m.group(2)
+        if accept(name):
+            if m.group(1):
+                closes.setdefault(name, []).append(m.start())
+            else:
+                opens.append((m.start(), m.end(), name))
+    found: list[Tagged] = []
+    at = 0
+    for start, inner, name in opens:
+        ends = closes.get(name)
+        if start < at or not ends:
+            continue
+        i = bisect_left(ends, inner)
+        if i < len(ends):
+            found.append(Tagged(name, start, inner, ends[i], ends[i] + len(name) + 3))
+            at = found[-1].end
+    return found
+
+
+def without(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the (ordered, disjoint) ``spans`` cut out."""
+    kept, at = [], 0
+    for start, end in spans:
+        kept.append(text[at:start])
+        at = end
+    kept.append(text[at:])
+    return "".join(kept)

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from ._common import Builder, Message, as_text
+from ._common import Builder, Message, Tagged, as_text, tagged, without
 
 NAME = "cline"
 LABEL = "Cline task history (api_conversation_history.json, ui_messages.json)"
@@ -43,13 +43,11 @@ _BLOCK_KEYS = {
 _RESULT_HEAD = re.compile(r"^\[(?P<name>[A-Za-z_][\w-]*)(?: for (?P<what>.*?))?\] (?P<how>Result|Error):?", re.DOTALL)
 """How Cline answers a tool call: a text block ``[read_file for 'src/a.ts'] Result:`` (the output after it, in the
 same block or the next ones) in the next user message, not a ``tool_result`` block."""
-_FEEDBACK = re.compile(r"<(feedback|answer)>\s*(.*?)\s*</\1>", re.DOTALL)
-_USER_MESSAGE = re.compile(r"<user_message>\s*(.*?)\s*</user_message>", re.DOTALL)
-_USER_MESSAGE_INTRO = re.compile(
-    r"(?:New instructions for task continuation|New message to respond to with \w+ tool[^\n]*):?\s*"
-    r"<user_message>.*?</user_message>|<user_message>.*?</user_message>",
-    re.DOTALL,
-)
+_FEEDBACK = ("feedback", "answer")
+"""Tags around the user's words inside an answer to a call (a completion's feedback, a question's answer)."""
+_CONTINUATION = "New instructions for task continuation"
+_NEW_MESSAGE = re.compile(r"New message to respond to with \w+ tool")
+"""Cline's lead-ins to a ``<user_message>``, on the line before it (ended by an optional colon)."""
 _FAILED = ("The tool execution failed", "[ERROR]", "Error executing", "The user denied this operation")
 _DENIED = ("The user denied this operation", "The user provided the following feedback")
 """A call the user turned down, in newer Cline without the ``[tool] Result:`` head."""
@@ -76,8 +74,7 @@ _TOOLS = (
     "attempt_completion", "plan_mode_respond", "new_task", "apply_diff", "insert_content", "search_and_replace",
     "web_fetch", "load_mcp_documentation", "new_rule", "condense", "summarize_task", "report_bug",
 )  # fmt: skip
-_XML_CALL = re.compile(r"<(?P<tool>" + "|".join(_TOOLS) + r")>(?P<body>.*?)</(?P=tool)>", re.DOTALL)
-_XML_PARAM = re.compile(r"<(?P<key>[a-z_]+)>\n?(?P<value>.*?)\n?</(?P=key)>", re.DOTALL)
+_PARAM_NAME = re.compile(r"[a-z_]+")
 
 
 def detect(data: Any, kind: str) -> bool:
@@ -158,16 +155,18 @@ def _xml_calls(content: Any, n: int) -> Any:
         return content
     calls = []
     for text in texts:
-        for k, found in enumerate(_XML_CALL.finditer(text)):
-            params = {m.group("key"): m.group("value") for m in _XML_PARAM.finditer(found.group("body"))}
-            calls.append({"type": "tool_use", "id": f"cline_{n}_{k}", "name": found.group("tool"), "input": params})
+        for k, found in enumerate(tagged(text, _TOOLS.__contains__)):
+            body = found.inner(text)
+            params = {p.name: _param_value(p.inner(body)) for p in tagged(body, _PARAM_NAME.fullmatch)}
+            calls.append({"type": "tool_use", "id": f"cline_{n}_{k}", "name": found.name, "input": params})
     if not calls:
         return content
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
     kept = []
     for block in blocks:  # the XML is the call now: the text keeps what was said around it
         if isinstance(block, dict) and isinstance(block.get("text"), str):
-            text = _XML_CALL.sub("", block["text"]).strip()
+            text = block["text"]
+            text = without(text, [(c.start, c.end) for c in tagged(text, _TOOLS.__contains__)]).strip()
             if text:
                 kept.append({**block, "text": text})
         else:
@@ -219,9 +218,10 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
             continue
         if body.startswith(_NOTES) or _RESULT_HEAD.match(body):  # (an answer to no call left is Cline's too)
             open_result = None
-            said = [m.group(1).strip() for m in _USER_MESSAGE.finditer(body)]
-            words += [{"type": "text", "text": s} for s in said if s]
-            note = _USER_MESSAGE_INTRO.sub("", body).strip()
+            messages = _user_messages(body)
+            words += [{"type": "text", "text": s} for s in (m.inner(body).strip() for m in messages) if s]
+            cuts = [(_lead_in(body, m, i and messages[i - 1].end), m.end) for i, m in enumerate(messages)]
+            note = without(body, cuts).strip()
             if note and unanswered and note.startswith(_RESUMPTION):
                 # The call never got its answer: the resumption is what happened to it.
                 results += [{"type": "tool_result", "tool_use_id": c[0], "content": note} for c in unanswered]
@@ -234,16 +234,16 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
             if body.startswith(_FAILED):
                 open_result["is_error"] = True
             continue
-        said = [m.group(1).strip() for m in _USER_MESSAGE.finditer(body)]
+        said = [m.inner(body).strip() for m in _user_messages(body)]
         words.append({**block, "text": "\n\n".join(said)} if said else {**block, "text": body})
     if not results and not notes:
         return [{"role": "user", "content": words or blocks}]
     # The user's answer to a completion, a question or a denied call rides in a result: their words, a turn.
     said = [
-        {"type": "text", "text": found.group(2).strip()}
+        {"type": "text", "text": words_said}
         for r in results
-        for found in _FEEDBACK.finditer(r["content"])
-        if found.group(2).strip()
+        for found in tagged(r["content"], _FEEDBACK.__contains__)
+        if (words_said := found.inner(r["content"]).strip())
     ]
     out: list[Message] = []
     if results:
@@ -253,6 +253,29 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
     if notes:
         out.append({"role": "developer", "content": "\n\n".join(notes)})
     return out
+
+
+def _param_value(inner: str) -> str:
+    """A parameter's value: its text less one newline after the open tag and one before the close."""
+    inner = inner[1:] if inner.startswith("\n") else inner
+    return inner[:-1] if inner.endswith("\n") else inner
+
+
+def _user_messages(text: str) -> list[Tagged]:
+    return tagged(text, "user_message".__eq__)
+
+
+def _lead_in(text: str, message: Tagged, after: int) -> int:
+    """Where Cline's lead-in to ``message`` starts (``New instructions for task continuation:``), or where the tag
+    does: only the text since the previous message is read, so all messages cost one pass."""
+    before = text[after : message.start].rstrip()
+    before = before[:-1] if before.endswith(":") else before
+    line = after + before.rfind("\n") + 1
+    found = _NEW_MESSAGE.search(text, line, after + len(before))
+    starts = [found.start()] if found else []
+    if before.endswith(_CONTINUATION):
+        starts.append(after + len(before) - len(_CONTINUATION))
+    return min(starts, default=message.start)
 
 
 def _answer_head(text: str) -> tuple[str, str, bool] | None:
