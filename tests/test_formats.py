@@ -32,6 +32,7 @@ CASES = {
     "codex_trajectory.json": ("codex", "sys.argv[1]", 1),
     "gemini_trajectory.json": ("gemini-cli", "src/db.ts:40", 1),
     "gemini_chat.json": ("gemini-cli", "npm run build", 2),
+    "gemini_chat_session.jsonl": ("gemini-cli", "pushes each item twice", 2),
     "gemini_stream.jsonl": ("gemini-cli", "It runs `pytest -q`.", 1),
     "openhands_events.json": ("openhands", "/workspace/hello.py", 4),
     "swe_agent.traj": ("swe-agent", "models.py", 3),
@@ -144,6 +145,19 @@ def test_amplifier_transcript_results_read_as_the_tools_returned_them():
     assert outcomes["make clean"][0] is False
     assert outcomes["make"] == (True, "ok")  # its last run; the first run failed
     assert "Makefile" in {f.path for f in facts.extract(loaded.messages).files}
+
+
+def test_gemini_session_jsonl_is_folded_as_the_cli_resumes_it():
+    """Current Gemini CLI appends records: a reply re-appended with its tool calls replaces itself in place, and
+    ``$rewindTo`` drops the rewound exchange (its user turn, reply and notice) from the history."""
+    messages = load(FIXTURES / "gemini_chat_session.jsonl").messages
+    texts = [message_text(m) for m in messages if m["role"] == "user"]
+    assert texts == ["Why does the checkout test fail?", "Instead, read the cart reducer."]
+    results = [m["content"][0] for m in messages if m["role"] == "tool"]
+    assert [(r["is_error"], r["output"]["exit_code"] if isinstance(r["output"], dict) else None) for r in results] == [
+        (True, 1),
+        (False, None),
+    ]
 
 
 def test_a_repr_result_that_is_not_plain_data_is_kept_as_written(tmp_path):
