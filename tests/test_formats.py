@@ -32,6 +32,7 @@ CASES = {
     "codex_trajectory.json": ("codex", "sys.argv[1]", 1),
     "gemini_trajectory.json": ("gemini-cli", "src/db.ts:40", 1),
     "gemini_chat.json": ("gemini-cli", "npm run build", 2),
+    "gemini_chat_session.jsonl": ("gemini-cli", "pushes each item twice", 2),
     "gemini_stream.jsonl": ("gemini-cli", "It runs `pytest -q`.", 1),
     "openhands_events.json": ("openhands", "/workspace/hello.py", 4),
     "swe_agent.traj": ("swe-agent", "models.py", 3),
@@ -44,6 +45,7 @@ CASES = {
     "aider.chat.history.md": ("aider", "treat None as 0", 4),
     "aider_whole.chat.history.md": ("aider", "load balancers", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
+    "amplifier_cli_transcript.jsonl": ("amplifier", "missing semicolon", 18),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
     "codex_messages_export.json": ("messages", "1 failed in 0.03s", 2),
     "ours.json": ("native", "notes.txt", 1),
@@ -81,7 +83,8 @@ def test_convert_writes_our_jsonl_that_reads_back_the_same(name, tmp_path, capsy
     out = tmp_path / "out.jsonl"
     assert main(["convert", str(FIXTURES / name), "-o", str(out)]) == 0
     assert CASES[name][0] in capsys.readouterr().err
-    assert load(out).format == "native"
+    # our own format is Amplifier's messages: an Amplifier transcript stays one (its results now read)
+    assert load(out).format == ("amplifier" if CASES[name][0] == "amplifier" else "native")
     assert load(out).messages == load(FIXTURES / name).messages
 
 
@@ -111,6 +114,69 @@ def test_recorded_exit_codes_are_kept():
     messages = load(FIXTURES / "gemini_chat.json").messages
     results = [m["content"][0] for m in messages if m["role"] == "tool"]
     assert [(r["output"]["exit_code"], r["is_error"]) for r in results] == [(0, False), (1, True)]
+
+
+def test_amplifier_transcript_results_read_as_the_tools_returned_them():
+    """amplifier-core 2.0 hands the loop ``str(result)`` whenever a ``tool:post`` hook runs (the CLI's save
+    always does): a dict output as its Python repr, a failed shell command as ``Failed``, an error as
+    ``Error: …``; without a hook a dict is JSON and a failure its bare message. Each is read as what it was."""
+    from amplifier_module_context_summarize.working_set import facts
+
+    loaded = load(FIXTURES / "amplifier_cli_transcript.jsonl")
+    results = {m["tool_call_id"]: m["content"] for m in loaded.messages if m["role"] == "tool"}
+    assert json.loads(results["toolu_01"]) == {"stdout": "", "stderr": "", "returncode": 0}
+    assert json.loads(results["toolu_03"])["content"].endswith("3\t}\n")
+    assert results["toolu_05"] == json.dumps(
+        {"file_path": "/home/dev/demo/main.c", "replacements_made": 1, "bytes_written": 33}
+    )
+    flagged = {k: v[0]["output"] for k, v in results.items() if isinstance(v, list) and v[0]["is_error"]}
+    assert flagged == {
+        "toolu_02": "Failed",
+        "toolu_04": "Error: File not found: src/main.c",
+        "toolu_06": "Error: Command timed out after 30 seconds",
+        "toolu_07": "File not found: docs/build.md",
+        "toolu_08": "Tool execution was cancelled by user",
+    }
+    outcomes = {o.key: (o.ok, o.label) for o in facts.extract(loaded.messages).outcomes}
+    assert outcomes["cat > Makefile <<'EOF' …"] == (True, "ok")
+    assert outcomes["make && ./demo --serve"] == (False, "timed out")
+    assert outcomes["edit_file src/main.c"][0] is False
+    assert outcomes["read_file docs/build.md"][0] is False
+    assert outcomes["make clean"][0] is False
+    assert outcomes["make"] == (True, "ok")  # its last run; the first run failed
+    assert "Makefile" in {f.path for f in facts.extract(loaded.messages).files}
+
+
+def test_gemini_session_jsonl_is_folded_as_the_cli_resumes_it():
+    """Current Gemini CLI appends records: a reply re-appended with its tool calls replaces itself in place, and
+    ``$rewindTo`` drops the rewound exchange (its user turn, reply and notice) from the history."""
+    messages = load(FIXTURES / "gemini_chat_session.jsonl").messages
+    texts = [message_text(m) for m in messages if m["role"] == "user"]
+    assert texts == ["Why does the checkout test fail?", "Instead, read the cart reducer."]
+    results = [m["content"][0] for m in messages if m["role"] == "tool"]
+    assert [(r["is_error"], r["output"]["exit_code"] if isinstance(r["output"], dict) else None) for r in results] == [
+        (True, 1),
+        (False, None),
+    ]
+
+
+def test_a_repr_result_that_is_not_plain_data_is_kept_as_written(tmp_path):
+    call = {"id": "c1", "tool": "probe", "arguments": {}}
+    lines = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_call", "id": "c1", "name": "probe", "input": {}}],
+            "tool_calls": [call],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "{'seen': {1, 2}, 'at': b'x'}"},
+        {"role": "assistant", "content": "Error: is only a failure in a result"},
+    ]
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    loaded = load(path)
+    assert loaded.format == "amplifier"
+    assert [m["content"] for m in loaded.messages[2:]] == [lines[2]["content"], lines[3]["content"]]
 
 
 def test_a_file_of_no_known_format_gets_one_line_naming_what_was_seen(tmp_path, capsys):

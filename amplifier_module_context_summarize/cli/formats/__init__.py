@@ -6,8 +6,9 @@ each has ``NAME``, ``LABEL``, ``detect(data, kind)`` and ``convert(data, kind) -
 ``kind`` says how the file parsed: ``"json"`` (one document), ``"jsonl"`` (a record per line) or ``"text"``. A
 file no reader recognises gets one line naming what was seen and the formats that are read.
 
-The readers: ``claude_code``, ``codex``, ``gemini``, ``cline``, ``aider``, ``openhands``, ``swe_agent`` and
-``generic`` (role/content messages under any of the usual keys); ``_common`` holds what several share.
+The readers: ``amplifier`` (the Amplifier CLI's ``transcript.jsonl``), ``claude_code``, ``codex``, ``gemini``,
+``cline``, ``aider``, ``openhands``, ``swe_agent`` and ``generic`` (role/content messages under any of the usual
+keys); ``_common`` holds what several share.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import aider, claude_code, cline, codex, gemini, generic, openhands, swe_agent
+from . import aider, amplifier, claude_code, cline, codex, gemini, generic, openhands, swe_agent
 from ._common import describe, parse_json
 
-READERS = (claude_code, codex, gemini, swe_agent, openhands, cline, aider, generic)
+READERS = (amplifier, claude_code, codex, gemini, swe_agent, openhands, cline, aider, generic)
 """Tried in this order; the generic reader (any list of role-bearing objects) comes last."""
 
-NATIVE_LABEL = "our own JSON array / JSONL of messages, or an Amplifier transcript.jsonl"
+NATIVE_LABEL = "our own JSON array / JSONL of Amplifier messages"
 
 
 def format_label(name: str) -> str:
@@ -195,7 +196,8 @@ def convert_text(
 
 def claimed(parsed: Parsed) -> tuple[str, list[dict[str, Any]], dict[str, Any] | None] | None:
     """A recording a reader claims before our own format is tried: files that would also validate as our own
-    messages but mean something else (Cline's API history, Gemini stream-json events carrying a ``role``)."""
+    messages but mean something else (Cline's API history, Gemini stream-json events carrying a ``role``, an
+    Amplifier transcript whose tool results are ``str()`` of what the tool returned)."""
     for reader in READERS:
         claims = getattr(reader, "claims", None)
         if claims is None:

@@ -4,7 +4,12 @@
   ``text`` (``thought: true`` for thinking), ``functionCall {id, name, args}`` and
   ``functionResponse {id, name, response}`` parts. Converted to Amplifier blocks, as the bundled corpus is.
 * Chat recordings (``~/.gemini/tmp/<project>/chats/session-*.json``): ``{"sessionId", "messages": [{"type":
-  "user"|"gemini"|"info"|"error", "content", "toolCalls": [{"id", "name", "args", "result", "status"}]}]}``.
+  "user"|"gemini"|"info"|"error"|"warning", "content", "toolCalls": [{"id", "name", "args", "result",
+  "status"}]}]}``. Current versions write ``session-*.jsonl`` instead (and migrate a resumed ``.json`` to it): a
+  metadata line (``sessionId``, ``projectHash``), then each message record appended as it changes (a record whose
+  ``id`` was seen replaces it in place: a reply gains its ``toolCalls`` and ``tokens`` that way), ``{"$rewindTo":
+  id}`` dropping that message and all after it, and ``{"$set": {...}}`` updates (``messages`` replacing them all).
+  Folded as the CLI folds them when it resumes, in one pass.
 * ``--output-format stream-json``: JSONL events (in any order: a saved transcript may start anywhere) ``init``,
   ``message {role, content, delta}``, ``tool_use
   {tool_name, tool_id, parameters}``, ``tool_result {tool_id, status, output, error}`` and ``result``.
@@ -20,7 +25,7 @@ from typing import Any
 from ._common import Builder, Message, as_text
 
 NAME = "gemini-cli"
-LABEL = "Gemini CLI (Content[] trajectory, chat recording session-*.json, stream-json)"
+LABEL = "Gemini CLI (Content[] trajectory, chat recording session-*.json / .jsonl, stream-json)"
 _EXIT = re.compile(r"^Exit Code: (-?\d{1,9})\s*$", re.MULTILINE)
 
 
@@ -30,7 +35,56 @@ def detect(data: Any, kind: str) -> bool:
     if kind == "json" and isinstance(data, dict) and isinstance(data.get("messages"), list):
         msgs = [m for m in data["messages"] if isinstance(m, dict)]
         return bool(msgs) and all(m.get("type") in ("user", "gemini", "info", "error", "warning") for m in msgs[:20])
-    return claims(data, kind)
+    return claims(data, kind) or _is_chat_jsonl(data, kind)
+
+
+_CHAT_TYPES = ("user", "gemini", "info", "error", "warning")
+
+
+def _is_chat_jsonl(data: Any, kind: str) -> bool:
+    """A ``session-*.jsonl`` chat recording: every record its metadata, a ``$set`` / ``$rewindTo``, or a message
+    with an ``id`` and a chat ``type``; and at least one message."""
+    if kind != "jsonl" or not data or not all(isinstance(r, dict) for r in data):
+        return False
+    messages = [r for r in data if isinstance(r.get("id"), str)]
+    others = [r for r in data if not isinstance(r.get("id"), str)]
+    return (
+        bool(messages)
+        and all(r.get("type") in _CHAT_TYPES for r in messages)
+        and all("sessionId" in r or "$set" in r or "$rewindTo" in r for r in others)
+    )
+
+
+def _folded(records: list[Any]) -> list[Any]:
+    """The messages a ``session-*.jsonl`` holds once its updates, rewinds and ``$set`` lines are applied. Each id
+    enters and leaves the order at most once per appearance, so the fold is linear in the records."""
+    order: list[str] = []
+    position: dict[str, int] = {}
+    latest: dict[str, Any] = {}
+
+    def add(record: dict[str, Any]) -> None:
+        ident = record["id"]
+        if ident not in position:
+            position[ident] = len(order)
+            order.append(ident)
+        latest[ident] = record
+
+    for r in records:
+        if isinstance(r.get("$rewindTo"), str):
+            cut = position.get(r["$rewindTo"], 0)  # an unknown id: the CLI drops everything
+            for ident in order[cut:]:
+                del position[ident], latest[ident]
+            del order[cut:]
+        elif isinstance(r.get("$set"), dict) and isinstance(r["$set"].get("messages"), list):
+            order.clear()
+            position.clear()
+            latest.clear()
+            for m in r["$set"]["messages"]:
+                if isinstance(m, dict) and isinstance(m.get("id"), str):
+                    add(m)
+        elif isinstance(r.get("id"), str):
+            add(r)
+    return [latest[ident] for ident in order]
 
 
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
@@ -48,6 +102,8 @@ def claims(data: Any, kind: str) -> bool:
 
 
 def convert(data: Any, kind: str) -> tuple[list[Message], None]:
+    if kind == "jsonl" and not claims(data, kind):
+        return _recording({"messages": _folded(data)}), None
     if kind == "jsonl":
         return _stream_json(data), None
     if isinstance(data, dict):
