@@ -765,3 +765,10 @@ def test_reading_shell_lines_is_linear(make: Any) -> None:
     t_small = min(run(small) for _ in range(3))
     t_large = min(run(large) for _ in range(3))
     assert t_large < 1.0 and t_large < 6 * t_small + 0.02, f"{t_small:.4f}s at 25 KB, {t_large:.4f}s at 100 KB"
+
+
+def test_a_heredoc_inside_a_quoted_script_still_names_the_file_it_writes() -> None:
+    # codex exec: the whole script is one quoted argument, its heredoc's closing line ends the quote
+    command = '/usr/bin/zsh -lc "cat > artifacts/info.json <<\'EOF\'\n{\n  \\"book\\": 1\n}\nEOF"'
+    facts = extract([tool_call("openai", "c", "shell", {"command": command})])
+    assert facts.files == (FileAction(WRITE, "artifacts/info.json"),)

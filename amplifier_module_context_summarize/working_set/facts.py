@@ -544,12 +544,12 @@ def _shell_tokens(script: str) -> list[str]:
     script = script[:SHELL_SCAN_CHARS]
     if _LEXED_ONLY.isdisjoint(script):
         return _PLAIN_WORDS.findall(script.replace("\n", " ; "))
-    script = _PATH_BACKSLASH.sub(r"\\\\", _mask_quoted_operators(script))
-    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    script = _PATH_BACKSLASH.sub(r"\\\\", script)
+    lexer = shlex.shlex(_mask_quoted_operators(script).replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         return list(lexer)
-    except ValueError:  # an unbalanced quote: plain words are still worth reading
+    except ValueError:  # an unbalanced quote (its operators unmasked): plain words are still worth reading
         return script.replace("\n", " ; ").split()
 
 
