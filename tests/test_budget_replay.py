@@ -95,8 +95,7 @@ def test_a_block_call_costs_what_its_tool_calls_twin_costs() -> None:
 
 def _session_params() -> list[Any]:
     return [
-        pytest.param(path, id=path.stem, marks=() if path.stem == QUICK else pytest.mark.slow)
-        for path in CLAUDE_CODE
+        pytest.param(path, id=path.stem, marks=() if path.stem == QUICK else pytest.mark.slow) for path in CLAUDE_CODE
     ]
 
 

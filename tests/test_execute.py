@@ -245,7 +245,6 @@ async def test_a_strategy_that_does_not_read_prefetched_segments_looks_only_once
     assert source.asked[0][0] == "ready_end"
 
 
-
 async def test_a_plan_that_never_completes_is_taken_for_a_bug_and_answered_by_truncation(caplog) -> None:
     """A strategy whose plan keeps asking to go on (no step, never done) does not hold the compaction forever:
     after ``MAX_STEPS`` plans it is a fault like any other, answered by dropping whole groups."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 
 from amplifier_module_context_summarize.testing import ORCHESTRATOR_SHAPES, tool_call, tool_result
 from amplifier_module_context_summarize.working_set.facts import (
+    DELETE,
     EDIT,
     MOVE,
     NO_FACTS,
@@ -631,4 +633,142 @@ def test_a_search_that_found_nothing_shows_its_exit_1_as_no_match() -> None:
         is False
     )
     differ = "Exit code 1\n3c3\n< a = 1\n---\n> a = 2"
-    assert outcome_of("Bash", {"command": "diff old.py new.py"}, differ, True) == (True, "exit 1")
+    assert outcome_of("Bash", {"command": "diff old.py new.py"}, differ, True) == (True, "differs")
+
+
+def test_a_read_that_exits_non_zero_failed_with_its_exit_code() -> None:
+    # Only a status that is itself an answer (a search found nothing, files differ, a test is false) is not a failure.
+    missing = "Exit code 1\ncat: notes.md: No such file or directory"
+    assert outcome_of("Bash", {"command": "cat notes.md"}, missing, True) == (False, "failed (exit 1)")
+    assert outcome_of("Bash", {"command": "type notes.md"}, "Exit code 1", True) == (False, "failed (exit 1)")
+    assert outcome_of("Bash", {"command": "head -5 a.py"}, "Exit code 1\nhead: a.py: not found", True)[0] is False
+    assert outcome_of("Bash", {"command": "cmp a.bin b.bin"}, "Exit code 1\na.bin b.bin differ", True) == (
+        True,
+        "differs",
+    )
+    assert outcome_of("Bash", {"command": "test -f a.py"}, "Exit code 1", True) == (True, "false")
+    assert outcome_of("Bash", {"command": "[ -f a.py ]"}, "Exit code 1", True) == (True, "false")
+    assert outcome_of("Bash", {"command": "cmp a.bin b.bin"}, "Exit code 2\ncmp: a.bin: No such file", True)[0] is False
+
+
+def test_exit_1_is_the_answer_of_the_command_whose_status_the_line_returns() -> None:
+    # A pipe returns its last command's status; after && a 1 may be the first command's failure.
+    assert outcome_of("Bash", {"command": "make lint 2>&1 | grep -A5 error:"}, "Exit code 1", True) == (
+        True,
+        "no match",
+    )
+    assert outcome_of("Bash", {"command": "cd /repo && grep -n x a.py"}, "Exit code 1", True) == (True, "no match")
+    assert outcome_of("Bash", {"command": "grep -q x a.py && make"}, "Exit code 1", True) == (False, "failed (exit 1)")
+    assert outcome_of("Bash", {"command": "python t.py && grep x a.py"}, "Exit code 1", True) == (
+        False,
+        "failed (exit 1)",
+    )
+    assert outcome_of("shell", {"command": ["bash", "-lc", "rg -n OLLAMA"]}, "Exit code 1", True) == (True, "no match")
+
+
+def test_quoted_operators_are_words_not_separators_or_redirects() -> None:
+    facts = extract([tool_call("openai", "c", "bash", {"command": 'grep -n ";;" test/linter_test.py -B2'})])
+    assert facts.files == (FileAction(READ, "test/linter_test.py"),)
+    facts = extract([tool_call("openai", "c", "bash", {"command": "grep -c '>' notes.md && echo '|' done.txt"})])
+    assert facts.files == (FileAction(READ, "notes.md"), FileAction(READ, "done.txt"))
+    answer = outcome_of("Bash", {"command": 'grep -n ";;" test/linter_test.py'}, "Exit code 1", True)
+    assert answer == (True, "no match")
+
+
+def test_folders_given_to_listers_and_recursive_searches_are_not_files() -> None:
+    def files(command: str) -> list[str]:
+        return paths(extract([tool_call("openai", "c", "bash", {"command": command})]))
+
+    assert files('grep -r "ExpressionWrapper" /testbed/django --include="*.py"') == []
+    assert files("find /testbed -type f -name '*.py'") == []
+    assert files("ls /testbed/tests") == []
+    assert files("grep -rn x /srv/app/settings.py") == ["/srv/app/settings.py"]
+    assert files("rg -n LMSTUDIO -n '.env.local.example'") == [".env.local.example"]
+    assert files("grep -n x /etc/hosts") == ["/etc/hosts"]
+
+
+def test_git_checkout_of_files_puts_them_back_as_a_change() -> None:
+    facts = extract(
+        [tool_call("openai", "c", "bash", {"command": "git checkout src/a.py src/b.py 2>/dev/null || true"})]
+    )
+    assert facts.files == (FileAction(EDIT, "src/a.py"), FileAction(EDIT, "src/b.py"))
+    facts = extract([tool_call("openai", "c", "bash", {"command": "git restore -- lib/x.ts && git checkout main"})])
+    assert facts.files == (FileAction(EDIT, "lib/x.ts"),)
+
+
+PATCH_BODY = """*** Begin Patch
+*** Update File: src/app.py
+@@
+-def old():
++def new():
+     pass
+*** Add File: src/extra.py
++X = 1
+*** Delete File: src/gone.py
+*** End Patch"""
+
+
+def test_a_patch_fed_to_apply_patch_in_a_shell_names_its_files() -> None:
+    heredoc = f"cd /repo && apply_patch <<'PATCH'\n{PATCH_BODY}\nPATCH\n"
+    expected = {
+        FileAction(EDIT, "/repo/src/app.py"),
+        FileAction(WRITE, "/repo/src/extra.py"),
+        FileAction(DELETE, "/repo/src/gone.py"),
+    }
+    for args in (
+        {"command": ["bash", "-lc", heredoc]},  # Codex's shell tool
+        {"command": ["apply_patch", PATCH_BODY], "workdir": "/repo"},  # its argv form
+    ):
+        messages = [tool_call("openai", "p", "shell", args), tool_result("openai", "p", "Success. Updated files")]
+        facts = extract(messages)
+        assert set(facts.files) == expected, args
+        assert ("/repo/src/app.py", ("new",), ("old",)) in facts.definitions
+    diff = "git apply <<'EOF'\n--- a/lib/x.py\n+++ b/lib/x.py\n@@\n-a\n+b\nEOF\nmake test"
+    assert extract([tool_call("openai", "d", "bash", {"command": diff})]).files == (FileAction(EDIT, "lib/x.py"),)
+
+
+def test_codex_exec_file_changes_name_their_files() -> None:
+    changes = [
+        {"path": "/w/src/a.py", "kind": "update"},
+        {"path": "/w/notes.md", "kind": "add"},
+        {"path": "/w/old.txt", "kind": "delete"},
+        {"path": "/w/b.py", "kind": {"type": "update", "move_path": "/w/c.py"}},
+    ]
+    facts = extract([tool_call("openai", "f", "apply_patch", {"changes": changes})])
+    assert facts.files == (
+        FileAction(EDIT, "/w/src/a.py"),
+        FileAction(WRITE, "/w/notes.md"),
+        FileAction(DELETE, "/w/old.txt"),
+        FileAction(EDIT, "/w/b.py"),
+        FileAction(MOVE, "/w/b.py", "/w/c.py"),
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: 'grep ";;" ' * (n // 10),  # quoted operators, masked and read back
+        lambda n: "echo '" + "|" * n,  # one unclosed quote of operators
+        lambda n: "apply_patch <<'P'\n" + "*** Update File: a.py\n+x\n" * (n // 25) + "P",  # a long patch fed in
+        lambda n: "grep -rn x " + "d/ " * (n // 3),  # folders of a recursive search
+    ],
+    ids=["quoted separators", "unclosed quote", "apply_patch body", "recursive operands"],
+)
+def test_reading_shell_lines_is_linear(make: Any) -> None:
+    def run(command: str) -> float:
+        start = time.perf_counter()
+        extract([tool_call("openai", "c", "bash", {"command": command})])
+        return time.perf_counter() - start
+
+    small, large = make(25_000), make(100_000)
+    run(small)
+    t_small = min(run(small) for _ in range(3))
+    t_large = min(run(large) for _ in range(3))
+    assert t_large < 1.0 and t_large < 6 * t_small + 0.02, f"{t_small:.4f}s at 25 KB, {t_large:.4f}s at 100 KB"
+
+
+def test_a_heredoc_inside_a_quoted_script_still_names_the_file_it_writes() -> None:
+    # codex exec: the whole script is one quoted argument, its heredoc's closing line ends the quote
+    command = '/usr/bin/zsh -lc "cat > artifacts/info.json <<\'EOF\'\n{\n  \\"book\\": 1\n}\nEOF"'
+    facts = extract([tool_call("openai", "c", "shell", {"command": command})])
+    assert facts.files == (FileAction(WRITE, "artifacts/info.json"),)

@@ -33,7 +33,7 @@ from amplifier_module_context_summarize.testing import (
 from amplifier_module_context_summarize.working_set import fold as working_set
 from amplifier_module_context_summarize.working_set import index as working_set_index
 from amplifier_module_context_summarize.working_set import layout
-from amplifier_module_context_summarize.working_set.facts import _shell_tokens, _short_ids
+from amplifier_module_context_summarize.working_set.facts import _shell_tokens, _short_ids, _word
 from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     _names_word,
@@ -571,7 +571,7 @@ def test_shell_lines_split_into_the_words_shlex_reads(script: str) -> None:
     except ValueError:
         return  # an unbalanced quote: the fallback's plain split is not the lexer's answer
     if "\\" not in script:  # (a backslash between path characters is read as a Windows separator first)
-        assert _shell_tokens(script) == expected
+        assert [_word(token) for token in _shell_tokens(script)] == expected  # quoted operators read back
 
 
 _BEADS_ID = re.compile(

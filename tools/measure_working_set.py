@@ -41,10 +41,17 @@ def recorded_exit(body, flag: bool | None, fmt: str) -> int | None:
     return code
 
 
-def matches(outcome, code: int) -> bool:
-    """The shown outcome matches the recorded one: failed for a non-zero exit, else ok; or what the status
-    means for the command (a search's exit 1 shown as ``no match``)."""
-    return outcome.ok == (code == 0) or (code == 1 and outcome.label in ("no match", "exit 1"))
+def matches(outcome, code: int, exact: bool = True) -> bool:
+    """The shown outcome matches the recorded one: ok for exit 0, else failed with that exit code (or cut short);
+    or the answer an exit 1 gives (a search's ``no match``, diff's ``differs``, test's ``false``). ``exact``: the
+    recording holds the status itself, not only a flag."""
+    if code == 0:
+        return outcome.ok
+    if code == 1 and outcome.label in ("no match", "differs", "false"):
+        return True
+    if not exact:  # Claude Code records a flag, not the status: failed is all it says
+        return not outcome.ok
+    return not outcome.ok and (f"exit {code}" in outcome.label or outcome.label in ("timed out", "interrupted"))
 
 
 def measure(path: Path) -> tuple[str, int, int, int, int]:
@@ -68,7 +75,8 @@ def measure(path: Path) -> tuple[str, int, int, int, int]:
                 continue
             decoded = ledger._decode_json_object(body)
             total += 1
-            matched += matches(ledger._outcome(call, decoded, ledger._body_text(decoded), flag), code)
+            outcome = ledger._outcome(call, decoded, ledger._body_text(decoded), flag)
+            matched += matches(outcome, code, exact=loaded.format != "claude-code")
     return loaded.format, len(messages), len(files), matched, total
 
 

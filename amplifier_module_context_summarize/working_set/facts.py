@@ -14,7 +14,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..core.blocks import ATTACHMENT_TYPES, TEXT_FIELDS
@@ -200,8 +200,9 @@ class CallOutcome(NamedTuple):
     command: bool
     ok: bool
     label: str
-    """``passed`` (a test run said so), ``ok``, a read's exit 1 (``no match`` when it printed nothing, else
-    ``exit 1``), ``exit 0, printed: …`` (an error a successful call printed), ``failed`` or ``failed (exit N)``."""
+    """``passed`` (a test run said so), ``ok``, the answer an exit 1 gives (``no match`` of a search, ``differs``
+    of diff or cmp, ``false`` of test), ``exit 0, printed: …`` (an error a successful call printed), ``failed``
+    or ``failed (exit N)`` (any other non-zero status, a read's too: ``cat`` of a missing file failed)."""
     error: str = ""
     """The most telling line of a failure."""
     reads: bool = False
@@ -236,6 +237,9 @@ class _Call:
     files: list[FileAction]
     search: bool = False
     definitions: tuple[Definitions, ...] = ()
+    answer: str = ""
+    """What the command line's exit status 1 answers (``no match``, ``differs``, ``false``), or "" when 1 is a
+    failure like any other non-zero status."""
 
 
 def clip(text: str, limit: int) -> str:
@@ -380,9 +384,16 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     if base and base.startswith("/"):
         workdirs.append(posixpath.normpath(base))
     command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
+    argv = args.get("command")
+    if isinstance(argv, list) and len(argv) == 2 and str(argv[0]).rsplit("/", 1)[-1] in _PATCH_PROGRAMS:
+        patched, defined = _patch(str(argv[1]), base)  # Codex's ``["apply_patch", "*** Begin Patch…"]``
+        key = clip(_command_key(command), KEY_MAX_CHARS)
+        return _Call(key, True, False, patched, definitions=tuple(d for d in defined if d[1] or d[2]))
     if kind == "shell" and command:
-        files, reader = _shell_files(command, base, workdirs)
-        return _Call(clip(_command_key(command), KEY_MAX_CHARS), True, reader, files)
+        shell = _shell_files(command, base, workdirs)
+        found = tuple(d for d in shell.definitions if d[1] or d[2])
+        key = clip(_command_key(command), KEY_MAX_CHARS)
+        return _Call(key, True, shell.reader, shell.files, definitions=found, answer=shell.answer)
     if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         kind = _EDITOR_COMMANDS[args["command"]]
     files: list[FileAction] = []
@@ -400,6 +411,7 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     if kind != "list":
         action = READ if kind == "search" else kind if kind in (READ, WRITE, EDIT, DELETE) else USE
         files += [FileAction(action, _join(base, p)) for p in paths if _is_path_value(p)]
+    files += _listed_changes(args.get("changes"), base)
     target = next((p for p in paths if _is_path_value(p)), "")
     changes: list[Definitions] = []
     if kind in (EDIT, WRITE):
@@ -476,20 +488,24 @@ not a shell escape: the lexer would drop it."""
 _HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([\w.-]+)\2")
 
 
-def _without_heredoc_bodies(command: str) -> str:
-    """The command with every heredoc's body left out, so the commands after each heredoc are still seen."""
+def _heredoc_bodies(command: str) -> tuple[str, list[str]]:
+    """The command with every heredoc's body left out, so the commands after each heredoc are still seen, and the
+    bodies in the order their ``<<`` appear (what ``apply_patch <<'PATCH'`` or ``git apply <<EOF`` is fed)."""
     lines = command.splitlines()
     kept: list[str] = []
+    bodies: list[str] = []
     i = 0
     while i < len(lines):
         line = lines[i]
         kept.append(line)
         i += 1
         for dash, _, delimiter in _HEREDOC.findall(line.replace("<<<", "")):
+            first = i
             while i < len(lines) and (lines[i].lstrip("\t") if dash else lines[i]).strip() != delimiter:
                 i += 1
+            bodies.append("\n".join(lines[first:i]))
             i += 1  # the delimiter line
-    return "\n".join(kept)
+    return "\n".join(kept), bodies
 
 
 SHELL_SCAN_CHARS = 20_000
@@ -501,6 +517,27 @@ _PLAIN_WORDS = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
 """The lexer's tokens of a line without quotes, escapes or comments: runs of its punctuation, and runs of
 anything else but whitespace. Most shell lines are such, and ``shlex`` reads a character at a time in Python."""
 _LEXED_ONLY = frozenset("'\"\\#")
+_QUOTING = re.compile(r"'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|\\.?|(?<![^\s;&|()])#[^\n]*|[^'\"\\#]+|#")
+"""A shell line's quoted strings, escapes, comments and the rest, in one left-to-right pass (the alternatives
+start with different characters, so nothing is tried twice)."""
+_OPERATOR_STAND_INS = {c: chr(0xE000 + n) for n, c in enumerate(";&|()<>")}
+_MASK_OPERATORS = str.maketrans(_OPERATOR_STAND_INS)
+_UNMASK_OPERATORS = str.maketrans({v: k for k, v in _OPERATOR_STAND_INS.items()})
+
+
+def _mask_quoted_operators(script: str) -> str:
+    """``script`` with the operator characters inside quotes replaced by private-use stand-ins. The lexer drops
+    the quotes, so a quoted ``";;"`` or ``">"`` (``grep -n ";;" a.py``) would read as a separator or a redirect:
+    the words are read back with ``_word`` once the operators are told apart."""
+    return "".join(
+        part.translate(_MASK_OPERATORS) if part[:1] in ("'", '"') else part
+        for part in (m.group(0) for m in _QUOTING.finditer(script))
+    )
+
+
+def _word(token: str) -> str:
+    """A token as the command sees it: quoted operator characters back in place."""
+    return token.translate(_UNMASK_OPERATORS)
 
 
 def _shell_tokens(script: str) -> list[str]:
@@ -508,24 +545,46 @@ def _shell_tokens(script: str) -> list[str]:
     if _LEXED_ONLY.isdisjoint(script):
         return _PLAIN_WORDS.findall(script.replace("\n", " ; "))
     script = _PATH_BACKSLASH.sub(r"\\\\", script)
-    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer = shlex.shlex(_mask_quoted_operators(script).replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         return list(lexer)
-    except ValueError:  # an unbalanced quote: plain words are still worth reading
+    except ValueError:  # an unbalanced quote (its operators unmasked): plain words are still worth reading
         return script.replace("\n", " ; ").split()
 
 
 _NESTED_SHELLS = 2
 """How deep ``bash -lc "…"`` scripts inside scripts are read (each level lexes its script again)."""
+_PATCH_PROGRAMS = frozenset({"apply_patch", "applypatch", "git apply", "patch"})
+"""Programs fed a patch (Codex's ``apply_patch`` envelope or a unified diff) on their standard input."""
+_ANSWERS = {
+    **dict.fromkeys(_SEARCHERS, "no match"),
+    **dict.fromkeys(("diff", "cmp", "git diff", "colordiff"), "differs"),
+    **dict.fromkeys(("test", "[", "[["), "false"),
+}
+"""Programs whose exit status 1 is an answer, not a failure: a search found nothing, the files differ, the
+condition is false (2 and up are their errors)."""
 
 
-def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> tuple[list[FileAction], bool]:
-    """The files each simple command of a shell line acts on, and whether the line only reads."""
-    script = _without_heredoc_bodies(command)
-    files: list[FileAction] = []
-    reader = True
+@dataclass(slots=True)
+class _ShellRead:
+    """What a shell line does to files, whether it only reads, what its exit status 1 answers, and what the
+    patches it applies define."""
+
+    files: list[FileAction]
+    reader: bool = True
+    answer: str = ""
+    definitions: list[Definitions] = field(default_factory=list)
+
+
+def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> _ShellRead:
+    """The files each simple command of a shell line acts on, whether the line only reads, and what its exit 1
+    answers: the last command's answer, when its status is the line's (after a pipe, or every command reads)."""
+    script, bodies = _heredoc_bodies(command)
+    feeds = iter(bodies)
+    read = _ShellRead([])
     words: list[str] = []
+    piped = False
     tokens = _shell_tokens(script)
     i = 0
     while i <= len(tokens):
@@ -533,55 +592,78 @@ def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int
         i += 1
         if token in _SEPARATORS:
             if words:
-                base, reads = _simple_command(words, base, files, workdirs, depth)
-                reader = reader and reads
+                base, reads, answer = _simple_command(words, base, read, workdirs, depth)
+                read.answer = answer if piped or read.reader else ""  # the commands before it only read
+                read.reader = read.reader and reads
+            piped = token == "|"
             words = []
         elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
-            target = tokens[i] if i < len(tokens) else ""
+            target = _word(tokens[i]) if i < len(tokens) else ""
             i += 1
             if not token.endswith("&") and _quoted_ok(target, _names_file):  # a redirect writes a file, any name
-                files.append(FileAction(WRITE, _join(base, target)))
-                reader = False
+                read.files.append(FileAction(WRITE, _join(base, target)))
+                read.reader = False
         elif token in ("<<", "<<<", "<<-"):
             i += 1  # the heredoc delimiter or here-string
+            body = next(feeds, None) if token != "<<<" else None
+            if body is not None and _program(words) in _PATCH_PROGRAMS:
+                patched, defined = _patch(body, base)
+                read.files += patched
+                read.definitions += defined
         elif token == "<":
-            target = tokens[i] if i < len(tokens) else ""
+            target = _word(tokens[i]) if i < len(tokens) else ""
             i += 1
             if _looks_like_path(target):
-                files.append(FileAction(READ, _join(base, target)))
+                read.files.append(FileAction(READ, _join(base, target)))
         else:
-            words.append(token)
-    return files, reader
+            words.append(_word(token))
+    return read
+
+
+def _program(words: list[str]) -> str:
+    """The program a simple command runs (``git apply`` for git's subcommands), past assignments and prefixes."""
+    at = 0
+    while at < len(words) and (_ASSIGNMENT.match(words[at]) or words[at] in _COMMAND_PREFIXES):
+        at += 1
+    if at == len(words):
+        return ""
+    program = posixpath.basename(words[at])
+    return f"git {words[at + 1]}" if program == "git" and at + 1 < len(words) else program
 
 
 def _simple_command(
-    words: list[str], base: str | None, files: list[FileAction], workdirs: list[str], depth: int = 0
-) -> tuple[str | None, bool]:
-    """Record what one simple command does to files; return the folder the next one runs in, and if it only reads."""
+    words: list[str], base: str | None, read: _ShellRead, workdirs: list[str], depth: int = 0
+) -> tuple[str | None, bool, str]:
+    """Record what one simple command does to files; return the folder the next one runs in, whether it only
+    reads, and what its exit status 1 answers (``_ANSWERS``)."""
+    files = read.files
     while words and (_ASSIGNMENT.match(words[0]) or words[0] in _COMMAND_PREFIXES):
         words = words[1:]
     if not words:
-        return base, True
+        return base, True, ""
     program, args = posixpath.basename(words[0]), words[1:]
     if program in _SHELLS and len(args) >= 2 and args[0] in ("-c", "-lc", "-ic") and depth < _NESTED_SHELLS:
         # ``zsh -lc "printf '…' > out.md"`` as one string (codex exec): the script is the command
-        nested, reads = _shell_files(args[1], base, workdirs, depth + 1)
-        files += nested
-        return base, reads
+        nested = _shell_files(args[1], base, workdirs, depth + 1)
+        files += nested.files
+        read.definitions += nested.definitions
+        return base, nested.reader, nested.answer
     if program == "cd":
         target = next((a for a in args if not a.startswith("-")), "")
         if not target or target.startswith("~"):
-            return None, True
+            return None, True, ""
         base = _join(base, target)
         if base.startswith("/"):
             workdirs.append(base)
-        return base, True
+        return base, True, ""
     if program == "git" and args:
         program, args = f"git {args[0]}", args[1:]
         if program == "git show":  # ``git show REV:path`` shows path
             args = [a.split(":", 1)[1] if ":" in a and not a.startswith("-") else a for a in args]
     if program == "git clone":  # a repository URL and the folder it makes: no file
-        return base, False
+        return base, False, ""
+    answer = _ANSWERS.get(program, "")
+    recursive = program in ("rg", "ag", "ack") or (program in _SEARCHERS and any(map(_recurses, args)))
     if program in _SEARCHERS:
         args = _without_pattern(args)
     elif program == "find":
@@ -590,6 +672,8 @@ def _simple_command(
         args = _without_script(args)
     loose = program in _FILE_PROGRAMS and not any(a in ("-r", "-R", "-rf", "-fr", "-a") for a in args)
     operands = [a for a in (_path_operand(a, loose) for a in args) if a]
+    if recursive or program in _FOLDER_READERS:  # their operands are folders unless named like files
+        operands = [a for a in operands if _looks_like_file(a) or _names_bare_file(a)]
     if program in ("rm", "unlink", "git rm"):
         files += [FileAction(DELETE, _join(base, p)) for p in operands]
     elif program in ("mv", "git mv", "cp") and len(operands) >= 2:
@@ -606,12 +690,39 @@ def _simple_command(
         files += [FileAction(WRITE, _join(base, p)) for p in operands]
     elif program in ("sed", "perl") and any(a.startswith("-i") or a.startswith("-pi") for a in args):
         files += [FileAction(EDIT, _join(base, p)) for p in operands]
+    elif program in ("git checkout", "git restore") and (operands or "--" in args):
+        # ``git checkout -- a.py`` / ``git restore a.py`` put the files back as committed: a change to each
+        files += [FileAction(EDIT, _join(base, p)) for p in operands]
     elif program in _READERS or (program.startswith("git ") and program[4:] in _GIT_READERS):
         files += [FileAction(READ, _join(base, p)) for p in operands]
-        return base, True
+        return base, True, answer
     else:  # ``git apply``, ``patch``, ``pytest``: the files named are used
         files += [FileAction(USE, _join(base, p)) for p in operands]
-    return base, False
+    return base, False, answer
+
+
+def _recurses(option: str) -> bool:
+    """A search option that makes it recurse into folders (``-r``, ``-rn``, ``-Rl``, ``--recursive``)."""
+    if option.startswith("--"):
+        return option in ("--recursive", "--dereference-recursive")
+    return option.startswith("-") and ("r" in option or "R" in option)
+
+
+_FOLDER_READERS = frozenset({"ls", "find", "tree", "du", "dir", "Get-ChildItem"})
+"""Listers, and searches that recurse (``grep -r``, ``rg``): an operand is a folder unless it is named like a
+file (``grep -r X /testbed`` reads no file called ``testbed``)."""
+
+
+def _names_bare_file(token: str) -> bool:
+    """A path whose last part is a file people name without an extension (``Makefile``) or a dotfile with a
+    further part (``.env.local.example``)."""
+    name = token.rstrip("/").rsplit("/", 1)[-1]
+    return name in _BARE_FILES or _dotted_dotfile(name)
+
+
+def _dotted_dotfile(name: str) -> bool:
+    """``.env.local``, ``.env.local.example``: a dotfile with a further part names a file, not a folder."""
+    return bool(_DOTFILE.match(name)) and "." in name[1:] and name not in _NOT_DOTFILES
 
 
 def _without_pattern(args: list[str]) -> list[str]:
@@ -648,7 +759,7 @@ def _looks_like_path(token: str) -> bool:
     if token in _NOT_FILES or not _PATH_TOKEN.match(token) or _REV_RANGE.search(token):
         return False
     name = re.split(r"[/\\]", token)[-1]
-    if name in _BARE_FILES or name.startswith(("Dockerfile.", "Containerfile.")):
+    if name in _BARE_FILES or name.startswith(("Dockerfile.", "Containerfile.")) or _dotted_dotfile(name):
         return True
     extension = _EXTENSION.search(name)
     if "/" in token or "\\" in token:
@@ -720,6 +831,27 @@ def _patch(text: str, base: str | None) -> tuple[list[FileAction], list[Definiti
                 current = sides.setdefault(_join(base, _strip_diff_prefix(diff_path)), ([], []))
             old = ""
     return files, [(path, *changed_names(path, ["\n".join(a)], ["\n".join(r)])) for path, (a, r) in sides.items()]
+
+
+_CHANGE_KINDS = {"add": WRITE, "create": WRITE, "update": EDIT, "modify": EDIT, "delete": DELETE, "remove": DELETE}
+
+
+def _listed_changes(changes: Any, base: str | None) -> list[FileAction]:
+    """Files a list of changes names (``codex exec``'s ``file_change``: ``[{"path", "kind"}]``, the kind a word or
+    ``{"type", "move_path"}``)."""
+    found: list[FileAction] = []
+    for change in changes if isinstance(changes, list) else ():
+        path = change.get("path") if isinstance(change, dict) else None
+        if not isinstance(path, str) or not _is_path_value(path):
+            continue
+        kind = change.get("kind")
+        moved = kind.get("move_path") if isinstance(kind, dict) else None
+        kind = kind.get("type") if isinstance(kind, dict) else kind
+        action = _CHANGE_KINDS.get(kind.lower(), EDIT) if isinstance(kind, str) else EDIT
+        found.append(FileAction(action, _join(base, path.strip())))
+        if isinstance(moved, str) and _is_path_value(moved):
+            found.append(FileAction(MOVE, _join(base, path.strip()), _join(base, moved.strip())))
+    return found
 
 
 def _strip_diff_prefix(path: str) -> str:
@@ -868,8 +1000,8 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
             return CallOutcome(call.key, call.command, True, label)
     else:
         code = code if recorded is None else recorded  # a recorded exit status is the outcome
-        if call.command and call.reader and code == 1:  # grep, diff and kin: 1 says "no match" or "they differ"
-            return CallOutcome(call.key, call.command, True, "exit 1" if _printed(text) else "no match", reads=True)
+        if call.command and call.answer and code == 1:  # grep, diff, test: 1 says "no match", "differs", "false"
+            return CallOutcome(call.key, call.command, True, call.answer, reads=call.reader)
         if flagged or code or textual:
             label = f"failed (exit {code})" if code else "failed"
             error = clip(error_line(text), ERROR_MAX_CHARS)
@@ -886,11 +1018,6 @@ def _lines(text: str) -> list[str]:
 def _says_more(line: str) -> bool:
     """The line holds more than an exit status."""
     return not _EXIT_CODE.fullmatch(line) and not line.isdigit()
-
-
-def _printed(text: str) -> bool:
-    """The output holds more than its exit status (the wrappers aside)."""
-    return any(_says_more(line) for line in _lines(text))
 
 
 def _nonzero_exit(text: str) -> bool:
