@@ -90,7 +90,8 @@ drops cached message blocks when the thinking parameters change. Response chaini
 provider-openai chains reasoning models by default and then sends no reasoning items, while a call that turns it
 off re-inserts every earlier turn's encrypted reasoning inline, so its input would part from the session's at the
 first turn that reasoned (its README measures 0% of the prefix cached without chaining). ``store`` stays off for
-a provider that does not chain (one that does forces it on, as for the session's own requests). ``tool_choice`` is left as loop-basic leaves it
+a provider that does not chain (one that does forces it on, as for the session's own requests).
+``tool_choice`` is left as loop-basic leaves it
 (unset: provider-anthropic omits it, Anthropic's default ``auto``; provider-openai sends ``"auto"``) for the same
 reason: Anthropic documents that a ``tool_choice`` change invalidates the cached message blocks, so
 ``{"type": "none"}`` would turn the whole span into a cache write (1.25x) instead of a read (0.1x). The instruction
