@@ -182,3 +182,56 @@ async def test_a_tool_call_answer_falls_back_to_the_compact_prompt():
     assert summaries, "no summary in the view"
     assert not any("Let me read the file" in str(m["content"]) for m in summaries)
     assert "The agent read files and ran the tests." in str(summaries[0]["content"])
+
+
+class ResponsesLikeProvider(RecordingProvider):
+    """Renders a request's input as provider-openai does for a reasoning model (``enable_response_chaining``
+    "auto", its default): while chaining is on the server holds the reasoning, so thinking blocks are left out;
+    a call that turns chaining off re-inserts each one as a reasoning item with its encrypted content."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rendered: list[tuple[list[Any], list[Any]]] = []
+        """(the request's input, its messages before the instruction rendered as the session's requests are)."""
+
+    @staticmethod
+    def render(messages: list[Any], kwargs: dict[str, Any]) -> list[Any]:
+        chained = kwargs.get("enable_response_chaining", "auto") in ("auto", True)
+        items: list[Any] = []
+        for message in messages:
+            blocks = message.content if isinstance(message.content, list) else []
+            for block in blocks:
+                if getattr(block, "type", None) == "thinking" and not chained:
+                    items.append({"type": "reasoning", "encrypted_content": block.content})
+            items.append((message.role, str(message.content), message.tool_call_id))
+        return items
+
+    async def complete(self, request: Any, **kwargs: Any) -> ChatResponse:
+        if _is_instruction(request):
+            prefix = request.messages[:-1]
+            self.rendered.append((self.render(request.messages, kwargs), self.render(prefix, {})))
+        return await super().complete(request, **kwargs)
+
+
+async def test_the_in_context_request_renders_the_session_prefix_under_response_chaining():
+    """provider-openai chains reasoning models by default and then sends no reasoning items (README: 85% of the
+    prefix cached with chaining, 0% without); a summary request that turned chaining off would re-insert every
+    earlier turn's encrypted reasoning, and its input would part from the session's at the first such turn."""
+    provider = ResponsesLikeProvider()
+    coordinator = MockCoordinator()
+    await coordinator.mount("providers", provider, name=provider.name)
+    await coordinator.mount("tools", ReadFileTool(), name="read_file")
+    plan = {"max_tokens": 12_000, "background_compaction": False, "storage_path": "memory"}
+    manager = (await mount(coordinator, plan)).manager
+    await manager.add_message({"role": "system", "content": "You are a careful coding agent."})
+    for i in range(80):
+        for message in amplifier_turn(i):
+            if message["role"] == "assistant" and isinstance(message["content"], list):
+                thinking = {"type": "thinking", "thinking": "", "content": [f"gAAAA{i}", f"rs_{i}"]}
+                message = {**message, "content": [thinking, *message["content"]]}
+            await manager.add_message(message)
+            if message["role"] in ("user", "tool"):
+                await manager.get_messages_for_request(provider=provider)
+    assert provider.rendered, "no summary was asked at the end of a view"
+    for sent, session in provider.rendered:
+        assert sent[: len(session)] == session, "the summary request's input parts from the session's prefix"

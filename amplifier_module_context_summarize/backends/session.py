@@ -84,9 +84,14 @@ STREAMED_METADATA = {"source": "context-summarize"}
 """The provider's default (streaming) path: the one that works when its non-streaming path is broken."""
 BACKGROUND_KWARGS = {"extended_thinking": False, "enable_response_chaining": False, "store": False}
 """No thinking, and no OpenAI response chain: a summary is one self-contained call."""
-IN_CONTEXT_KWARGS = {"enable_response_chaining": False, "store": False}
+IN_CONTEXT_KWARGS = {"store": False}
 """A summary asked at the end of the session's prefix leaves thinking as the session's requests have it: Anthropic
-drops cached message blocks when the thinking parameters change. ``tool_choice`` is left as loop-basic leaves it
+drops cached message blocks when the thinking parameters change. Response chaining is left as the session's too:
+provider-openai chains reasoning models by default and then sends no reasoning items, while a call that turns it
+off re-inserts every earlier turn's encrypted reasoning inline, so its input would part from the session's at the
+first turn that reasoned (its README measures 0% of the prefix cached without chaining). ``store`` stays off for
+a provider that does not chain (one that does forces it on, as for the session's own requests).
+``tool_choice`` is left as loop-basic leaves it
 (unset: provider-anthropic omits it, Anthropic's default ``auto``; provider-openai sends ``"auto"``) for the same
 reason: Anthropic documents that a ``tool_choice`` change invalidates the cached message blocks, so
 ``{"type": "none"}`` would turn the whole span into a cache write (1.25x) instead of a read (0.1x). The instruction

@@ -18,8 +18,10 @@ provider sees them:
   summary is asked, its instruction appended to the conversation) is billed like an agent request: its prefix is
   a cache read when the session sent it; the appended instruction is ephemeral, so Anthropic's message breakpoint
   stays on the last message before it (that instruction is uncached input), and OpenAI reads the shared prefix
-  in its 128-token steps. Entries are assumed alive: the summary is asked within seconds of the request that
-  wrote its prefix, well inside the 5-minute TTL. Tool schemas are the same as the session's (``tools_tokens``).
+  in its 128-token steps (provider-openai builds the same input only because the request keeps the session's
+  response chaining: turned off, it would re-insert earlier turns' encrypted reasoning). Entries are assumed
+  alive: the summary is asked within seconds of the request that wrote its prefix, well inside the 5-minute TTL.
+  Tool schemas are the same as the session's (``tools_tokens``).
 
 Prefixes are compared message by message (a message shared only in part counts as not shared), which is
 exact for Anthropic's breakpoints and slightly conservative for OpenAI's token-level matching.
