@@ -145,3 +145,50 @@ def test_a_quoted_file_name_with_spaces_is_a_file():
     messages = _shell("cat 'LM Studio configuration.md' && echo ok > \"build notes.txt\"", "")
     assert {"LM Studio configuration.md", "build notes.txt"} <= _paths(messages)
     assert "Studio" not in _paths(messages)
+
+
+def _mini_swe_agent(tmp_path: Path, commands: list[tuple[str, int, str]]) -> list[dict]:
+    """A mini-swe-agent 1.1 ``*.traj.json``: each command a ``bash`` tool call, answered by a ``tool`` message holding
+    its ``<returncode>`` and ``<output>`` (and the raw output and return code under ``extra``)."""
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "Fix the parser."},
+    ]
+    for n, (command, code, output) in enumerate(commands):
+        call = {"index": 0, "id": f"call_{n}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": json.dumps({"command": command})}
+        messages.append({"role": "assistant", "content": "Next.", "tool_calls": [call], "function_call": None})
+        extra = {"raw_output": output, "returncode": code, "exception_info": ""}
+        content = f"<returncode>{code}</returncode>\n<output>\n{output}</output>"
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": content, "extra": extra})
+    messages.append({"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}})
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"info": {}, "messages": messages, "trajectory_format": "mini-swe-agent-1.1"}))
+    return load(path).messages
+
+
+def test_a_failed_line_keeps_the_writes_of_the_commands_that_certainly_ran(tmp_path):
+    """``cat > x.py <<'EOF' … EOF`` then ``python x.py`` exiting 1: the heredoc's redirect took effect when cat ran,
+    whatever python did, so x.py was created; a write after ``&&`` / ``||`` may never have run, so it stays used."""
+    from amplifier_module_context_summarize.working_set.fold import working_set_of
+
+    script = "cat > debug_parse.py <<'EOF'\nimport parser\nparser.parse('x')\nEOF\npython debug_parse.py"
+    commands = [
+        (script, 1, "Traceback (most recent call last):\nValueError: bad\n"),
+        ("python gen.py > out.txt; echo done | tee log.md", 1, "ValueError: bad\ndone\n"),
+        ("python check.py && cat > after.py <<'EOF'\nx = 1\nEOF", 1, "AssertionError\n"),
+        ("make || echo x > fallback.txt; cat > later.py <<'EOF'\ny = 2\nEOF\nfalse", 1, ""),
+        ("if true; then echo a > cond.txt; fi; false", 1, ""),
+        ("(echo a > sub.txt; false)", 1, ""),
+        ("cd /repo && cat > in_repo.py <<'EOF'\nx = 1\nEOF\npython in_repo.py", 1, "NameError: y\n"),
+        ("cd /gone && cat > lost.py <<'EOF'\nx = 1\nEOF", 1, "bash: line 1: cd: /gone: No such file or directory\n"),
+    ]
+    states = {e.path: e.state for e in working_set_of(_mini_swe_agent(tmp_path, commands)).entries()}
+    assert states["debug_parse.py"] == "created"
+    assert states["out.txt"] == "created" and states["log.md"] == "created"
+    assert states["after.py"] == "used"  # after && : python check.py failed, so cat never ran
+    assert states["fallback.txt"] == "used" and states["later.py"] == "used"  # after || : unknown from then on
+    assert states["cond.txt"] == "used"  # inside an if: may not have run
+    assert states["sub.txt"] == "created"  # a subshell's first command ran
+    # A cd that fails says so: when the output does not, the command after its && ran.
+    assert states["in_repo.py"] == "created" and states["/gone/lost.py"] == "used"  # (shown under the root /repo)

@@ -13,7 +13,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -240,6 +240,11 @@ class _Call:
     answer: str = ""
     """What the command line's exit status 1 answers (``no match``, ``differs``, ``false``), or "" when 1 is a
     failure like any other non-zero status."""
+    certain: frozenset[int] = frozenset()
+    """Indexes in ``files`` of the actions that took effect even if the line failed: the redirects (and ``tee`` /
+    ``touch``) of commands that certainly ran (``_shell_files``)."""
+    after_cd: frozenset[int] = frozenset()
+    """Likewise, of commands that ran unless a ``cd`` before them failed (``cd /repo && cat > x.py <<EOF``)."""
 
 
 def clip(text: str, limit: int) -> str:
@@ -292,8 +297,9 @@ def extract(messages: list[Message]) -> Facts:
                 definitions += call.definitions
                 if call.search:
                     files += _search_hits(text)
-            else:  # a call that failed read or changed nothing: its files were only named
-                files += [FileAction(USE, f.path) for f in call.files]
+            else:  # a failed call read or changed nothing, but what a command that certainly ran wrote was written
+                kept = call.certain if _CD_FAILED.search(text) else call.certain | call.after_cd
+                files += [f if n in kept else FileAction(USE, f.path) for n, f in enumerate(call.files)]
     for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
         files += call.files
         definitions += call.definitions
@@ -393,7 +399,16 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
         shell = _shell_files(command, base, workdirs)
         found = tuple(d for d in shell.definitions if d[1] or d[2])
         key = clip(_command_key(command), KEY_MAX_CHARS)
-        return _Call(key, True, shell.reader, shell.files, definitions=found, answer=shell.answer)
+        return _Call(
+            key,
+            True,
+            shell.reader,
+            shell.files,
+            definitions=found,
+            answer=shell.answer,
+            certain=frozenset(shell.certain),
+            after_cd=frozenset(shell.after_cd),
+        )
     if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         kind = _EDITOR_COMMANDS[args["command"]]
     files: list[FileAction] = []
@@ -575,6 +590,35 @@ class _ShellRead:
     reader: bool = True
     answer: str = ""
     definitions: list[Definitions] = field(default_factory=list)
+    certain: set[int] = field(default_factory=set)
+    """Indexes in ``files`` of the writes that took effect whatever the line's exit status: a redirect opens its
+    file when its command starts (``cat > x.py <<EOF`` created x.py even if a later ``python x.py`` failed)."""
+    after_cd: set[int] = field(default_factory=set)
+    """Likewise, of writes by commands that ran unless a ``cd`` before them failed."""
+    running: int = 2
+    """How surely the simple command being recorded ran: ``_RAN``, ``_RAN_IF_CD`` or ``_MAY_NOT_HAVE_RUN``."""
+
+    def took_effect(self, indexes: Iterable[int], running: int | None = None) -> None:
+        """Mark ``files[i]`` for each index as done whatever the exit status, as surely as the command ran."""
+        running = self.running if running is None else running
+        if running == _RAN:
+            self.certain.update(indexes)
+        elif running == _RAN_IF_CD:
+            self.after_cd.update(indexes)
+
+
+_RAN, _RAN_IF_CD, _MAY_NOT_HAVE_RUN = 2, 1, 0
+"""How surely a command of a line ran: the first always does; see ``_RUNS_ON`` for the rest."""
+
+
+_RUNS_ON = frozenset({";", "|", "&", "|&", "("})
+"""Separators after which the next command runs whenever the one before it ran (a list goes on, a pipeline's
+members all start, a subshell's first command runs); after ``&&`` / ``||`` it depends on an exit status, but a
+``cd`` that fails says so (``bash: cd: /x: No such file or directory``, zsh's ``cd: no such file…``, dash's
+``cd: can't cd to``): when the output does not, ``cd /repo && cat > x.py <<EOF`` ran its ``cat``."""
+_CD_FAILED = re.compile(r"\bcd: ")
+_CONTROL_WORDS = frozenset({"if", "then", "elif", "else", "while", "until", "do", "for", "case", "select", "function"})
+"""Words that open a condition, a branch or a loop body: what follows may never run."""
 
 
 def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> _ShellRead:
@@ -585,22 +629,35 @@ def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int
     read = _ShellRead([])
     words: list[str] = []
     piped = False
+    running = _RAN  # how surely the command being read runs: the line's first does, then see _RUNS_ON
+    redirected = False
     tokens = _shell_tokens(script)
     i = 0
     while i <= len(tokens):
         token = tokens[i] if i < len(tokens) else ";"
         i += 1
         if token in _SEPARATORS:
+            read.running = _MAY_NOT_HAVE_RUN if words and words[0] in _CONTROL_WORDS else running
             if words:
                 base, reads, answer = _simple_command(words, base, read, workdirs, depth)
                 read.answer = answer if piped or read.reader else ""  # the commands before it only read
                 read.reader = read.reader and reads
+            if token in _RUNS_ON and not (token == "(" and words):  # ``name (`` defines a function
+                running = read.running
+            elif token == "&&" and words == ["cd", *words[1:2]] and not redirected:  # its failure would show
+                running = min(read.running, _RAN_IF_CD)
+            else:
+                running = _MAY_NOT_HAVE_RUN
             piped = token == "|"
             words = []
+            redirected = False
         elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
             target = _word(tokens[i]) if i < len(tokens) else ""
             i += 1
+            redirected = True
             if not token.endswith("&") and _quoted_ok(target, _names_file):  # a redirect writes a file, any name
+                if not (words and words[0] in _CONTROL_WORDS):
+                    read.took_effect((len(read.files),), running)
                 read.files.append(FileAction(WRITE, _join(base, target)))
                 read.reader = False
         elif token in ("<<", "<<<", "<<-"):
@@ -645,6 +702,8 @@ def _simple_command(
     if program in _SHELLS and len(args) >= 2 and args[0] in ("-c", "-lc", "-ic") and depth < _NESTED_SHELLS:
         # ``zsh -lc "printf '…' > out.md"`` as one string (codex exec): the script is the command
         nested = _shell_files(args[1], base, workdirs, depth + 1)
+        read.took_effect([len(files) + n for n in nested.certain])
+        read.took_effect([len(files) + n for n in nested.after_cd], min(read.running, _RAN_IF_CD))
         files += nested.files
         read.definitions += nested.definitions
         return base, nested.reader, nested.answer
@@ -686,7 +745,8 @@ def _simple_command(
                 files += [FileAction(READ, _join(base, source)), FileAction(WRITE, _join(base, target))]
             else:
                 files.append(FileAction(MOVE, _join(base, source), _join(base, target)))
-    elif program in ("touch", "tee"):
+    elif program in ("touch", "tee"):  # they open their files as they start, as a redirect does
+        read.took_effect(range(len(files), len(files) + len(operands)))
         files += [FileAction(WRITE, _join(base, p)) for p in operands]
     elif program in ("sed", "perl") and any(a.startswith("-i") or a.startswith("-pi") for a in args):
         files += [FileAction(EDIT, _join(base, p)) for p in operands]
