@@ -135,14 +135,14 @@ def test_amplifier_transcript_results_read_as_the_tools_returned_them():
         "toolu_04": "Error: File not found: src/main.c",
         "toolu_06": "Error: Command timed out after 30 seconds",
         "toolu_07": "File not found: docs/build.md",
-        "toolu_08": "Tool execution was cancelled by user",
+        "toolu_08": {"error": "Tool execution was cancelled by user", "cancelled": True, "tool": "bash"},
     }
     outcomes = {o.key: (o.ok, o.label) for o in facts.extract(loaded.messages).outcomes}
     assert outcomes["cat > Makefile <<'EOF' …"] == (True, "ok")
     assert outcomes["make && ./demo --serve"] == (False, "timed out")
     assert outcomes["edit_file src/main.c"][0] is False
     assert outcomes["read_file docs/build.md"][0] is False
-    assert outcomes["make clean"][0] is False
+    assert outcomes["make clean"] == (False, "interrupted")  # loop-basic's cancelled call: the mark is carried
     assert outcomes["make"] == (True, "ok")  # its last run; the first run failed
     assert "Makefile" in {f.path for f in facts.extract(loaded.messages).files}
 

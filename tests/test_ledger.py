@@ -772,3 +772,20 @@ def test_a_heredoc_inside_a_quoted_script_still_names_the_file_it_writes() -> No
     command = '/usr/bin/zsh -lc "cat > artifacts/info.json <<\'EOF\'\n{\n  \\"book\\": 1\n}\nEOF"'
     facts = extract([tool_call("openai", "c", "shell", {"command": command})])
     assert facts.files == (FileAction(WRITE, "artifacts/info.json"),)
+
+
+def test_a_call_its_framework_cancelled_was_interrupted_whatever_the_tool() -> None:
+    """loop-basic answers each call a second Ctrl+C cut off with ``{"error": "Tool execution was cancelled by user",
+    "cancelled": true, "tool": NAME}``; Gemini CLI's scheduler with ``[Operation Cancelled] Reason: …``."""
+    loop_basic = '{"error": "Tool execution was cancelled by user", "cancelled": true, "tool": "bash"}'
+    for name, args in (("bash", {"command": "make clean"}), ("read_file", {"file_path": "a.py"})):
+        messages = [tool_call("openai", "t1", name, args), tool_result("openai", "t1", loop_basic)]
+        ((ok, label, error),) = [(o.ok, o.label, o.error) for o in extract(messages).outcomes]
+        assert (ok, label, error) == (False, "interrupted", "Tool execution was cancelled by user")
+    gemini = "[Operation Cancelled] Reason: User cancelled the operation."
+    assert outcome_of("run_shell_command", {"command": "pytest -x"}, gemini, True) == (False, "interrupted")
+    assert outcome_of("write_file", {"file_path": "a.py", "content": "x"}, gemini, True) == (False, "interrupted")
+    # A file that holds such text is data.
+    assert outcome_of("read_file", {"file_path": "notes.md"}, "cancelled: true\n" + gemini) == (True, "ok")
+    order = '{"id": 7, "cancelled": true, "error": "card declined"}'
+    assert outcome_of("Bash", {"command": "cat order.json"}, order, False) == (True, "ok")

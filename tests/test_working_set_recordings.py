@@ -145,3 +145,126 @@ def test_a_quoted_file_name_with_spaces_is_a_file():
     messages = _shell("cat 'LM Studio configuration.md' && echo ok > \"build notes.txt\"", "")
     assert {"LM Studio configuration.md", "build notes.txt"} <= _paths(messages)
     assert "Studio" not in _paths(messages)
+
+
+def _mini_swe_agent(tmp_path: Path, commands: list[tuple[str, int, str]]) -> list[dict]:
+    """A mini-swe-agent 1.1 ``*.traj.json``: each command a ``bash`` tool call, answered by a ``tool`` message holding
+    its ``<returncode>`` and ``<output>`` (and the raw output and return code under ``extra``)."""
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "Fix the parser."},
+    ]
+    for n, (command, code, output) in enumerate(commands):
+        call = {"index": 0, "id": f"call_{n}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": json.dumps({"command": command})}
+        messages.append({"role": "assistant", "content": "Next.", "tool_calls": [call], "function_call": None})
+        extra = {"raw_output": output, "returncode": code, "exception_info": ""}
+        content = f"<returncode>{code}</returncode>\n<output>\n{output}</output>"
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": content, "extra": extra})
+    messages.append({"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}})
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"info": {}, "messages": messages, "trajectory_format": "mini-swe-agent-1.1"}))
+    return load(path).messages
+
+
+def test_a_failed_line_keeps_the_writes_of_the_commands_that_certainly_ran(tmp_path):
+    """``cat > x.py <<'EOF' … EOF`` then ``python x.py`` exiting 1: the heredoc's redirect took effect when cat ran,
+    whatever python did, so x.py was created; a write after ``&&`` / ``||`` may never have run, so it stays used."""
+    from amplifier_module_context_summarize.working_set.fold import working_set_of
+
+    script = "cat > debug_parse.py <<'EOF'\nimport parser\nparser.parse('x')\nEOF\npython debug_parse.py"
+    commands = [
+        (script, 1, "Traceback (most recent call last):\nValueError: bad\n"),
+        ("python gen.py > out.txt; echo done | tee log.md", 1, "ValueError: bad\ndone\n"),
+        ("python check.py && cat > after.py <<'EOF'\nx = 1\nEOF", 1, "AssertionError\n"),
+        ("make || echo x > fallback.txt; cat > later.py <<'EOF'\ny = 2\nEOF\nfalse", 1, ""),
+        ("if true; then echo a > cond.txt; fi; false", 1, ""),
+        ("(echo a > sub.txt; false)", 1, ""),
+        ("cd /repo && cat > in_repo.py <<'EOF'\nx = 1\nEOF\npython in_repo.py", 1, "NameError: y\n"),
+        ("cd /gone && cat > lost.py <<'EOF'\nx = 1\nEOF", 1, "bash: line 1: cd: /gone: No such file or directory\n"),
+    ]
+    states = {e.path: e.state for e in working_set_of(_mini_swe_agent(tmp_path, commands)).entries()}
+    assert states["debug_parse.py"] == "created"
+    assert states["out.txt"] == "created" and states["log.md"] == "created"
+    assert states["after.py"] == "used"  # after && : python check.py failed, so cat never ran
+    assert states["fallback.txt"] == "used" and states["later.py"] == "used"  # after || : unknown from then on
+    assert states["cond.txt"] == "used"  # inside an if: may not have run
+    assert states["sub.txt"] == "created"  # a subshell's first command ran
+    # A cd that fails says so: when the output does not, the command after its && ran.
+    assert states["in_repo.py"] == "created" and states["/gone/lost.py"] == "used"  # (shown under the root /repo)
+
+
+def _gemini_chat(tmp_path: Path, calls: list[tuple[str, dict, str, str]]) -> list[dict]:
+    """A Gemini CLI chat recording (``session-*.json``): each call a ``toolCalls`` entry of a ``gemini`` message,
+    its result a ``functionResponse`` part."""
+    messages: list[dict] = [{"id": "u0", "timestamp": "2025-10-01T10:00:00.000Z", "type": "user", "content": "Go."}]
+    for n, (name, args, output, status) in enumerate(calls):
+        call_id = f"{name}-17590000000{n:02d}-abc"
+        response = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+        call = {"id": call_id, "name": name, "args": args, "result": [response], "status": status}
+        messages.append({"id": f"g{n}", "type": "gemini", "content": "", "toolCalls": [call], "model": "gemini-2.5"})
+    path = tmp_path / "session-2025-10-01T10-00-abcd1234.json"
+    path.write_text(json.dumps({"sessionId": "s1", "projectHash": "p", "messages": messages}))
+    return load(path).messages
+
+
+def _gemini_shell(command: str, directory: str, output: str, code: int) -> str:
+    return (
+        f"Command: {command}\nDirectory: {directory}\nOutput: {output}\nError: (none)\nExit Code: {code}\n"
+        "Signal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"
+    )
+
+
+def test_gemini_tools_name_their_files_by_the_keys_each_version_uses(tmp_path):
+    """Gemini CLI's ``read_file`` took ``absolute_path`` until November 2025 (``file_path`` since); a shell call's
+    ``dir_path`` (``directory`` before) is the folder it ran in; ``list_directory`` / ``glob`` / ``grep_search`` name
+    folders (``dir_path``, ``path`` before), and ``mkdir`` makes one: none of those is a file."""
+    calls = [
+        ("read_file", {"absolute_path": "/proj/src/old.ts"}, "export const a = 1;", "success"),
+        ("read_file", {"file_path": "/proj/src/new.ts"}, "export const b = 2;", "success"),
+        ("list_directory", {"dir_path": "/proj/src"}, "Directory listing for /proj/src:\nnew.ts\nold.ts", "success"),
+        ("list_directory", {"path": "/proj/docs"}, "Directory listing for /proj/docs:\nguide.md", "success"),
+        ("glob", {"pattern": "**/*.ts", "dir_path": "/proj"}, "Found 2 file(s)", "success"),
+        ("run_shell_command", {"command": "cat package.json", "dir_path": "/proj"}, "", "success"),
+        ("run_shell_command", {"command": "mkdir -p /proj/src/pages src/components"}, "", "success"),
+    ]
+    calls[-2] = (*calls[-2][:2], _gemini_shell("cat package.json", "/proj", "{}", 0), "success")
+    calls[-1] = (*calls[-1][:2], _gemini_shell(calls[-1][1]["command"], "(root)", "(empty)", 0), "success")
+    files = ledger.extract(_gemini_chat(tmp_path, calls)).files
+    assert [(f.action, f.path) for f in files] == [
+        ("read", "/proj/src/old.ts"),
+        ("read", "/proj/src/new.ts"),
+        ("read", "/proj/package.json"),
+    ]
+
+
+def test_a_failed_gemini_shell_call_shows_the_line_its_output_gives(tmp_path):
+    """Gemini CLI frames what a command printed (``Command:``, ``Directory:``, ``Output:``, ``Error: (none)``,
+    ``Exit Code:``, ``Signal:``, ``Process Group PGID:``; current versions drop the first two and the no-error line):
+    the failure line comes from the output, never the empty ``Error`` field or a field's name."""
+    pytest_out = "F.\nFAILED tests/test_api.py::test_get - KeyError: 'id'\n1 failed, 1 passed in 0.12s"
+    old = _gemini_shell("pytest -q", "(root)", pytest_out, 1)
+    pacman = _gemini_shell("pacman -Qi pam-u2f", "(root)", "error: package 'pam-u2f' was not found", 1)
+    current = 'Output: npm error Missing script: "lint"\nExit Code: 1\nProcess Group PGID: 31337'
+    spawn = "Output: (empty)\nError: spawn /bin/bash ENOENT\nExit Code: 1\nSignal: (none)"
+    timeout = (
+        "Command was automatically cancelled because it exceeded the timeout of 5.0 minutes without output. "
+        "Below is the output before it was cancelled:\nwaiting for db"
+    )
+    calls = [
+        ("run_shell_command", {"command": "pytest -q"}, old, "success"),
+        ("run_shell_command", {"command": "pacman -Qi pam-u2f"}, pacman, "success"),
+        ("run_shell_command", {"command": "npm run lint"}, current, "success"),
+        ("run_shell_command", {"command": "make"}, spawn, "success"),
+        ("run_shell_command", {"command": "docker compose up"}, timeout, "success"),
+        ("run_shell_command", {"command": "npm -v"}, _gemini_shell("npm -v", "(root)", "11.6.4", 0), "success"),
+    ]
+    outcomes = [(o.label, o.error) for o in ledger.extract(_gemini_chat(tmp_path, calls)).outcomes]
+    assert outcomes == [
+        ("failed (exit 1)", "FAILED tests/test_api.py::test_get - KeyError: 'id'"),
+        ("failed (exit 1)", "error: package 'pam-u2f' was not found"),
+        ("failed (exit 1)", 'npm error Missing script: "lint"'),
+        ("failed (exit 1)", "Error: spawn /bin/bash ENOENT"),
+        ("timed out", timeout.split(" Below")[0]),
+        ("ok", ""),
+    ]

@@ -13,7 +13,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -35,7 +35,18 @@ _SHELL_NAME_PARTS = ("bash", "shell", "terminal", "exec", "run_command", "powers
 # Outputs of these tools are file or page contents: error words in them are data, not failures.
 _READ_NAME_PARTS = ("read", "view", "grep", "glob", "search", "fetch", "find", "list")
 _PATH_KEYS = frozenset(
-    {"path", "paths", "file", "files", "file_path", "filepath", "filename", "target_file", "notebook_path"}
+    {
+        "path",
+        "paths",
+        "file",
+        "files",
+        "file_path",
+        "filepath",
+        "filename",
+        "target_file",
+        "notebook_path",
+        "absolute_path",  # Gemini CLI's read_file until November 2025 (``file_path`` since)
+    }
 )
 _MOVE_KEYS = (
     ("old_path", "new_path"),
@@ -45,6 +56,9 @@ _MOVE_KEYS = (
     ("from", "to"),
 )
 _WORKDIR_KEYS = ("cwd", "workdir", "working_dir", "working_directory", "directory")
+_SHELL_WORKDIR_KEYS = (*_WORKDIR_KEYS, "dir_path")
+"""Gemini CLI's ``run_shell_command`` runs in ``dir_path`` (``directory`` before November 2025); its other tools'
+``dir_path`` is the folder they list or search, not where they run."""
 _COMMAND_KEYS = ("command", "cmd")
 _NEW_TEXT_KEYS = (
     "content",
@@ -240,6 +254,11 @@ class _Call:
     answer: str = ""
     """What the command line's exit status 1 answers (``no match``, ``differs``, ``false``), or "" when 1 is a
     failure like any other non-zero status."""
+    certain: frozenset[int] = frozenset()
+    """Indexes in ``files`` of the actions that took effect even if the line failed: the redirects (and ``tee`` /
+    ``touch``) of commands that certainly ran (``_shell_files``)."""
+    after_cd: frozenset[int] = frozenset()
+    """Likewise, of commands that ran unless a ``cd`` before them failed (``cd /repo && cat > x.py <<EOF``)."""
 
 
 def clip(text: str, limit: int) -> str:
@@ -292,8 +311,9 @@ def extract(messages: list[Message]) -> Facts:
                 definitions += call.definitions
                 if call.search:
                     files += _search_hits(text)
-            else:  # a call that failed read or changed nothing: its files were only named
-                files += [FileAction(USE, f.path) for f in call.files]
+            else:  # a failed call read or changed nothing, but what a command that certainly ran wrote was written
+                kept = call.certain if _CD_FAILED.search(text) else call.certain | call.after_cd
+                files += [f if n in kept else FileAction(USE, f.path) for n, f in enumerate(call.files)]
     for call in waiting.values():  # calls without a result (only in raw spans: a view drops them)
         files += call.files
         definitions += call.definitions
@@ -380,7 +400,8 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
     reader = any(part in name.lower() for part in _READ_NAME_PARTS)
     if not isinstance(args, dict):
         return _Call(clip(name, KEY_MAX_CHARS), False, reader, [])
-    base = next((v.strip() for k in _WORKDIR_KEYS if isinstance(v := args.get(k), str) and v.strip()), None)
+    folders = _SHELL_WORKDIR_KEYS if kind == "shell" else _WORKDIR_KEYS
+    base = next((v.strip() for k in folders if isinstance(v := args.get(k), str) and v.strip()), None)
     if base and base.startswith("/"):
         workdirs.append(posixpath.normpath(base))
     command = next((c for c in (_command_text(args.get(k)) for k in _COMMAND_KEYS) if c), "")
@@ -393,7 +414,16 @@ def _read_call(name: str, args: Any, workdirs: list[str]) -> _Call:
         shell = _shell_files(command, base, workdirs)
         found = tuple(d for d in shell.definitions if d[1] or d[2])
         key = clip(_command_key(command), KEY_MAX_CHARS)
-        return _Call(key, True, shell.reader, shell.files, definitions=found, answer=shell.answer)
+        return _Call(
+            key,
+            True,
+            shell.reader,
+            shell.files,
+            definitions=found,
+            answer=shell.answer,
+            certain=frozenset(shell.certain),
+            after_cd=frozenset(shell.after_cd),
+        )
     if kind != "shell" and isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         kind = _EDITOR_COMMANDS[args["command"]]
     files: list[FileAction] = []
@@ -575,6 +605,35 @@ class _ShellRead:
     reader: bool = True
     answer: str = ""
     definitions: list[Definitions] = field(default_factory=list)
+    certain: set[int] = field(default_factory=set)
+    """Indexes in ``files`` of the writes that took effect whatever the line's exit status: a redirect opens its
+    file when its command starts (``cat > x.py <<EOF`` created x.py even if a later ``python x.py`` failed)."""
+    after_cd: set[int] = field(default_factory=set)
+    """Likewise, of writes by commands that ran unless a ``cd`` before them failed."""
+    running: int = 2
+    """How surely the simple command being recorded ran: ``_RAN``, ``_RAN_IF_CD`` or ``_MAY_NOT_HAVE_RUN``."""
+
+    def took_effect(self, indexes: Iterable[int], running: int | None = None) -> None:
+        """Mark ``files[i]`` for each index as done whatever the exit status, as surely as the command ran."""
+        running = self.running if running is None else running
+        if running == _RAN:
+            self.certain.update(indexes)
+        elif running == _RAN_IF_CD:
+            self.after_cd.update(indexes)
+
+
+_RAN, _RAN_IF_CD, _MAY_NOT_HAVE_RUN = 2, 1, 0
+"""How surely a command of a line ran: the first always does; see ``_RUNS_ON`` for the rest."""
+
+
+_RUNS_ON = frozenset({";", "|", "&", "|&", "("})
+"""Separators after which the next command runs whenever the one before it ran (a list goes on, a pipeline's
+members all start, a subshell's first command runs); after ``&&`` / ``||`` it depends on an exit status, but a
+``cd`` that fails says so (``bash: cd: /x: No such file or directory``, zsh's ``cd: no such file…``, dash's
+``cd: can't cd to``): when the output does not, ``cd /repo && cat > x.py <<EOF`` ran its ``cat``."""
+_CD_FAILED = re.compile(r"\bcd: ")
+_CONTROL_WORDS = frozenset({"if", "then", "elif", "else", "while", "until", "do", "for", "case", "select", "function"})
+"""Words that open a condition, a branch or a loop body: what follows may never run."""
 
 
 def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int = 0) -> _ShellRead:
@@ -585,22 +644,35 @@ def _shell_files(command: str, base: str | None, workdirs: list[str], depth: int
     read = _ShellRead([])
     words: list[str] = []
     piped = False
+    running = _RAN  # how surely the command being read runs: the line's first does, then see _RUNS_ON
+    redirected = False
     tokens = _shell_tokens(script)
     i = 0
     while i <= len(tokens):
         token = tokens[i] if i < len(tokens) else ";"
         i += 1
         if token in _SEPARATORS:
+            read.running = _MAY_NOT_HAVE_RUN if words and words[0] in _CONTROL_WORDS else running
             if words:
                 base, reads, answer = _simple_command(words, base, read, workdirs, depth)
                 read.answer = answer if piped or read.reader else ""  # the commands before it only read
                 read.reader = read.reader and reads
+            if token in _RUNS_ON and not (token == "(" and words):  # ``name (`` defines a function
+                running = read.running
+            elif token == "&&" and words == ["cd", *words[1:2]] and not redirected:  # its failure would show
+                running = min(read.running, _RAN_IF_CD)
+            else:
+                running = _MAY_NOT_HAVE_RUN
             piped = token == "|"
             words = []
+            redirected = False
         elif token and set(token) <= set("<>&|") and ">" in token:  # a redirection: the next word is written
             target = _word(tokens[i]) if i < len(tokens) else ""
             i += 1
+            redirected = True
             if not token.endswith("&") and _quoted_ok(target, _names_file):  # a redirect writes a file, any name
+                if not (words and words[0] in _CONTROL_WORDS):
+                    read.took_effect((len(read.files),), running)
                 read.files.append(FileAction(WRITE, _join(base, target)))
                 read.reader = False
         elif token in ("<<", "<<<", "<<-"):
@@ -645,6 +717,8 @@ def _simple_command(
     if program in _SHELLS and len(args) >= 2 and args[0] in ("-c", "-lc", "-ic") and depth < _NESTED_SHELLS:
         # ``zsh -lc "printf '…' > out.md"`` as one string (codex exec): the script is the command
         nested = _shell_files(args[1], base, workdirs, depth + 1)
+        read.took_effect([len(files) + n for n in nested.certain])
+        read.took_effect([len(files) + n for n in nested.after_cd], min(read.running, _RAN_IF_CD))
         files += nested.files
         read.definitions += nested.definitions
         return base, nested.reader, nested.answer
@@ -660,7 +734,7 @@ def _simple_command(
         program, args = f"git {args[0]}", args[1:]
         if program == "git show":  # ``git show REV:path`` shows path
             args = [a.split(":", 1)[1] if ":" in a and not a.startswith("-") else a for a in args]
-    if program == "git clone":  # a repository URL and the folder it makes: no file
+    if program in ("git clone", "mkdir", "rmdir"):  # a repository URL, the folders made or removed: no file
         return base, False, ""
     answer = _ANSWERS.get(program, "")
     recursive = program in ("rg", "ag", "ack") or (program in _SEARCHERS and any(map(_recurses, args)))
@@ -686,7 +760,8 @@ def _simple_command(
                 files += [FileAction(READ, _join(base, source)), FileAction(WRITE, _join(base, target))]
             else:
                 files.append(FileAction(MOVE, _join(base, source), _join(base, target)))
-    elif program in ("touch", "tee"):
+    elif program in ("touch", "tee"):  # they open their files as they start, as a redirect does
+        read.took_effect(range(len(files), len(files) + len(operands)))
         files += [FileAction(WRITE, _join(base, p)) for p in operands]
     elif program in ("sed", "perl") and any(a.startswith("-i") or a.startswith("-pi") for a in args):
         files += [FileAction(EDIT, _join(base, p)) for p in operands]
@@ -956,6 +1031,7 @@ _CUT_SHORT = (
         re.compile(
             r"(?im)^\W{0,3}(?:the )?command (?:timed out|has no new output) after\b.*$"
             r"|^\W{0,3}(?:error: )?(?:command )?timed out after \d[^\n]*$|^Command timed out\b.*$"
+            r"|^Command was automatically cancelled because it exceeded the timeout\b[^\n]*?(?:output\.|(?= Below)|$)"
         ),
     ),
     (
@@ -972,6 +1048,23 @@ notice answers the call it cut off): the outcome is that, not the exit status or
 before."""
 _CUT_SHORT_SCAN = 2_000
 """Characters at each end of an output searched for those reports (they lead or end it; the middle is output)."""
+_OPERATION_CANCELLED = "[Operation Cancelled]"
+"""How Gemini CLI's scheduler answers a call the user cancelled or denied (``[Operation Cancelled] Reason: …``)."""
+
+
+_LOOP_CANCELLED_KEYS = frozenset({"error", "cancelled", "tool"})
+"""All loop-basic's record holds: a JSON file a tool read that merely has a ``cancelled`` field is content."""
+
+
+def _cancelled(body: Any, text: str) -> str:
+    """The line saying the agent's framework cancelled the call, whatever the tool: loop-basic's
+    ``{"error": "Tool execution was cancelled by user", "cancelled": true}``, Gemini CLI's ``[Operation Cancelled]``
+    result; else "". Written in place of the tool's output, so never data the tool read."""
+    if isinstance(body, dict) and body.get("cancelled") is True and body.keys() <= _LOOP_CANCELLED_KEYS:
+        return str(body.get("error") or "cancelled")
+    if text.startswith(_OPERATION_CANCELLED):
+        return text.split("\n", 1)[0]
+    return ""
 
 
 def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
@@ -979,6 +1072,8 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
     failure. A shell result that says ``is_error: false`` recorded its exit as 0: Claude Code sets the flag
     from the exit status."""
     flagged = flag is True or _structured_failure(body)
+    if cancelled := _cancelled(body, text):
+        return CallOutcome(call.key, call.command, False, "interrupted", clip(cancelled, ERROR_MAX_CHARS), call.reader)
     if call.command and not call.reader:  # a command cut short says so in its own output: that line is the outcome
         for label, pattern in _CUT_SHORT:
             if found := pattern.search(text[:_CUT_SHORT_SCAN]) or pattern.search(text[-_CUT_SHORT_SCAN:]):
@@ -991,12 +1086,13 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
     recorded = _recorded_exit(body)
     if recorded is None and flag is False and call.command:
         recorded = 0
-    shown = "\n".join(scope).replace("Error: (none)", "")  # Gemini CLI's "no error" line
+    printed_text = _shell_report(text) if call.command else text  # what the command printed, without a frame
+    shown = printed_text if call.command and not call.reader else "\n".join(scope)
     textual = not call.reader and _reads_failed(shown)
     if recorded == 0 and not flagged:  # exited 0 as recorded: never failed, but an error it printed (a script
         printed = textual or (not call.reader and _nonzero_exit(shown))  # catching its own exception, a pipe
         if printed or _CANNOT_START.search(text):  # hiding a command that failed or never started) is kept
-            label = f"exit 0, printed: {clip(error_line(text), ERROR_MAX_CHARS)}"
+            label = f"exit 0, printed: {clip(error_line(printed_text), ERROR_MAX_CHARS)}"
             return CallOutcome(call.key, call.command, True, label)
     else:
         code = code if recorded is None else recorded  # a recorded exit status is the outcome
@@ -1004,10 +1100,43 @@ def _outcome(call: _Call, body: Any, text: str, flag: bool | None) -> CallOutcom
             return CallOutcome(call.key, call.command, True, call.answer, reads=call.reader)
         if flagged or code or textual:
             label = f"failed (exit {code})" if code else "failed"
-            error = clip(error_line(text), ERROR_MAX_CHARS)
+            error = clip(error_line(printed_text), ERROR_MAX_CHARS)
             return CallOutcome(call.key, call.command, False, label, error, call.reader)
     passed = call.command and not call.reader and bool(_PASSED.search(text))
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
+
+
+_SHELL_FRAME_TAIL = re.compile(
+    r"(?:Error: \(none\)|Exit Code: -?\d{1,9}|Signal: .*|Background PIDs: .*|Process Group PGID: .*|\s*"
+    r"|(?:returncode|return_code|exit_code|exitCode): -?\d{1,9})"
+)
+"""The fields Gemini CLI's shell tool ends its result with, after what the command printed (and its error, when
+it had one: ``Error: (none)`` is the older versions' "none"); and the recorded status ``_body_text`` adds."""
+_SHELL_FRAME_TAIL_FIELDS = 10
+"""At most these many lines end the frame (its five fields, a recorded status, and blank lines between)."""
+
+
+def _shell_report(text: str) -> str:
+    """What a shell result says the command printed: Gemini CLI's frame (``Command: …``, ``Directory: …``,
+    ``Output: …``, ``Error: …``, ``Exit Code: N``, ``Signal: …``, ``Background PIDs: …``, ``Process Group PGID: …``;
+    current versions start at ``Output:`` and write ``Error:`` only for an error) taken off: its output, then its
+    error when it had one. Any other text as it is."""
+    if text.startswith("Command: "):
+        directory = text.find("\nDirectory: ")
+        start = text.find("\nOutput: ", directory) + 1 if directory > 0 else 0
+    else:
+        start = 0
+    if not text.startswith("Output: ", start):
+        return text
+    lines = text[start + len("Output: ") :].split("\n")
+    end = len(lines)
+    while end > 1 and len(lines) - end < _SHELL_FRAME_TAIL_FIELDS and _SHELL_FRAME_TAIL.fullmatch(lines[end - 1]):
+        end -= 1
+    if end == len(lines) and start == 0:  # "Output: …" and no field after it: not Gemini's frame
+        return text
+    if lines[0] == "(empty)":
+        lines[0] = ""
+    return "\n".join(lines[:end])
 
 
 def _lines(text: str) -> list[str]:

@@ -12,8 +12,10 @@ command that exited non-zero: its output and exit code are not in the file), ``E
 message. Without a hook a dict output is JSON and a failure is its bare message. So each result is read as:
 
 * a ``repr`` dict or list: the same data as JSON text (what the model would have been sent without the hook);
-* ``Failed``, ``Error: …``, the loop's own ``Error executing tool: …`` / ``Denied by hook: …`` and its
-  ``{"error": …, "cancelled": true}`` for a cancelled call: a result flagged ``is_error``;
+* ``Failed``, ``Error: …``, the loop's own ``Error executing tool: …`` / ``Denied by hook: …``: a result flagged
+  ``is_error``; the loop's ``{"error": "Tool execution was cancelled by user", "cancelled": true, "tool": NAME}``
+  for each call a second Ctrl+C cut off is flagged too, its output that record, so the working set shows the call
+  interrupted, not failed;
 * a plain string from a tool whose every success is a dict (``bash``, ``read_file``, ``write_file``,
   ``edit_file``: their failures are bare messages such as ``File not found: x``): flagged the same way.
 
@@ -84,15 +86,15 @@ def _read_result(message: Message, tool: str | None) -> Message:
         cancelled = isinstance(data, dict) and data.get("cancelled") is True and isinstance(data.get("error"), str)
         if not cancelled:
             return {**message, "content": content if data is _JSON else json.dumps(data, ensure_ascii=False)}
-        return _flagged(message, data["error"])
+        return _flagged(message, data)  # the record itself: its ``cancelled`` mark says the call was interrupted
     if content.strip() == "Failed" or content.startswith(_FAILED) or tool in _DICT_TOOLS:
         return _flagged(message, content)
     return message
 
 
-def _flagged(message: Message, text: str) -> Message:
+def _flagged(message: Message, output: str | dict[str, Any]) -> Message:
     call_id = str(message["tool_call_id"])
-    block = {"type": "tool_result", "tool_call_id": call_id, "output": text, "is_error": True}
+    block = {"type": "tool_result", "tool_call_id": call_id, "output": output, "is_error": True}
     return {**message, "content": [block]}
 
 
