@@ -29,6 +29,11 @@ class ResumeTimes:
     def cpu_s(self) -> float:
         return self.set_cpu_s + self.request_cpu_s
 
+    @property
+    def wall_s(self) -> float:
+        """What the target reads: the time the user waits, worker threads and processes included."""
+        return self.set_s + self.request_s
+
 
 @dataclass
 class ResumeCosts:
