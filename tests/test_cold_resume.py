@@ -9,11 +9,16 @@ import pytest
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
+from amplifier_module_context_summarize.compaction.plan import fork
+from amplifier_module_context_summarize.compaction.plan.warm import Warmer
 from amplifier_module_context_summarize.compaction.view.masking import Masks, MaskSettings
 from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.state import CompactionState
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import EventRecorder
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.index import index_of
 
 BUDGET = 20_000
 COUNTER = TokenCounter()
@@ -145,3 +150,49 @@ def test_masks_reaching_back_keep_the_groups_worked_out(session) -> None:
     masks.tokens(end // 2, end)
     assert masks.tokens(0, end) == fresh.tokens(0, end)
     assert masks.tokens(3, end // 2 + 5) == fresh.tokens(3, end // 2 + 5)
+
+
+def _facts_of(index, count: int) -> list:
+    return [index.facts(g) for g in range(count)]
+
+
+@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
+async def test_a_whole_history_is_extracted_on_two_cores_with_the_facts_one_process_finds(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+    started: list[int] = []
+    real = fork.Split.fork
+
+    def forking(split):
+        started.append(split.middle - split.start)
+        return real(split)
+
+    monkeypatch.setattr(fork.Split, "fork", forking)
+    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert started and started[0] > closed // 2  # the child took the older share
+    assert index_of(history).extracted == closed
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
+async def test_a_child_that_fails_leaves_its_share_to_this_process(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+
+    def failing(history, start, end):
+        raise RuntimeError("the child's extraction failed")
+
+    monkeypatch.setattr(fork, "child_facts", failing)  # the fork copies the patched module
+    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+async def test_without_fork_the_history_is_extracted_here(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+    monkeypatch.setattr(fork, "can_split", lambda: False)
+    history, alone = _exact_history(session[:600]), _exact_history(session[:600])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
