@@ -229,14 +229,17 @@ class SummarizingContextManager:
 
     async def get_token_count(self) -> int:
         """Tokens of the view the next request would send, before any further compaction."""
+        self.history.stop_estimating()  # a count, never a bound a cold resume lent its first plan
         return self.view.sent_tokens(self.budget.last)
 
     @property
     def planned_tokens(self) -> int:
         """Tokens of the view as compaction plans it, before a request past the budget fits its copy in band."""
+        self.history.stop_estimating()
         return self.view.tokens()
 
     async def should_compact(self) -> bool:
+        self.history.stop_estimating()
         return needs_compaction(self.view.tokens(), self.budget.limits(self.budget.last))
 
     async def compact(self, focus: str | None = None) -> int:
@@ -248,6 +251,7 @@ class SummarizingContextManager:
             raise ValueError(f"compact: focus must be text, got {type(focus).__name__}")
         focus = " ".join(focus.split())[:FOCUS_MAX_CHARS] if focus else None
         async with self._lock:
+            self.history.stop_estimating()  # its plan was not checked against the bounds (``_first_plan_horizon``)
             limits = self.budget.limits(self.budget.last)
             await self.compactor.settle_background(now() + self.config.compaction_deadline_s)
             before = self.view.sent_tokens(limits.budget)

@@ -196,3 +196,12 @@ async def test_without_fork_the_history_is_extracted_here(session, monkeypatch) 
     await Warmer().warm(history, None, CompactionState())
     closed = history.last_cuttable
     assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+async def test_before_the_first_request_the_token_count_is_exact(session) -> None:
+    bounded, exact = _manager(), _manager()
+    _Exact(exact)
+    await bounded.set_messages(session)
+    await exact.set_messages(session)
+    assert await bounded.get_token_count() == await exact.get_token_count()
+    assert bounded.planned_tokens == exact.planned_tokens

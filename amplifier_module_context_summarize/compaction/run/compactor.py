@@ -416,6 +416,8 @@ class Compactor:
             state = state.masked_to(current.mask_end)
         # Before: the view this replaces, now (the history grew and may have been masked since the flight started).
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        if self._owed is not None:  # counted now, after the request that lent bounds: exact
+            self._owed.estimated = False
         self.view.state = state
         self._mark_installed()
         self.view.remember_shown(state, landed.shown)  # masking leaves the summary as is; the pin is re-derived
