@@ -17,6 +17,7 @@ import marshal
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
 
 from ...core.history import History
 from ...working_set.facts import Facts, extract
@@ -67,9 +68,10 @@ class Split:
         self._receiving = asyncio.ensure_future(asyncio.to_thread(_receive, read_fd, pid))
         return True
 
-    async def finish(self) -> None:
-        """Extract this process's share (the loop let run between slices), then keep the child's facts and these in
-        order; the child's share is extracted here when it failed or does not answer within ``CHILD_DEADLINE_S``."""
+    async def finish(self, let_loop_run: Callable[[], Awaitable[None]]) -> None:
+        """Extract this process's share (``let_loop_run`` between slices, ``warm.py``'s), then keep the child's facts
+        and these in order; the child's share is extracted here when it failed or does not answer within
+        ``CHILD_DEADLINE_S``."""
         history, receiving = self.history, self._receiving
         assert receiving is not None, "finish before fork"
         own: list[Facts] = []
@@ -77,7 +79,7 @@ class Split:
         for group in range(self.middle, self.end):
             own.append(extract(history.shown(group)))
             if len(own) % STEP == 0 and time.perf_counter() >= slice_ends:
-                await _yield()
+                await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S
         try:
             data, ok = await asyncio.wait_for(asyncio.shield(receiving), CHILD_DEADLINE_S)
@@ -108,12 +110,6 @@ def start_split(index: WorkingSetIndex, history: History, end: int) -> Split | N
 def child_facts(history: History, start: int, end: int) -> list[tuple[object, ...]]:
     """What the child extracts and sends back: the facts of groups ``[start, end)``, plain."""
     return [plain(extract(history.shown(group))) for group in range(start, end)]
-
-
-async def _yield() -> None:
-    from .warm import let_loop_run  # warm imports this module
-
-    await let_loop_run()
 
 
 def _send(fd: int, data: bytes) -> None:

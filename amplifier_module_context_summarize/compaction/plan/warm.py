@@ -83,7 +83,7 @@ class Warmer:
                         await let_loop_run()
                         slice_ends = time.perf_counter() + SLICE_S
             if split is not None:
-                await split.finish()
+                await split.finish(let_loop_run)
         except BaseException:
             if split is not None:
                 split.cancel()
