@@ -48,6 +48,9 @@ class PreCompact(Payload):
     """Whether the view fits the budget as it is: only then may a hook's ``deny`` postpone the compaction."""
     focus: str | None
     """The focus ``compact(focus=...)`` gave (hooks may return another with ``modify``)."""
+    estimated: bool = False
+    """``token_count`` is an upper bound, not a count: the first plan after a resume with nothing stored counts
+    only the groups that decide it (``History.count_from``)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class PostCompact(Payload):
     """Stored messages this compaction summarized (or truncated): ``summarized_messages`` counts earlier ones too."""
     newly_masked: int = 0
     """Stored messages this compaction masked (their tool outputs shown in short)."""
+    estimated: bool = False
+    """``tokens_before`` is an upper bound, not a count (as its pre's ``token_count``); ``token_count`` is exact."""
 
 
 @dataclass(frozen=True)

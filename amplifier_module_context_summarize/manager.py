@@ -32,6 +32,7 @@ from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.clock import now
 from .core.history import History
+from .core.invariants import last_allowed_cut
 from .core.messages import Message, copy_message, scrub_value, validate_message
 from .core.plan import Limits, needs_compaction
 from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher
@@ -40,12 +41,16 @@ from .core.wire import ToolSchemaMeter
 from .stores import CheckedStore, MemoryStore, Scoped, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.pace import SlowWarning
-from .summarizer.span import Outcome, SpanSummarizer
+from .summarizer.span import MIN_SPAN_TOKENS, Outcome, SpanSummarizer
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["SUMMARY_MARKER", "Segment", "SummarizingContextManager"]
 
+HORIZON_BUDGETS = 4
+"""A history resumed with nothing stored is counted exactly back from its newest group as far as this many times
+the budget; the older groups' counts are upper bounds until the first request is answered (``History.count_from``).
+"""
 CANCEL_GRACE_S = 1.0
 """At close, how long a cancelled background task is given to end before the store and the backend close."""
 
@@ -168,7 +173,10 @@ class SummarizingContextManager:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
             history = self._history_of([copy_message(m) for m in messages], counting=False)
             state = await self.compactor.resumed(history, self.budget.wire)
-            history.count_from(state.boundary)  # what the state summarizes is counted only if a plan reads it
+            # What the state summarizes is counted only if a plan reads it; with nothing stored, only the newest
+            # groups are counted and the older ones bounded for the first plan (``_first_plan_horizon``).
+            cold = not state.segments and state.tail_start == 0
+            history.count_from(state.boundary, HORIZON_BUDGETS * self.budget.wire if cold else None)
             await self.compactor.cancel_background("replaced")
             self._install(history, state)
             self._resumed_at = self.budget.wire
@@ -194,6 +202,8 @@ class SummarizingContextManager:
             self._resumed_at = None
             self.budget.use_system_prompt(system_prompt)
             limits = self.budget.limits(self.budget.plan(wire_budget))
+            if self.history.estimating:
+                self._first_plan_horizon(limits)
             if self.compactor.may_land():
                 await self.compactor.land()
             tokens = self.view.tokens()
@@ -203,6 +213,7 @@ class SummarizingContextManager:
             view, sent = self.view.fitted(limits.budget, tokens)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
+            self.history.stop_estimating()  # bounds served this first plan only: later reads count them exactly
             self.compactor.record_sent(view)
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
@@ -218,14 +229,17 @@ class SummarizingContextManager:
 
     async def get_token_count(self) -> int:
         """Tokens of the view the next request would send, before any further compaction."""
+        self.history.stop_estimating()  # a count, never a bound a cold resume lent its first plan
         return self.view.sent_tokens(self.budget.last)
 
     @property
     def planned_tokens(self) -> int:
         """Tokens of the view as compaction plans it, before a request past the budget fits its copy in band."""
+        self.history.stop_estimating()
         return self.view.tokens()
 
     async def should_compact(self) -> bool:
+        self.history.stop_estimating()
         return needs_compaction(self.view.tokens(), self.budget.limits(self.budget.last))
 
     async def compact(self, focus: str | None = None) -> int:
@@ -237,6 +251,7 @@ class SummarizingContextManager:
             raise ValueError(f"compact: focus must be text, got {type(focus).__name__}")
         focus = " ".join(focus.split())[:FOCUS_MAX_CHARS] if focus else None
         async with self._lock:
+            self.history.stop_estimating()  # its plan was not checked against the bounds (``_first_plan_horizon``)
             limits = self.budget.limits(self.budget.last)
             await self.compactor.settle_background(now() + self.config.compaction_deadline_s)
             before = self.view.sent_tokens(limits.budget)
@@ -350,6 +365,23 @@ class SummarizingContextManager:
                     dropped_indices=list(dropped),
                 )
             )
+
+    def _first_plan_horizon(self, limits: Limits) -> None:
+        """Keep the bounds a cold resume lent only when the groups counted exactly decide the first plan alone.
+
+        Every cut, masking reach and fit the plan works out is a comparison of the view's newest groups against
+        the budget; bounds on the older groups leave each such answer as exact counts would give it when the
+        newest groups counted (as the plan shows them, masked as far as masking may reach) already hold more than
+        twice the budget and a span worth a summary: the cut then falls among them and the span summarized
+        reaches them. Otherwise every group is counted exactly before the plan reads any."""
+        history, masks = self.history, self.masks
+        start, newest = history.bounded, history.last_cuttable
+        shown = history.prefix[-1] - history.prefix[start]
+        if masks is not None:
+            reach = max(min(masks.limit(), last_allowed_cut(history)), start)
+            shown -= history.prefix[reach] - history.prefix[start] - masks.tokens(start, reach)
+        if start > newest or shown <= 2 * limits.budget + MIN_SPAN_TOKENS:
+            history.stop_estimating()
 
     def _learns_model(self, provider: Any | None) -> bool:
         """The summarizer writes with the session provider's default model and has just learned a new one (the

@@ -18,7 +18,8 @@ work, and as a user sees it, the garbage collector's pauses included."""
 RESUME_STORED_S = 2.0
 RESUME_NOTHING_STORED_S = 5.0
 RESUME_SIZE = 50_000
-"""``set_messages`` of the long session then its first request, CPU seconds: with its summaries stored, and not."""
+"""``set_messages`` of the long session then its first request, wall seconds (issue 37: what the user waits; the
+CPU seconds are reported beside them): with its summaries stored, and not."""
 REFERENCE_SIZE = 10_000
 SMALL_SIZE = 1_000
 LARGE_SIZE = 100_000
@@ -145,14 +146,14 @@ def evaluate(
             targets += [
                 Target(
                     f"resume {n:,} msgs, summaries stored: set + first request, s",
-                    run.resume.stored.cpu_s,
+                    run.resume.stored.wall_s,
                     RESUME_STORED_S,
                     True,
                     at,
                 ),
                 Target(
                     f"resume {n:,} msgs, nothing stored: set + first request, s",
-                    run.resume.nothing_stored.cpu_s,
+                    run.resume.nothing_stored.wall_s,
                     RESUME_NOTHING_STORED_S,
                     True,
                     at,

@@ -29,6 +29,8 @@ class PrefixSums(list[int]):
 
     A history resumed from a store is counted from its boundary on (``History.count_from``); the entries before
     it wait until something reads one of them (or iterates), which counts the groups before the boundary then.
+    A history resumed with nothing stored may hold upper bounds in the waiting entries instead (a horizon): while
+    ``estimating``, reads return them as they are; once it is off, the first read counts them exactly.
     """
 
     def __init__(self, values: list[int]) -> None:
@@ -36,6 +38,8 @@ class PrefixSums(list[int]):
         self.waiting = 0
         """Entries ``[0, waiting)`` are not worked out yet."""
         self.fill: Callable[[], None] | None = None
+        self.estimating = False
+        """Reads of waiting entries return the bounds they hold (the first plan after a cold resume)."""
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> int: ...
@@ -44,7 +48,7 @@ class PrefixSums(list[int]):
     def __getitem__(self, index: slice) -> list[int]: ...
 
     def __getitem__(self, index: SupportsIndex | slice) -> int | list[int]:
-        if self.waiting:
+        if self.waiting and not self.estimating:
             if isinstance(index, slice):
                 self.work_out()
             else:
@@ -54,7 +58,8 @@ class PrefixSums(list[int]):
         return super().__getitem__(index)
 
     def __iter__(self) -> Iterator[int]:
-        self.work_out()
+        if not self.estimating:
+            self.work_out()
         return super().__iter__()
 
     def work_out(self) -> None:
@@ -120,6 +125,10 @@ class History:
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
         self._chain = [fingerprint]
+        self.bounded = 0
+        """Groups before this one have upper bounds for counts while ``estimating`` (``count_from``'s horizon)."""
+        self.counted_epoch = 0
+        """Bumped when bounds stop being read as counts: what cached them (``Masks``) works them out again."""
 
     @property
     def groups(self) -> list[Group]:
@@ -185,14 +194,21 @@ class History:
         if not self.unencodable and has_lone_surrogate(message):
             self.unencodable = True
 
-    def count_from(self, boundary: int) -> None:
+    def count_from(self, boundary: int, horizon: int | None = None) -> None:
         """Count a history built with ``counting=False``: the groups from ``boundary`` on now (linear in them), the
-        groups before it when a read of their prefix entries first asks (``PrefixSums``)."""
+        groups before it when a read of their prefix entries first asks (``PrefixSums``).
+
+        With ``horizon`` (a resume with nothing stored, ``boundary`` 0): only the newest groups are counted, back
+        from the newest until they hold more than ``horizon`` tokens; the older ones get upper bounds (``bounded``)
+        that a plan may read while ``estimating`` is on, and are counted exactly when read once it is off."""
         if self._counting:
             return
         groups, prefix, count = self.groups, self._prefix, self.counter.count_message
         newest = len(groups) - 1
         boundary = min(max(boundary, 0), max(newest, 0))
+        if horizon is not None and boundary == 0 and isinstance(prefix, PrefixSums):
+            self._count_back(newest, horizon)
+            return
         total = 0
         for g in range(boundary, newest):
             total += sum(count(m) for m in self._counted_form(g))
@@ -205,6 +221,57 @@ class History:
         self._counting, self._open_counted = True, False
         if boundary > 0 and isinstance(prefix, PrefixSums):
             prefix.waiting, prefix.fill = boundary, lambda: self._count_before(boundary)
+
+    def _count_back(self, newest: int, horizon: int) -> None:
+        """``count_from`` with a horizon: exact counts back from the newest closed group until they pass
+        ``horizon`` (group ``bounded`` is the oldest counted), byte bounds before it."""
+        prefix, count = self._prefix, self.counter.count_message
+        counts: list[int] = []
+        suffix, start = 0, newest
+        while start > 0 and suffix <= horizon:
+            start -= 1
+            tokens = sum(count(m) for m in self._counted_form(start))
+            counts.append(tokens)
+            suffix += tokens
+        bound = self.counter.bounding().count_message
+        total = 0
+        for g in range(start):
+            total += sum(bound(m) for m in self._counted_form(g))
+            list.__setitem__(prefix, g + 1, total)
+        for offset, tokens in enumerate(reversed(counts)):
+            total += tokens
+            list.__setitem__(prefix, start + offset + 1, total)
+        if newest >= 0:
+            group = self.groups[newest]
+            self._open_stored = sum(
+                count(m) for m in self._counted_form(newest, self.messages[group.start : group.end])
+            )
+        self._counting, self._open_counted = True, False
+        self.bounded = start
+        if start > 0:
+            prefix.waiting, prefix.fill = start, lambda: self._count_before(start)
+            prefix.estimating = True
+
+    @property
+    def estimating(self) -> bool:
+        """Prefix entries before ``bounded`` are upper bounds, and reads take them as they are."""
+        prefix = self._prefix
+        return isinstance(prefix, PrefixSums) and prefix.estimating and prefix.waiting > 0
+
+    def stop_estimating(self) -> None:
+        """From now on a read of a bounded entry counts the groups before ``bounded`` exactly (once)."""
+        prefix = self._prefix
+        if isinstance(prefix, PrefixSums) and prefix.estimating:
+            prefix.estimating = False
+            self.counted_epoch += 1
+
+    def group_tokens(self, group_index: int) -> int:
+        """Exact tokens of closed group ``group_index`` as a view shows it (counted afresh when its prefix entries
+        are bounds)."""
+        if self.estimating and group_index < self.bounded:
+            return sum(self.counter.count_message(m) for m in self._counted_form(group_index))
+        prefix = self.prefix
+        return prefix[group_index + 1] - prefix[group_index]
 
     def _counted_form(self, group_index: int, stored: list[Message] | None = None) -> list[Message]:
         """The messages counted for a group: as shown when closed and shown otherwise, else as stored (a system

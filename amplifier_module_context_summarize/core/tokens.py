@@ -94,6 +94,12 @@ def text_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
     return counter or _estimate
 
 
+def _utf8_bytes(text: str) -> int:
+    """A bound on any byte-level BPE count of ``text`` (each token is at least one byte; the character estimate
+    ``_estimate`` stays below it too)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 class TokenCounter:
     """Counts messages the way a provider would see them: text with the tokenizer, each attachment by what it
     carries (``blocks.py``: a document's text, a PDF's pages, an image's pixels; ``media.py`` has the rules)."""
@@ -108,6 +114,14 @@ class TokenCounter:
 
     def count_messages(self, messages: list[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
+
+    def bounding(self) -> TokenCounter:
+        """A counter whose every count is an upper bound of this one's, without the tokenizer (about 30 times
+        cheaper): each message is counted as the same text pieces, each piece by its UTF-8 bytes. Zero exactly
+        where this counter's count is zero."""
+        bound = TokenCounter.__new__(TokenCounter)
+        bound.encoding, bound.count_text = self.encoding, _utf8_bytes
+        return bound
 
     def _count_extras(self, message: Message) -> int:
         total = sum(self.count_text(name) + self._count_arguments(args) for _, name, args in listed_calls(message))

@@ -84,6 +84,12 @@ def _facts(plain: Any) -> Facts:
     )
 
 
+plain = _plain
+"""The compact form ``FactsLog`` keeps a group's facts in (marshal can write it): facts extracted in another
+process come back in it (``compaction/plan/fork.py``)."""
+from_plain = _facts
+
+
 class WorkingSetIndex:
     """The working set of a ``History``, folded group by group and rendered for any end.
 
@@ -128,6 +134,16 @@ class WorkingSetIndex:
         while len(kept) <= group and len(kept) < closed:
             kept.append(extract(self.history.shown(len(kept))))
         return kept[group] if group < len(kept) else extract(self.history.shown(group))
+
+    def adopt(self, start: int, facts: list[Facts]) -> None:
+        """Keep the facts of closed groups ``[start, start + len(facts))`` extracted elsewhere (another process,
+        ``compaction/plan/fork.py``) as ``facts`` would have; groups kept already are skipped, and a gap before
+        ``start`` leaves them to ``facts``."""
+        kept = self._facts
+        if not start <= len(kept) <= start + len(facts):
+            return
+        for item in facts[len(kept) - start : self._closed() - start]:
+            kept.append(item)
 
     def state(self, end_group: int) -> WorkingSet:
         """The facts of groups ``[0, end_group)`` folded (the kept state itself when it is the furthest)."""

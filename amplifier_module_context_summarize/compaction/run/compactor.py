@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ... import events
@@ -345,7 +345,9 @@ class Compactor:
         )
         facts.remember(view.state, view.shown())
         job = Job(facts, view.state, provider, deadline, offline, last_sent=lambda: self.sent)
-        return Attempt(job, view.state, view.tokens(), len(view.build()), started, force)
+        history = view.history
+        estimated = history.estimating and view.state.boundary < history.bounded
+        return Attempt(job, view.state, view.tokens(), len(view.build()), started, force, estimated)
 
     async def _finish(self, attempt: Attempt, state: CompactionState) -> None:
         """Install a compaction made in band and report it."""
@@ -414,6 +416,8 @@ class Compactor:
             state = state.masked_to(current.mask_end)
         # Before: the view this replaces, now (the history grew and may have been masked since the flight started).
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
+        if self._owed is not None:  # counted now, after the request that lent bounds: exact
+            self._owed.estimated = False
         self.view.state = state
         self._mark_installed()
         self.view.remember_shown(state, landed.shown)  # masking leaves the summary as is; the pin is re-derived
@@ -471,6 +475,7 @@ class Compactor:
         job, tokens, force = attempt.job, attempt.tokens, attempt.force
         limits = self.view.budget.limits(job.limits.budget)  # a forced job's own limits have no threshold
         self._owed = owed = OwedPost(job.report, job.limits, tokens, attempt.messages, attempt.started, force)
+        owed.estimated = attempt.estimated
         result = await self.emit(
             events.PreCompact(
                 message_count=len(self.view.history.messages),
@@ -481,6 +486,7 @@ class Compactor:
                 forced=force,
                 fits=tokens <= limits.budget,
                 focus=focus,
+                estimated=attempt.estimated,
             )
         )
         owed.steer = steer = Steer.of(result, focus)
@@ -542,9 +548,11 @@ class Compactor:
             await self.emit(events.SummaryFailed("compaction", category, calls))
         if steer is None:
             steer = self._owed.steer if self._owed is not None else Steer()
+        estimated = self._owed is not None and self._owed.estimated
         self._owed = None  # paid now: a cancel from here on does not report it twice
         after = (tokens_after, messages_after, summarized)
         post = self._post_compact(report, limits, tokens_before, after, duration_ms, artifacts, outcome, steer, newly)
+        post = replace(post, estimated=estimated) if estimated else post
         result = await self.emit(post)
         if outcome == events.CANCELLED:
             return  # nothing was compacted: the kernel's event reports compactions only
@@ -672,6 +680,8 @@ class OwedPost:
     """The compaction's state is in the view already: it happened, only its report was cut short."""
     steer: Steer = field(default_factory=lambda: Steer())
     """What the hooks answered its ``context:pre_compact``."""
+    estimated: bool = False
+    """``tokens`` is a bound, not a count (``Attempt.estimated``)."""
 
 
 @dataclass
@@ -685,6 +695,8 @@ class Attempt:
     started: float
     """``time.perf_counter()`` when it started."""
     force: bool
+    estimated: bool = False
+    """``tokens`` holds upper bounds for the oldest groups (a cold resume's first plan, ``History.count_from``)."""
 
 
 NOTHING_ACCOUNTED = Account({}, {})

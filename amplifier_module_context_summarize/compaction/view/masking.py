@@ -66,6 +66,7 @@ class Masks:
         """Masked forms of the groups that masking makes smaller; every other group shows as the history does."""
         self._plain: set[int] = set()
         """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
+        self._epoch = history.counted_epoch
         self._outputs_scanned = 0
         self._output_groups: list[int] = []
         self._outputs_before: list[int] = []
@@ -121,8 +122,17 @@ class Masks:
     # ------------------------------------------------------------------ internals
 
     def _cover(self, start: int, end: int) -> None:
-        if self._origin is None or start < self._origin:
+        epoch = self.history.counted_epoch
+        if epoch != self._epoch:  # bounds the history lent (a cold resume's first plan) are counts no more
+            self._epoch, self._origin = epoch, None
+        if self._origin is None:
             self._origin, self._prefix = start, [0]
+        elif start < self._origin:  # reach back: the groups already worked out keep their forms and counts
+            head = [0]
+            for g in range(start, self._origin):
+                head.append(head[-1] + self._decide(g)[1])
+            self._prefix = head + [tokens + head[-1] for tokens in self._prefix[1:]]
+            self._origin = start
         origin = self._origin
         while origin + len(self._prefix) - 1 < end:
             g = origin + len(self._prefix) - 1
@@ -135,13 +145,15 @@ class Masks:
         outputs (short outputs under a low ``min_chars``) is shown as it is.
         """
         history = self.history
-        raw = history.prefix[index + 1] - history.prefix[index]
         masked, changed = self._masked(index)
-        if changed:
+        if changed:  # whether masking shows it smaller is decided on exact counts, bounds or not (a resume's)
+            raw = history.group_tokens(index)
             tokens = history.counter.count_messages(masked)
             if tokens < raw:
                 self._changed[index] = masked
                 return masked, tokens
+        else:  # a bound while the history lends them: only a plan's comparisons read it (``History.count_from``)
+            raw = history.prefix[index + 1] - history.prefix[index]
         self._plain.add(index)
         return history.shown(index), raw
 

@@ -1,0 +1,207 @@
+"""A cold resume (``set_messages`` with nothing stored) counts exactly only the newest groups; the older ones get
+upper bounds that the first plan reads (issue 37). Its first view must be the one exact counts give, and every
+count read after the first request must be exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.benchmark.coding import CodingSession
+from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
+from amplifier_module_context_summarize.compaction.plan import fork
+from amplifier_module_context_summarize.compaction.plan.warm import Warmer
+from amplifier_module_context_summarize.compaction.view.masking import Masks, MaskSettings
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.state import CompactionState
+from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.stores import MemoryStore
+from amplifier_module_context_summarize.testing import EventRecorder
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.index import index_of
+
+BUDGET = 20_000
+COUNTER = TokenCounter()
+
+
+@pytest.fixture(scope="module")
+def session() -> list[dict]:
+    return CodingSession(SMALL, seed=37, text=TextSource()).history(3_000)
+
+
+def _manager(events: EventRecorder | None = None, budget: int = BUDGET):
+    config = {"max_tokens": budget, "compaction_strategy": "extractive"}
+    return create_manager(config, hooks=events, store=MemoryStore())
+
+
+class _Exact:
+    """Turns the bounds off right after ``set_messages``: the exact path the bounded one must agree with."""
+
+    def __init__(self, manager) -> None:
+        self.manager = manager
+        set_messages = manager.set_messages
+
+        async def exact(messages):
+            await set_messages(messages)
+            manager.history.stop_estimating()
+
+        manager.set_messages = exact
+
+
+def _of(events: EventRecorder, name: str) -> list[dict]:
+    return [data for _, data in events.get_events(name)]
+
+
+def _exact_history(messages: list[dict]) -> History:
+    history = History(COUNTER, "f")
+    for message in messages:
+        history.append(message)
+    return history
+
+
+async def test_the_first_view_after_a_cold_resume_is_the_exact_paths_and_fits(session) -> None:
+    bounded, exact = _manager(), _manager()
+    _Exact(exact)
+    await bounded.set_messages(session)
+    assert bounded.history.estimating and bounded.history.bounded > 0  # the older groups hold bounds
+    await exact.set_messages(session)
+    assert not exact.history.estimating
+    view = await bounded.get_messages_for_request(token_budget=BUDGET)
+    assert view == await exact.get_messages_for_request(token_budget=BUDGET)
+    assert bounded.state == exact.state and bounded.state.boundary >= bounded.history.bounded
+    assert COUNTER.count_messages(view) <= BUDGET
+    assert await bounded.get_token_count() == await exact.get_token_count()
+
+
+async def test_a_cold_resume_counts_only_the_newest_groups_with_the_tokenizer(session) -> None:
+    texts: list[int] = []
+
+    def counting(manager):
+        count = manager.counter.count_text
+
+        def counted(text: str) -> int:
+            texts.append(len(text))
+            return count(text)
+
+        manager.counter.count_text = counted
+        return manager
+
+    bounded, exact = counting(_manager()), None
+    await bounded.set_messages(session)
+    await bounded.get_messages_for_request(token_budget=BUDGET)
+    bounded_chars, texts[:] = sum(texts), []
+    exact = counting(_manager())
+    _Exact(exact)
+    await exact.set_messages(session)
+    await exact.get_messages_for_request(token_budget=BUDGET)
+    assert bounded_chars < 0.8 * sum(texts)
+
+
+async def test_the_first_compaction_says_its_before_count_is_an_estimate_and_later_ones_do_not(session) -> None:
+    events = EventRecorder()
+    manager = _manager(events)
+    await manager.set_messages(session)
+    await manager.get_messages_for_request(token_budget=BUDGET)
+    pre, post = _of(events, "context:pre_compact"), _of(events, "context:post_compact")
+    assert [e["estimated"] for e in pre] == [True] and [e["estimated"] for e in post] == [True]
+    assert post[0]["token_count"] == await manager.get_token_count()
+    for message in CodingSession(SMALL, seed=38, text=TextSource()).history(400):
+        await manager.add_message(message)
+    await manager.get_messages_for_request(token_budget=BUDGET)
+    later = _of(events, "context:post_compact")[1:]
+    assert later and not any(e["estimated"] for e in later)
+
+
+async def test_after_the_first_request_the_bounded_counts_are_exact(session) -> None:
+    manager = _manager()
+    await manager.set_messages(session)
+    bounded = manager.history.bounded
+    await manager.get_messages_for_request(token_budget=BUDGET)
+    assert not manager.history.estimating
+    prefix, exact = manager.history.prefix, _exact_history(session).prefix
+    assert [prefix[g] - prefix[0] for g in range(bounded + 2)] == [exact[g] for g in range(bounded + 2)]
+    assert manager.history.tokens == exact[-1] - exact[0]
+
+
+async def test_a_first_request_the_exact_groups_do_not_decide_counts_everything(session) -> None:
+    """Resumed under a small budget, asked with one so large the newest groups counted exactly are not enough:
+    the bounds are dropped before the plan reads them, and the view is the exact path's."""
+    bounded, exact = _manager(budget=5_000), _manager(budget=5_000)
+    _Exact(exact)
+    await bounded.set_messages(session)
+    await exact.set_messages(session)
+    assert bounded.history.estimating
+    view = await bounded.get_messages_for_request(token_budget=150_000)
+    assert view == await exact.get_messages_for_request(token_budget=150_000)
+
+
+def test_bounds_are_upper_bounds_zero_only_where_counts_are(session) -> None:
+    bound = COUNTER.bounding()
+    for message in [*session[:1500], {"role": "user", "content": ""}, {"role": "user", "content": "naïve ✓ 𝄞"}]:
+        assert bound.count_message(message) >= COUNTER.count_message(message)
+    assert bound.count_text("") == COUNTER.count_text("") == 0
+
+
+def test_masks_reaching_back_keep_the_groups_worked_out(session) -> None:
+    history = _exact_history(session[:600])
+    settings = MaskSettings(min_chars=300)
+    masks, fresh = Masks(history, settings), Masks(history, settings)
+    end = history.last_cuttable
+    masks.tokens(end // 2, end)
+    assert masks.tokens(0, end) == fresh.tokens(0, end)
+    assert masks.tokens(3, end // 2 + 5) == fresh.tokens(3, end // 2 + 5)
+
+
+def _facts_of(index, count: int) -> list:
+    return [index.facts(g) for g in range(count)]
+
+
+@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
+async def test_a_whole_history_is_extracted_on_two_cores_with_the_facts_one_process_finds(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+    started: list[int] = []
+    real = fork.Split.fork
+
+    def forking(split):
+        started.append(split.middle - split.start)
+        return real(split)
+
+    monkeypatch.setattr(fork.Split, "fork", forking)
+    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert started and started[0] > closed // 2  # the child took the older share
+    assert index_of(history).extracted == closed
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
+async def test_a_child_that_fails_leaves_its_share_to_this_process(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+
+    def failing(history, start, end):
+        raise RuntimeError("the child's extraction failed")
+
+    monkeypatch.setattr(fork, "child_facts", failing)  # the fork copies the patched module
+    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+async def test_without_fork_the_history_is_extracted_here(session, monkeypatch) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+    monkeypatch.setattr(fork, "can_split", lambda: False)
+    history, alone = _exact_history(session[:600]), _exact_history(session[:600])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+async def test_before_the_first_request_the_token_count_is_exact(session) -> None:
+    bounded, exact = _manager(), _manager()
+    _Exact(exact)
+    await bounded.set_messages(session)
+    await exact.set_messages(session)
+    assert await bounded.get_token_count() == await exact.get_token_count()
+    assert bounded.planned_tokens == exact.planned_tokens
