@@ -4,6 +4,8 @@ count read after the first request must be exact."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from amplifier_module_context_summarize import create_manager
@@ -186,6 +188,27 @@ async def test_a_child_that_fails_leaves_its_share_to_this_process(session, monk
     history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
     await Warmer().warm(history, None, CompactionState())
     closed = history.last_cuttable
+    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+
+
+@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
+async def test_a_child_that_hangs_is_killed_after_twice_its_share_and_its_share_extracted_here(
+    session, monkeypatch
+) -> None:
+    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
+    monkeypatch.setattr(fork, "CHILD_MIN_WAIT_S", 0.05)
+
+    def hanging(history, start, end):  # runs in the child only: a lock another thread held at the fork
+        time.sleep(600)
+
+    killed: list[int] = []
+    real_kill = fork._kill
+    monkeypatch.setattr(fork, "child_facts", hanging)
+    monkeypatch.setattr(fork, "_kill", lambda pid: (killed.append(pid), real_kill(pid)))
+    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
+    await Warmer().warm(history, None, CompactionState())
+    closed = history.last_cuttable
+    assert len(killed) == 1
     assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
 
 

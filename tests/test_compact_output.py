@@ -6,7 +6,7 @@ import io
 import json
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.compact import ProgressBar
+from amplifier_module_context_summarize.cli.compact import ProgressBar, render_result
 
 
 def test_default_budget_gives_the_example_a_summary_shown_in_full(capsys):
@@ -44,3 +44,12 @@ def test_progress_bar_redraws_on_one_line():
     bar.close()
     text = stream.getvalue()
     assert text.count("\n") == 1 and text.rstrip().split("\r")[-1].startswith("[##########] 100/100 messages")
+
+
+def test_each_compaction_line_says_its_change_and_counts_in_words():
+    report = {"history_tokens": 10_000, "view_tokens": 3_000, "budget": 4_000, "requests": 3}
+    grew = {"tokens_before": 3_694, "token_count": 3_713, "newly_summarized": 1, "summarized_messages": 49}
+    shrank = {"tokens_before": 4_000, "token_count": 1_000, "newly_summarized": 4, "summarized_messages": 53}
+    lines = render_result({"report": report, "compactions": [grew, shrank]}).splitlines()
+    assert lines[1] == "  compaction 1: 3,694 -> 3,713 tokens (+1%), 1 message summarized (the summary stands for 49)"
+    assert lines[2] == "  compaction 2: 4,000 -> 1,000 tokens (-75%), 4 messages summarized (the summary stands for 53)"

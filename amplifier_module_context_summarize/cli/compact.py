@@ -284,12 +284,24 @@ def compaction_label(compaction: Mapping[str, Any]) -> str:
     for), or that it only masked tool outputs; the strategy's name when the event does not say."""
     newly, total = compaction.get("newly_summarized"), compaction.get("summarized_messages") or 0
     if newly:
-        return f"{newly} messages summarized (the summary stands for {total})"
+        return f"{_messages(newly)} summarized (the summary stands for {total})"
     if compaction.get("newly_masked"):
         return "masked tool outputs only" + (f" (the summary stands for {total})" if total else "")
     if newly is None and compaction.get("strategy") == "summarize" and not total:
         return "masked tool outputs only"  # an event from before the ``newly_*`` fields
     return str(compaction.get("strategy"))
+
+
+def _messages(count: int) -> str:
+    return f"{count} message" if count == 1 else f"{count} messages"
+
+
+def _change(before: int, after: int) -> str:
+    """``-48%``, or ``+1%`` for a view that grew (a compaction over the budget may only hide a large output)."""
+    if not before:
+        return "-0%"
+    cut = 100 * (before - after) / before
+    return f"-{cut:.0f}%" if cut >= 0 else f"+{-cut:.0f}%"
 
 
 def render_result(result: dict[str, Any]) -> str:
@@ -302,11 +314,11 @@ def render_result(result: dict[str, Any]) -> str:
         f"budget {report['budget']:,}, {report['requests']} requests",
     ]
     for i, c in enumerate(result.get("compactions", []), start=1):
-        cut = 100 * (c["tokens_before"] - c["token_count"]) / c["tokens_before"] if c["tokens_before"] else 0.0
         lost = f", {c['artifacts_lost']} working-set items dropped" if c.get("artifacts_lost") else ""
         fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
         lines.append(
-            f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens (-{cut:.0f}%), "
+            f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens "
+            f"({_change(c['tokens_before'], c['token_count'])}), "
             f"{compaction_label(c)}{lost}{fallback}"
         )
     lines.append("report:")

@@ -28,8 +28,12 @@ SPLIT_MIN_GROUPS = 4_096
 CHILD_SHARE = 0.85
 """Share of the groups the child extracts: meanwhile this process works out the chain hashes and the masked forms
 (``warm.py``), about as long as extracting the rest."""
-CHILD_DEADLINE_S = 60.0
-"""How long this process waits for the child once its own share is done; then it kills it and extracts that share."""
+CHILD_WAIT_FACTOR = 2.0
+CHILD_MIN_WAIT_S = 1.0
+"""How long this process waits for the child once its own share is done: ``CHILD_WAIT_FACTOR`` times what the
+child's share should take at this process's own pace, at least ``CHILD_MIN_WAIT_S``; then it kills the child and
+extracts that share itself. A child that hangs (a lock another thread held at the fork) thus costs the resume about
+twice its usual time, not a stall."""
 SLICE_S = 0.005
 STEP = 8
 
@@ -71,18 +75,21 @@ class Split:
     async def finish(self, let_loop_run: Callable[[], Awaitable[None]]) -> None:
         """Extract this process's share (``let_loop_run`` between slices, ``warm.py``'s), then keep the child's facts
         and these in order; the child's share is extracted here when it failed or does not answer within
-        ``CHILD_DEADLINE_S``."""
+        the time ``CHILD_WAIT_FACTOR`` allows."""
         history, receiving = self.history, self._receiving
         assert receiving is not None, "finish before fork"
         own: list[Facts] = []
-        slice_ends = time.perf_counter() + SLICE_S
+        started = slice_ends = time.perf_counter()
+        slice_ends += SLICE_S
         for group in range(self.middle, self.end):
             own.append(extract(history.shown(group)))
             if len(own) % STEP == 0 and time.perf_counter() >= slice_ends:
                 await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S
+        pace_s = (time.perf_counter() - started) / max(self.end - self.middle, 1)
+        wait_s = max(CHILD_MIN_WAIT_S, CHILD_WAIT_FACTOR * pace_s * (self.middle - self.start))
         try:
-            data, ok = await asyncio.wait_for(asyncio.shield(receiving), CHILD_DEADLINE_S)
+            data, ok = await asyncio.wait_for(asyncio.shield(receiving), wait_s)
         except TimeoutError:
             _kill(self.pid)
             data, ok = await receiving
@@ -127,7 +134,10 @@ def _receive(fd: int, pid: int) -> tuple[bytes, bool]:
             parts.append(chunk)
     finally:
         os.close(fd)
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped elsewhere (a host ignoring SIGCHLD): what it sent is checked when parsed
+        return b"".join(parts), True
     return b"".join(parts), os.waitstatus_to_exitcode(status) == 0
 
 
