@@ -10,12 +10,15 @@ leaves the view exactly as it was and reports ``unchanged``; a view past the bud
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.cli.compact import replay_session
+from amplifier_module_context_summarize.compaction.run.background import Landed
+from amplifier_module_context_summarize.compaction.run.compactor import NOTHING_ACCOUNTED
 from amplifier_module_context_summarize.events import PostCompact, Stats
 from amplifier_module_context_summarize.testing import EventRecorder, replay_steps
 from amplifier_module_context_summarize.testing.providers import FakeProvider
@@ -60,6 +63,7 @@ CONFIGS = {
     "blocking_llm": {"background_compaction": False, "_provider": True},
     "soft_threshold": {},
     "soft_threshold_llm": {"_provider": True},
+    "soft_threshold_llm_unmasked": {"observation_masking": False, "_provider": True},
 }
 
 
@@ -123,28 +127,66 @@ async def test_an_unchanged_compaction_leaves_the_view_exactly_as_it_was() -> No
 
 
 async def test_a_futile_compaction_is_not_tried_again_until_the_plan_could_reach_further() -> None:
-    """After an ``unchanged`` outcome, no pre goes out for a view that still fits until a group the plan could
-    not reach becomes reachable: one unchanged per stall, not one per request."""
+    """After an ``unchanged`` outcome, no compaction is tried for a view that still fits while the plan's reach is
+    the same: the same request again sends no pre; a request that does try has a new reach or a view past the
+    budget."""
     recorder = EventRecorder()
     manager = create_manager({"max_tokens": BUDGET, "background_compaction": False}, hooks=recorder)
-    outcomes: list[str] = []
+    compactor, stalls, retried = manager.compactor, 0, 0
     async for step in replay_steps(manager, session(), budget=BUDGET, at_end=True):
-        if step.due:
-            before = len(recorder.payloads("context:post_compact"))
-            reach = manager.compactor.reach(manager.budget.limits(BUDGET))
-            await step.request()
-            posts = recorder.payloads("context:post_compact")[before:]
-            if posts and posts[-1]["outcome"] == "unchanged":
-                outcomes.append("unchanged")
-                assert manager.compactor.stall is not None
-            elif manager.compactor.stall is not None and posts:
-                assert reach != manager.compactor.stall.reach or posts[-1]["tokens_before"] > BUDGET
-    assert outcomes, "the fixture stalls"
-    # Repeating the last request with nothing new: no pre, no post.
-    pres = len(recorder.payloads("context:pre_compact"))
-    if manager.compactor.stall is not None:
-        await manager.get_messages_for_request({"token_budget": BUDGET})
-        assert len(recorder.payloads("context:pre_compact")) == pres
+        if not step.due:
+            continue
+        stall, reach = compactor.stall, compactor.reach(manager.budget.limits(BUDGET))
+        pres = len(recorder.payloads("context:pre_compact"))
+        tokens = manager.view.tokens()
+        view = await step.request()
+        if stall is not None and len(recorder.payloads("context:pre_compact")) > pres:
+            assert reach != stall.reach or tokens > BUDGET, "tried again with nothing new within its reach"
+            retried += 1
+        posts = recorder.payloads("context:post_compact")
+        if len(recorder.payloads("context:pre_compact")) > pres and posts[-1]["outcome"] == "unchanged":
+            stalls += 1
+            assert compactor.stall is not None
+            again = await step.request()  # an orchestrator asking again, nothing added
+            assert len(recorder.payloads("context:pre_compact")) == pres + 1, "no second try"
+            assert again == view
+    assert stalls >= 1 and retried >= 1, "the fixture stalls, then the replay goes past the stall"
+
+
+async def test_a_background_compaction_that_would_not_shrink_the_view_lands_unchanged() -> None:
+    """The background path: a flight whose result is no smaller than the view it would replace (here: the plan
+    made nothing new, as when the tail and the current turn are all it could reach) is not installed; its pre
+    gets its post, ``unchanged``, after ``landed``; the next request with nothing new starts no other flight."""
+    recorder = EventRecorder()
+    config = {"max_tokens": BUDGET, "observation_masking": False}
+    manager = create_manager(config, hooks=recorder)
+    compactor = manager.compactor
+
+    async def nothing_gained(job: Any, before: Any) -> Landed:
+        return Landed(before, job.facts.shown(before), NOTHING_ACCOUNTED)
+
+    compactor.background._run = nothing_gained
+    provider = FakeProvider()
+    messages = iter(session())
+    for message in messages:
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET, provider)
+        if manager.background.flight is not None:
+            break
+    assert manager.background.flight is not None, "a background compaction started"
+    await asyncio.wait({manager.background.flight.task}, timeout=5)
+    state, view_before = manager.view.state, manager.view.build()
+    view = await manager.get_messages_for_request(BUDGET, provider)
+    assert manager.view.state is state and manager.counter.count_messages(view) <= BUDGET
+    assert manager.view.build() == view_before, "the view is exactly as it was"
+    phases = [p["phase"] for p in recorder.payloads("context:background_compaction")]
+    [post] = recorder.payloads("context:post_compact")[-1:]
+    assert phases[-2:] == ["started", "landed"] and post["outcome"] == "unchanged"
+    assert post["token_count"] == post["tokens_before"] and manager.stats["compactions_unchanged"] == 1
+    assert len(recorder.payloads("context:pre_compact")) == len(recorder.payloads("context:post_compact"))
+    await manager.get_messages_for_request(BUDGET, provider)
+    assert manager.background.flight is None, "not tried again: nothing new within its reach"
+    await manager.close()
 
 
 async def test_the_compact_command_lists_only_installed_compactions() -> None:
@@ -163,3 +205,26 @@ def test_unchanged_is_counted_under_its_own_key() -> None:
     stats.observe(PostCompact(**{**base, "outcome": "compacted"}))
     assert (stats.compactions, stats.compactions_unchanged, stats.compactions_cancelled) == (1, 1, 0)
     assert stats.provider_calls == 1 and stats.summaries == 1, "what an unchanged compaction paid is counted"
+
+
+async def test_an_explicit_compact_that_cannot_shrink_the_view_installs_nothing_and_says_so() -> None:
+    """``compact()`` is held to the same rule: it returns the tokens it saved, and installing a view no smaller
+    would only break the provider's cached prefix. A view of the current turn alone has nothing it may cut."""
+    recorder = EventRecorder()
+    manager = create_manager({"max_tokens": BUDGET}, hooks=recorder)
+    for message in session(1)[:2]:
+        await manager.add_message(message)
+    state = manager.view.state
+    assert await manager.compact() == 0
+    [post] = recorder.payloads("context:post_compact")
+    assert post["outcome"] == "unchanged" and manager.view.state is state
+    assert manager.stats["compactions"] == 0 and manager.stats["compactions_unchanged"] == 1
+    assert recorder.payloads("context:compaction") == [], "the kernel's event reports compactions made"
+
+
+def test_an_unchanged_compaction_shows_nothing_on_the_screen() -> None:
+    from amplifier_module_context_summarize.notify import compaction_line
+
+    post = {"outcome": "unchanged", "tokens_before": 3868, "token_count": 3868, "budget": BUDGET}
+    assert compaction_line(post) is None
+    assert compaction_line({**post, "outcome": "compacted", "token_count": 2000}) is not None
