@@ -14,7 +14,7 @@ from amplifier_core.events import CONTEXT_COMPACTION, CONTEXT_POST_COMPACT, CONT
 
 SUMMARY_FAILED = "context:summary_failed"
 SUMMARY_PREFETCHED = "context:summary_prefetched"
-COMPACTED, CANCELLED = "compacted", "cancelled"
+COMPACTED, CANCELLED, UNCHANGED = "compacted", "cancelled", "unchanged"
 """``PostCompact.outcome``."""
 STORE_DEGRADED = "context:store_degraded"
 STORE_RESTORED = "context:store_restored"
@@ -84,8 +84,9 @@ class PostCompact(Payload):
     deny_overruled: bool
     """A pre_compact hook denied the compaction, but the view did not fit the budget: it went ahead."""
     outcome: str = "compacted"
-    """``compacted``, or ``cancelled``: the request was cancelled before the compaction was installed (the view is
-    as it was; every ``context:pre_compact`` gets its post either way)."""
+    """``compacted``; ``cancelled``: the request was cancelled before the compaction was installed; or
+    ``unchanged``: the plan could not make a view that fit the budget smaller, so nothing was installed. Either
+    way the view is as it was; every ``context:pre_compact`` gets its post."""
     newly_summarized: int = 0
     """Stored messages this compaction summarized (or truncated): ``summarized_messages`` counts earlier ones too."""
     newly_masked: int = 0
@@ -231,9 +232,12 @@ class Stats:
     """Running totals folded from the payloads the manager emits."""
 
     compactions: int = 0
-    """Compactions installed (a ``context:post_compact`` whose outcome is ``cancelled`` is not one)."""
+    """Compactions installed (a ``context:post_compact`` with outcome ``cancelled`` or ``unchanged`` is not one)."""
     compactions_cancelled: int = 0
     """Compactions whose request was cancelled before they were installed."""
+    compactions_unchanged: int = 0
+    """Compactions not installed because they could not make a view that fit the budget smaller (what they paid
+    for, summaries and provider calls, is counted with the rest)."""
     provider_calls: int = 0
     cache_hits: int = 0
     summaries: int = 0
@@ -247,6 +251,8 @@ class Stats:
         if isinstance(payload, PostCompact):
             if payload.outcome == CANCELLED:
                 self.compactions_cancelled += 1
+            elif payload.outcome == UNCHANGED:
+                self.compactions_unchanged += 1
             else:
                 self.compactions += 1
             self.cache_hits += payload.cache_hits

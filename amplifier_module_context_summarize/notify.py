@@ -30,7 +30,7 @@ def _k(tokens: int) -> str:
 
 def compaction_line(data: dict[str, Any]) -> str | None:
     """``context compacted: 152k → 71k tokens (budget 180k); 84 messages summarized: 2 by the LLM, 1 from cache``;
-    None for a compaction that was cancelled (nothing was installed: the view is as it was).
+    None for a compaction that was cancelled or ``unchanged`` (nothing was installed: the view is as it was).
 
     Says what this compaction did (``newly_summarized``, ``newly_masked``), not what the summary stands for in
     all: a compaction that only masked says so, never "summarized" nor "by summarize"."""

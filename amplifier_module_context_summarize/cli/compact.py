@@ -93,7 +93,8 @@ async def replay_session(
             requests += 1
         if progress is not None:
             progress(step.index + 1, len(messages))
-    posts = recorder.payloads("context:post_compact")
+    # Compactions installed: one that could not make the view smaller (``unchanged``) left it as it was.
+    posts = [p for p in recorder.payloads("context:post_compact") if p["outcome"] == "compacted"]
     history_tokens = manager.counter.count_messages(messages)
     report = {
         "messages": len(messages),

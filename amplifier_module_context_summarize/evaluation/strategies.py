@@ -87,7 +87,7 @@ class CompactionTally:
         self.failed: Counter[str] = Counter()
 
     async def emit(self, event: str, data: dict[str, Any]) -> Any:
-        if event == CONTEXT_POST_COMPACT:
+        if event == CONTEXT_POST_COMPACT and data.get("outcome", "compacted") == "compacted":  # installed ones
             self.fallbacks.append(str(data.get("fallback") or "none"))
         elif event == SUMMARY_FAILED:
             self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1

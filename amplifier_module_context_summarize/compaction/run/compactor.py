@@ -9,6 +9,11 @@ those it started from, or masked further since. Every compaction asks the hooks 
 their focus steers its summaries, their ``deny`` postpones it while the view fits) and is reported once it is
 installed or dropped (``context:post_compact``); a background one asks before its summarizer work starts, so its
 post comes requests later. Where masking reached is stored, so a resumed session shows the same view.
+
+A compaction of a view that fits the budget is installed only when it makes the view smaller (``gains``):
+one that cannot (the tail and the current turn protected, the summary already there) leaves the view exactly
+as it was, its post says ``unchanged``, and none is tried again while the view fits until the plan could reach
+further (``Stall``). A view past the budget is made to fit whatever it costs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -26,7 +32,7 @@ from ...core.clock import now
 from ...core.history import History
 from ...core.messages import Message, message_text
 from ...core.plan import Limits, needs_compaction
-from ...core.state import CompactionState, Shown
+from ...core.state import CompactionState, Shown, pins_for
 from ...summarizer.in_context import SentView
 from ...summarizer.pace import Pace
 from ...working_set.facts import Facts
@@ -96,6 +102,9 @@ class Compactor:
         self._owed: OwedPost | None = None
         """A compaction of this request whose ``context:pre_compact`` went out and whose post has not yet (what the
         hooks answered rides in it); a background flight holds its own until a request lands or drops it."""
+        self.stall: Stall | None = None
+        """The last compaction of a view that fit could not make it smaller: none is tried again while the view
+        fits and the plan's reach is the same (``Stall``)."""
 
     async def for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         """The view passed the threshold. While it still fits, nothing waits for the summarizer (the soft
@@ -141,6 +150,8 @@ class Compactor:
             self._owed.installed = True
 
     async def _for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
+        if self.stalled(limits, tokens):
+            return
         if not self.config.background_compaction:  # blocking: the request waits as long as the summary takes
             await self._in_band(limits, provider, force=False, deadline=now() + self.wait_s(limits, tokens))
             return
@@ -182,6 +193,9 @@ class Compactor:
             if over_budget:  # the masking installed now is a compaction of its own; the summary's lands later
                 await self._ask_then_install(attempt, executed.fitting, limits)  # over the budget: never postponed
             await self._start_background(limits, provider)
+            return True
+        if not over_budget and not self.gains(attempt, executed.state, limits):
+            self.stall = Stall(self.reach(limits))  # known before the hooks are asked: nothing to report
             return True
         if not over_budget and attempt.job.facts.view_tokens(executed.state) < limits.target * LOW_LANDING:
             return True  # an overshoot: wait until the view does not fit (``LOW_LANDING``)
@@ -288,8 +302,57 @@ class Compactor:
             return False
         attempt.job.focus = steer.focus
         executed = await self.executor.run(self.strategy, attempt.job)
-        await self._finish(attempt, executed.state or attempt.before)  # a job that may call the LLM has a state
+        state = executed.state or attempt.before  # a job that may call the LLM has a state
+        if not self.gains(attempt, state, limits):
+            await self._unchanged(attempt, limits)
+            return False
+        await self._finish(attempt, state)
         return True
+
+    def gains(self, attempt: Attempt, state: CompactionState, limits: Limits) -> bool:
+        """Whether installing ``state`` is worth it: the view did not fit the budget (the ladder must make it fit,
+        whatever it costs), or ``state`` makes it smaller. One no smaller would break the provider's cached prefix
+        for nothing; an explicit ``compact()`` is held to the same rule (it returns the tokens it saved: none)."""
+        return attempt.tokens > limits.budget or attempt.job.facts.view_tokens(state) < attempt.tokens
+
+    def stalled(self, limits: Limits, tokens: int) -> bool:
+        """A compaction of this view, which fits, could not gain the last time, and nothing that could let it gain
+        has changed since (``Stall``). A view past the budget ends the stall."""
+        stall = self.stall
+        if stall is None:
+            return False
+        if tokens <= limits.budget and stall.reach == self.reach(limits):
+            return True
+        self.stall = None
+        return False
+
+    def reach(self, limits: Limits) -> Reach:
+        """How far a plan of the view under ``limits`` may cut and mask, with what it starts from (``Stall``)."""
+        view = self.view
+        history, state = view.history, view.state
+        prefix = history.prefix  # searched from the boundary: a resumed history's older counts are not read
+        protected = bisect_right(prefix, prefix[-1] - limits.preserve_recent, state.boundary) - 1
+        cut_end = max(min(protected, history.last_cuttable), state.boundary)
+        mask_end = view.masks.limit() if view.masks is not None else None
+        return Reach(history, state, limits.budget, cut_end, mask_end)
+
+    async def _unchanged(self, attempt: Attempt, limits: Limits) -> None:
+        """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is
+        installed (the view stays exactly as it was); the summaries it wrote stay in the store for a later one."""
+        self.stall = Stall(self.reach(limits))
+        duration_ms = round((time.perf_counter() - attempt.started) * 1000, 3)
+        job = attempt.job
+        await self._report_compaction(
+            job.report,
+            job.limits,
+            attempt.tokens,
+            attempt.messages,
+            duration_ms,
+            attempt.force,
+            NOTHING_ACCOUNTED,
+            events.UNCHANGED,
+            before=self.view.state,
+        )
 
     async def _postponed(self, steer: Steer, limits: Limits, tokens: int) -> bool:
         """A hook denied the compaction: postponed while the view fits the budget, never otherwise. A postponed
@@ -418,6 +481,22 @@ class Compactor:
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         if self._owed is not None:  # counted now, after the request that lent bounds: exact
             self._owed.estimated = False
+        limits = flight.job.limits
+        if tokens_before <= limits.budget and self._tokens_of(state, landed.shown) >= tokens_before:
+            self.stall = Stall(self.reach(limits))
+            await self._emit_background(flight, LANDED)
+            await self._report_compaction(
+                flight.job.report,
+                limits,
+                tokens_before,
+                messages_before,
+                flight.elapsed_ms(),
+                False,
+                NOTHING_ACCOUNTED,
+                events.UNCHANGED,
+                before=current,
+            )
+            return
         self.view.state = state
         self._mark_installed()
         self.view.remember_shown(state, landed.shown)  # masking leaves the summary as is; the pin is re-derived
@@ -433,6 +512,15 @@ class Compactor:
             landed.artifacts,
             before=current,
         )
+
+    def _tokens_of(self, state: CompactionState, shows: Shown) -> int:
+        """Tokens of the view ``state`` would show, its summary message ``shows`` with the pins re-derived for the
+        latest request (as the next request shows it), without installing it: ``RequestView.tokens``'s sum."""
+        view, history = self.view, self.view.history
+        shows = shows.pinning(pins_for(history, state.boundary, view.counter, self.config.summary_output_tokens))
+        prefix, tail = history.prefix, state.tail_start
+        masked = view.masks.tokens(state.boundary, tail) if view.masks is not None else 0
+        return view.system_view_tokens() + shows.tokens + masked + prefix[-1] - prefix[tail]
 
     async def settle_background(self, deadline: float) -> None:
         """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
@@ -554,8 +642,8 @@ class Compactor:
         post = self._post_compact(report, limits, tokens_before, after, duration_ms, artifacts, outcome, steer, newly)
         post = replace(post, estimated=estimated) if estimated else post
         result = await self.emit(post)
-        if outcome == events.CANCELLED:
-            return  # nothing was compacted: the kernel's event reports compactions only
+        if outcome != events.COMPACTED:
+            return  # nothing was installed: the kernel's event reports compactions only
         self.view.inject(injected_text(result))
         strategy, segments = self.strategy.name, bool(self.view.state.segments)
         await self.emit(
@@ -682,6 +770,37 @@ class OwedPost:
     """What the hooks answered its ``context:pre_compact``."""
     estimated: bool = False
     """``tokens`` is a bound, not a count (``Attempt.estimated``)."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far a plan may cut and mask the view, and what it starts from (``Compactor.reach``)."""
+
+    history: History
+    """Compared by identity: ``set_messages`` puts another in place."""
+    state: CompactionState
+    budget: int
+    cut_end: int
+    """The furthest boundary: the newest group and the protected tail (``preserve_recent`` tokens) stay."""
+    mask_end: int | None
+    """The furthest mask end (``Masks.limit``: the newest ``keep_recent`` outputs stay); None without masking."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A compaction of a view that fit could not make it smaller (its post said ``unchanged``, or a plan made at
+    the soft threshold was dropped before the hooks were asked): what its plan could reach.
+
+    The rule: while the view fits the budget, no compaction is tried again as long as the plan's reach is the
+    same (``Reach``: history, state, budget, the furthest cut and the furthest mask end). A plan aims at the
+    target but cuts no further than the protected tail and masks no further than the newest outputs it keeps;
+    with those the same it can only make the same state again, and the tail that grew since makes that no
+    smaller. A message that moves either end (a group closing, the tail growing past a group, a newer output),
+    an install, or another budget ends the stall; so does a view past the budget, which is compacted whatever
+    the cost (the ladder makes it fit). ``compact()`` is always tried.
+    """
+
+    reach: Reach
 
 
 @dataclass
