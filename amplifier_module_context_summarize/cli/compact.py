@@ -16,6 +16,7 @@ from .. import create_manager
 from ..core.budget import budget_problem
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
+from ..events import COMPACTED
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
@@ -94,7 +95,7 @@ async def replay_session(
         if progress is not None:
             progress(step.index + 1, len(messages))
     # Compactions installed: one that could not make the view smaller (``unchanged``) left it as it was.
-    posts = [p for p in recorder.payloads("context:post_compact") if p["outcome"] == "compacted"]
+    posts = [p for p in recorder.payloads("context:post_compact") if p["outcome"] == COMPACTED]
     history_tokens = manager.counter.count_messages(messages)
     report = {
         "messages": len(messages),

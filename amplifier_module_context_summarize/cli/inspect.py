@@ -24,6 +24,7 @@ from ..compaction.view.losses import KINDS, Account, account
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
+from ..events import COMPACTED
 from ..manager import SummarizingContextManager
 from ..testing import EventRecorder, replay_steps
 from . import inspect_chart, inspect_table
@@ -93,10 +94,10 @@ async def inspect_session(messages: list[Message], budget: int, path: str = "") 
         before, seen = manager.state, len(recorder.payloads("context:post_compact"))
         found.view = await step.request()
         found.requests.append((step.index, await manager.get_token_count()))
-        payloads = recorder.payloads("context:post_compact")
-        if len(payloads) > seen:
+        installed = [p for p in recorder.payloads("context:post_compact")[seen:] if p["outcome"] == COMPACTED]
+        if installed:  # a cancelled or unchanged compaction left the view as it was
             found.compactions.append(
-                _record(manager, before, found.view, payloads[-1], step.index, len(found.compactions))
+                _record(manager, before, found.view, installed[-1], step.index, len(found.compactions))
             )
     return found
 
