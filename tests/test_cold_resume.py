@@ -175,6 +175,7 @@ async def test_a_whole_history_is_extracted_on_two_cores_with_the_facts_one_proc
     assert started and started[0] > closed // 2  # the child took the older share
     assert index_of(history).extracted == closed
     assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+    assert history.chained == closed and history.chain_at(closed) == alone.chain_at(closed)  # the child's hashes
 
 
 @pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
@@ -210,6 +211,7 @@ async def test_a_child_that_hangs_is_killed_after_twice_its_share_and_its_share_
     closed = history.last_cuttable
     assert len(killed) == 1
     assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+    assert history.chained == closed and history.chain_at(closed) == alone.chain_at(closed)
 
 
 async def test_without_fork_the_history_is_extracted_here(session, monkeypatch) -> None:

@@ -299,12 +299,29 @@ class History:
 
     def chain_at(self, group_index: int) -> str:
         """Chain hash after groups ``[0, group_index)``; only closed groups are ever hashed."""
-        groups = self.groups
         while len(self._chain) <= group_index:
-            g = groups[len(self._chain) - 1]
-            group_hash = content_hash(canonical_json(self.messages[g.start : g.end]))
-            self._chain.append(content_hash(self._chain[-1], group_hash))
+            self._chain.append(content_hash(self._chain[-1], self.group_hash(len(self._chain) - 1)))
         return self._chain[group_index]
+
+    @property
+    def chained(self) -> int:
+        """Groups ``[0, chained)`` have their chain hashes worked out."""
+        return len(self._chain) - 1
+
+    def group_hash(self, group_index: int) -> str:
+        """The content hash of one group's stored messages, which its chain hash links to the ones before."""
+        g = self.groups[group_index]
+        return content_hash(canonical_json(self.messages[g.start : g.end]))
+
+    def adopt_group_hashes(self, start: int, hashes: list[str]) -> None:
+        """Chain ``hashes``, the group hashes of groups ``[start, start + len(hashes))`` worked out elsewhere (a
+        forked child, ``compaction.plan.fork``), onto the chain; those already chained are skipped, and nothing is
+        chained past a gap (``chain_at`` fills it)."""
+        chain, have = self._chain, self.chained
+        if have < start:
+            return
+        for group_hash in hashes[have - start :]:
+            chain.append(content_hash(chain[-1], group_hash))
 
     def shown(self, group_index: int) -> list[Message]:
         """Group ``group_index`` as a view shows it."""

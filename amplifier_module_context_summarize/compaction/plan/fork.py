@@ -3,8 +3,9 @@
 A resume with nothing stored (``set_messages``, then a first request that summarizes the whole history) extracts
 the facts of every closed group before its plan: tens of thousands of groups, the longest part of that request, all
 pure Python. A forked child extracts the older share while this process extracts the newer one (the event loop let
-run between slices, ``warm.py``); the child sends its facts back in the compact form the working set keeps them in
-(marshalled plain tuples, ``working_set.index.plain``), and they are kept in order. The facts are those one process
+run between slices, ``warm.py``); the child also works out the group hashes of every group not yet chained (the
+store's keys: ``History.group_hash``). It sends both back in plain form (marshalled tuples and strings,
+``working_set.index.plain``); the facts are kept in order and the hashes chained. The facts are those one process
 would have extracted (the child reads the same history, forked), so no view changes. Where fork is missing or
 fails, the child fails or is late, this process extracts the child's share itself.
 """
@@ -48,6 +49,8 @@ class Split:
     def __init__(self, index: WorkingSetIndex, history: History, start: int, middle: int, end: int) -> None:
         self.index, self.history = index, history
         self.start, self.middle, self.end = start, middle, end
+        self.hashed_from = min(history.chained, end)
+        """The child also works out the group hashes of groups ``[hashed_from, end)``."""
         self.pid = 0
         self._receiving: asyncio.Future[tuple[bytes, bool]] | None = None
 
@@ -63,7 +66,9 @@ class Split:
             code = 1
             try:
                 os.close(read_fd)
-                _send(write_fd, marshal.dumps(child_facts(self.history, self.start, self.middle)))
+                facts = child_facts(self.history, self.start, self.middle)
+                hashes = [self.history.group_hash(g) for g in range(self.hashed_from, self.end)]
+                _send(write_fd, marshal.dumps((facts, hashes)))
                 code = 0
             finally:
                 os._exit(code)
@@ -93,10 +98,14 @@ class Split:
         except TimeoutError:
             _kill(self.pid)
             data, ok = await receiving
-        older = _parsed(data, self.middle - self.start) if ok else None
-        if older is None:  # the child failed: its share is extracted here, as one process would have
+        parsed = _parsed(data, self.middle - self.start, self.end - self.hashed_from) if ok else None
+        if parsed is None:  # the child failed: its share is extracted here, as one process would have
             older = [extract(history.shown(group)) for group in range(self.start, self.middle)]
+        else:
+            older, hashes = parsed
+            history.adopt_group_hashes(self.hashed_from, hashes)
         self.index.adopt(self.start, [*older, *own])
+        history.chain_at(self.end)  # the hashes the child did not send (it failed), or none
 
     def cancel(self) -> None:
         """The compaction was cancelled: the child is stopped (its reaping thread ends with it)."""
@@ -146,10 +155,13 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _parsed(data: bytes, count: int) -> list[Facts] | None:
+def _parsed(data: bytes, count: int, hashed: int) -> tuple[list[Facts], list[str]] | None:
+    """The child's facts and group hashes, or None unless there are as many of each as it was asked for."""
     try:
-        plains = marshal.loads(data)
+        plains, hashes = marshal.loads(data)
         facts = [from_plain(p) for p in plains]
     except (ValueError, EOFError, TypeError):
         return None
-    return facts if len(facts) == count else None
+    if len(facts) != count or len(hashes) != hashed or not all(isinstance(h, str) for h in hashes):
+        return None
+    return facts, hashes

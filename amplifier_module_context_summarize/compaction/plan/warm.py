@@ -64,11 +64,10 @@ class Warmer:
         try:
             slice_ends = time.perf_counter() + SLICE_S
             group = start
-            while group < closed:
+            while group < closed and split is None:  # with a split, the child works out the hashes too
                 group = min(group + STEP, closed)
-                if split is None:
-                    index.facts(group - 1)
-                    self._facts = group
+                index.facts(group - 1)
+                self._facts = group
                 history.chain_at(group)
                 if time.perf_counter() >= slice_ends:
                     await let_loop_run()
