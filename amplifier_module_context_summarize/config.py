@@ -178,6 +178,7 @@ _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "max_input_tokens": (int, 256, None, True),
     "circuit_failures": (int, 0, 1000, True),
     "circuit_open_s": (float, 0, None, True),
+    "prompt_cache_ttl_s": (float, 0, None, True),
 }
 
 

@@ -429,6 +429,7 @@ BAD_SUMMARIZER: dict[str, list[Any]] = {
     "max_input_tokens": [10, 1e9 + 0.5],
     "circuit_failures": [-1, 1.5, "3"],
     "circuit_open_s": [-1, "60"],
+    "prompt_cache_ttl_s": [-1, "300"],
 }
 
 

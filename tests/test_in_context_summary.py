@@ -235,3 +235,45 @@ async def test_the_in_context_request_renders_the_session_prefix_under_response_
     assert provider.rendered, "no summary was asked at the end of a view"
     for sent, session in provider.rendered:
         assert sent[: len(session)] == session, "the summary request's input parts from the session's prefix"
+
+
+async def test_after_a_pause_longer_than_the_prompt_cache_keeps_a_view_the_compact_prompt_is_sent(monkeypatch):
+    """A user back after 5 minutes: the provider no longer holds the last view, so asking at its end would write
+    the whole view to the cache again (1.25x on Anthropic) only for the compacted view to replace it."""
+    from dataclasses import replace
+
+    from amplifier_module_context_summarize.compaction.run.compactor import Compactor
+
+    recorded = Compactor.record_sent
+
+    def sent_six_minutes_ago(self, view):
+        recorded(self, view)
+        self.sent = replace(self.sent, sent_at=self.sent.sent_at - 360)
+
+    monkeypatch.setattr(Compactor, "record_sent", sent_six_minutes_ago)
+    provider = RecordingProvider()
+    await _session({}, provider)
+    assert provider.requests, "no summary was asked"
+    assert not any((r.messages[-1].metadata or {}).get("source") == INSTRUCTION_KIND for r, _ in provider.requests)
+    assert any("<<<TRANSCRIPT" in str(r.messages[-1].content) for r, _ in provider.requests)
+
+
+async def test_a_one_hour_cache_keeps_asking_at_the_end_of_the_view_and_zero_never_does(monkeypatch):
+    from dataclasses import replace
+
+    from amplifier_module_context_summarize.compaction.run.compactor import Compactor
+
+    recorded = Compactor.record_sent
+
+    def sent_six_minutes_ago(self, view):
+        recorded(self, view)
+        self.sent = replace(self.sent, sent_at=self.sent.sent_at - 360)
+
+    monkeypatch.setattr(Compactor, "record_sent", sent_six_minutes_ago)
+    hour, never = RecordingProvider(), RecordingProvider()
+    await _session({"summarizer": {"prompt_cache_ttl_s": 3600}}, hour)
+    monkeypatch.setattr(Compactor, "record_sent", recorded)
+    await _session({"summarizer": {"prompt_cache_ttl_s": 0}}, never)
+    assert any((r.messages[-1].metadata or {}).get("source") == INSTRUCTION_KIND for r, _ in hour.requests)
+    assert never.requests
+    assert not any((r.messages[-1].metadata or {}).get("source") == INSTRUCTION_KIND for r, _ in never.requests)

@@ -105,6 +105,11 @@ class SummarizerConfig:
     """Defaults to the top-level ``summary_max_tokens``."""
     max_input_tokens: int = 100_000
     """Largest transcript sent in one call; longer spans are cut into fragments and folded in order."""
+    prompt_cache_ttl_s: float = 300.0
+    """How long the session provider keeps a prompt in its cache (Anthropic's default: 5 minutes; 3600 for its
+    1-hour cache). A summary asked at the end of a view sent longer ago than this uses the compact prompt: the
+    view would be written to the cache again (1.25x its input on Anthropic) only to be replaced by the compacted
+    one. 0: never asked at the end of the view."""
 
     @property
     def key_env(self) -> str | None:

@@ -40,6 +40,12 @@ class SentView:
     tail_start: int
     head: int
     """Index of the first message of group ``boundary`` in ``messages``."""
+    sent_at: float = 0.0
+    """When it was returned (``core.clock.now()``): a provider's cache holds a prompt only so long."""
+
+    def cached(self, at: float, ttl_s: float) -> bool:
+        """Whether the provider may still hold this view in its prompt cache at ``at`` (``ttl_s`` > 0)."""
+        return ttl_s > 0 and at - self.sent_at <= ttl_s
 
 
 @dataclass(frozen=True)

@@ -407,7 +407,7 @@ class Compactor:
             summarizer=self.segments.summarizer.backend is not None,
         )
         facts.remember(view.state, view.shown())
-        job = Job(facts, view.state, provider, deadline, offline, last_sent=lambda: self.sent)
+        job = Job(facts, view.state, provider, deadline, offline, last_sent=self.cached_sent)
         history = view.history
         estimated = history.estimating and view.state.boundary < history.bounded
         return Attempt(job, view.state, view.tokens(), len(view.build()), started, force, estimated)
@@ -714,7 +714,14 @@ class Compactor:
         budget shows them as ``build`` does up to its first clip; ``locate`` compares every message it uses)."""
         shown, state = self.view.shown(), self.view.state
         head = len(self.view.system_view()) + len(shown.messages)
-        self.sent = SentView(view, len(view), self.view.history, state.boundary, state.tail_start, head)
+        self.sent = SentView(view, len(view), self.view.history, state.boundary, state.tail_start, head, now())
+
+    def cached_sent(self) -> SentView | None:
+        """The last view sent, while the provider may still hold it in its prompt cache: a summary asked at its end
+        is then a cache read (``summarizer.prompt_cache_ttl_s``); after a longer pause, none."""
+        sent = self.sent
+        ttl_s = self.config.summarizer.prompt_cache_ttl_s
+        return sent if sent is not None and sent.cached(now(), ttl_s) else None
 
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
         """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``
