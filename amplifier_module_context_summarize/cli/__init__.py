@@ -7,5 +7,5 @@ table of losses (``inspect_table``); ``args`` holds the argument types the comma
 subcommands live with their harnesses (``evaluation.cli``, ``benchmark.cli``).
 
 May import: the package's public API (``create_manager``, the manager), ``core``, ``compaction`` (its account of
-losses), ``summarizer`` (clipping for display) and ``testing``.
+losses), ``summarizer`` (clipping for display), ``events`` (the outcomes a post reports) and ``testing``.
 """
