@@ -213,7 +213,8 @@ class SummarizingContextManager:
             view, sent = self.view.fitted(limits.budget, tokens)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]
-            self.history.stop_estimating()  # bounds served this first plan only: later reads count them exactly
+            if self.history.estimating:  # bounds served this first plan only: later reads count them exactly
+                self.history.stop_estimating()
             self.compactor.record_sent(view)
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)

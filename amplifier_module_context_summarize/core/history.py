@@ -127,6 +127,9 @@ class History:
         self._chain = [fingerprint]
         self.bounded = 0
         """Groups before this one have upper bounds for counts while ``estimating`` (``count_from``'s horizon)."""
+        self.estimating = False
+        """Prefix entries before ``bounded`` are upper bounds, and reads take them as they are (a plain attribute:
+        every request asks)."""
         self.counted_epoch = 0
         """Bumped when bounds stop being read as counts: what cached them (``Masks``) works them out again."""
 
@@ -250,19 +253,13 @@ class History:
         self.bounded = start
         if start > 0:
             prefix.waiting, prefix.fill = start, lambda: self._count_before(start)
-            prefix.estimating = True
-
-    @property
-    def estimating(self) -> bool:
-        """Prefix entries before ``bounded`` are upper bounds, and reads take them as they are."""
-        prefix = self._prefix
-        return isinstance(prefix, PrefixSums) and prefix.estimating and prefix.waiting > 0
+            self.estimating = prefix.estimating = True
 
     def stop_estimating(self) -> None:
         """From now on a read of a bounded entry counts the groups before ``bounded`` exactly (once)."""
         prefix = self._prefix
-        if isinstance(prefix, PrefixSums) and prefix.estimating:
-            prefix.estimating = False
+        if self.estimating and isinstance(prefix, PrefixSums):
+            self.estimating = prefix.estimating = False
             self.counted_epoch += 1
 
     def group_tokens(self, group_index: int) -> int:
