@@ -136,3 +136,23 @@ async def test_every_policy_replays_a_corpus_session_with_probes():
     sessions = [s for s in load_corpus(DEFAULT_CORPUS) if s.probes][:1]
     result = await compare({"bundled": sessions}, budgets=[20_000], policies=POLICIES)
     assert {row.policy for row in result.rows} >= {"claude-code-style", "summarize", "none-200k"}
+
+
+async def test_bench_cost_holds_the_summaries_share_of_the_hybrid_at_64k_as_a_target():
+    """Issue 37's target: the hybrid's summaries at most 2% of the simulated session's bill at 64k (Anthropic's
+    prices); a shorter simulation than the target's 2,000 turns reads as indicative, not as a verdict."""
+    from amplifier_module_context_summarize.benchmark.cost_compare import (
+        compare,
+        cost_targets,
+        render,
+        simulated_session,
+        summaries_share,
+    )
+
+    result = await compare({"simulation": [simulated_session(60)]}, budgets=[64_000], policies=["summarize"])
+    [target] = cost_targets(result)
+    hybrid = next(r for r in result.rows if r.policy == "summarize" and r.table == result.tables[0].label)
+    assert target.value == summaries_share(result, hybrid) and target.limit == 0.02 and target.at_most
+    assert target.set_at == 2_000, "60 turns are not the target's session"
+    assert "summaries / session cost, hybrid, simulation at 64,000" in render(result)
+    assert cost_targets(await compare({"simulation": [simulated_session(60)]}, budgets=[20_000])) == []

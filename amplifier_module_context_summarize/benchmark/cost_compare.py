@@ -42,6 +42,7 @@ from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
 from ..evaluation.strategies import CompactionTally, make_manager, manager_config
 from ..stores import MemoryStore
+from .targets import Target
 
 POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
 BUDGETS = (20_000, 64_000, 200_000)
@@ -383,7 +384,11 @@ def simulated_session(turns: int, seed: int = 2_000) -> Session:
     messages = [generator.system()]
     for _ in range(turns):
         messages += generator.turn()
-    return Session(f"sim-{turns}", Path("<simulation>"), messages)
+    return Session(simulation_name(turns), Path("<simulation>"), messages)
+
+
+def simulation_name(turns: int) -> str:
+    return f"sim-{turns}"
 
 
 async def compare(
@@ -463,7 +468,7 @@ def render(result: CostResult) -> str:
             cc = next((r for r in provider_rows if r.policy == "claude-code-style"), None)
             ratio = f"{row.per_100_turns / cc.per_100_turns:.2f}x" if cc and cc.per_100_turns and row.sessions else "—"
             total = max(row.usage.total, 1)
-            summ = row.dollars - bill(row.usage, 0, 0, _table_of(result, row.table)).dollars
+            share = summaries_share(result, row)
             body.append(
                 [
                     row.policy + (f" ({row.skipped} too long)" if row.skipped else ""),
@@ -475,13 +480,65 @@ def render(result: CostResult) -> str:
                     f"{row.usage.read / total:.0%}",
                     f"{row.usage.write / total:.0%}",
                     f"{row.usage.uncached / total:.0%}",
-                    f"{summ / row.dollars:.0%}" if row.dollars else "—",
+                    f"{share:.0%}" if share is not None else "—",
                     ratio,
                 ]
             )
         lines += markdown_table(header, body) + [""]
+    targets = cost_targets(result)
+    if targets:
+        lines += ["Targets"]
+        for t in targets:
+            verdict = "PASS" if t.passed else "FAIL"
+            line = f"{t.name}: {t.value:.1%} (target <= {t.limit:.0%}"
+            if t.set_at is None:
+                lines.append(f"  {verdict}  {line})")
+            else:
+                lines.append(f"  ({verdict.lower()})  {line}, set at {t.set_at:,} turns: indicative here)")
+        lines.append("")
     lines.append(f"{result.seconds:.0f} s")
     return "\n".join(lines) + "\n"
+
+
+def summaries_share(result: CostResult, row: Row) -> float | None:
+    """The summaries' share of the row's bill: the bill less the same agent requests billed without them."""
+    if not row.dollars:
+        return None
+    return (row.dollars - bill(row.usage, 0, 0, _table_of(result, row.table)).dollars) / row.dollars
+
+
+SUMMARIES_SHARE = 0.02
+SUMMARIES_SHARE_BUDGET = 64_000
+SUMMARIES_SHARE_TURNS = 2_000
+"""Issue 37: the hybrid's summaries at most 2% of the simulated session's bill at 64k, Anthropic prices."""
+
+
+def cost_targets(result: CostResult) -> list[Target]:
+    """The summaries' share of the hybrid's bill on the 2,000-turn simulation at 64k (Anthropic's prices), when
+    that row was run (indicative when the simulation had fewer turns)."""
+    row = next(
+        (
+            r
+            for r in result.rows
+            if r.corpus == "simulation"
+            and r.budget == SUMMARIES_SHARE_BUDGET
+            and r.policy == "summarize"
+            and r.table == result.tables[0].label
+        ),
+        None,
+    )
+    share = summaries_share(result, row) if row is not None else None
+    if row is None or share is None or result.tables[0].provider != "anthropic":
+        return []
+    return [
+        Target(
+            f"summaries / session cost, hybrid, simulation at {SUMMARIES_SHARE_BUDGET:,}, Anthropic prices",
+            share,
+            SUMMARIES_SHARE,
+            True,
+            None if simulation_name(SUMMARIES_SHARE_TURNS) in result.sessions["simulation"] else SUMMARIES_SHARE_TURNS,
+        )
+    ]
 
 
 def _table_of(result: CostResult, label: str) -> PriceTable:
