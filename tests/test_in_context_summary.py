@@ -237,9 +237,9 @@ async def test_the_in_context_request_renders_the_session_prefix_under_response_
         assert sent[: len(session)] == session, "the summary request's input parts from the session's prefix"
 
 
-async def test_after_a_pause_longer_than_the_prompt_cache_keeps_a_view_the_compact_prompt_is_sent(monkeypatch):
-    """A user back after 5 minutes: the provider no longer holds the last view, so asking at its end would write
-    the whole view to the cache again (1.25x on Anthropic) only for the compacted view to replace it."""
+def _views_sent_six_minutes_before_the_next_request(monkeypatch) -> Any:
+    """Every view recorded as sent 6 minutes earlier than it was (a user who pauses before each turn); returns the
+    real ``record_sent`` to put back."""
     from dataclasses import replace
 
     from amplifier_module_context_summarize.compaction.run.compactor import Compactor
@@ -251,6 +251,13 @@ async def test_after_a_pause_longer_than_the_prompt_cache_keeps_a_view_the_compa
         self.sent = replace(self.sent, sent_at=self.sent.sent_at - 360)
 
     monkeypatch.setattr(Compactor, "record_sent", sent_six_minutes_ago)
+    return recorded
+
+
+async def test_after_a_pause_longer_than_the_prompt_cache_keeps_a_view_the_compact_prompt_is_sent(monkeypatch):
+    """A user back after 5 minutes: the provider no longer holds the last view, so asking at its end would write
+    the whole view to the cache again (1.25x on Anthropic) only for the compacted view to replace it."""
+    _views_sent_six_minutes_before_the_next_request(monkeypatch)
     provider = RecordingProvider()
     await _session({}, provider)
     assert provider.requests, "no summary was asked"
@@ -259,17 +266,9 @@ async def test_after_a_pause_longer_than_the_prompt_cache_keeps_a_view_the_compa
 
 
 async def test_a_one_hour_cache_keeps_asking_at_the_end_of_the_view_and_zero_never_does(monkeypatch):
-    from dataclasses import replace
-
     from amplifier_module_context_summarize.compaction.run.compactor import Compactor
 
-    recorded = Compactor.record_sent
-
-    def sent_six_minutes_ago(self, view):
-        recorded(self, view)
-        self.sent = replace(self.sent, sent_at=self.sent.sent_at - 360)
-
-    monkeypatch.setattr(Compactor, "record_sent", sent_six_minutes_ago)
+    recorded = _views_sent_six_minutes_before_the_next_request(monkeypatch)
     hour, never = RecordingProvider(), RecordingProvider()
     await _session({"summarizer": {"prompt_cache_ttl_s": 3600}}, hour)
     monkeypatch.setattr(Compactor, "record_sent", recorded)

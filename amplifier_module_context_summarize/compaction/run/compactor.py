@@ -304,7 +304,8 @@ class Compactor:
         executed = await self.executor.run(self.strategy, attempt.job)
         state = executed.state or attempt.before  # a job that may call the LLM has a state
         if not self.gains(attempt, state, limits):
-            await self._unchanged(attempt, limits)
+            duration_ms = round((time.perf_counter() - attempt.started) * 1000, 3)
+            await self._unchanged(attempt.job, attempt.tokens, attempt.messages, duration_ms, attempt.force)
             return False
         await self._finish(attempt, state)
         return True
@@ -336,19 +337,18 @@ class Compactor:
         mask_end = view.masks.limit() if view.masks is not None else None
         return Reach(history, state, limits.budget, cut_end, mask_end)
 
-    async def _unchanged(self, attempt: Attempt, limits: Limits) -> None:
+    async def _unchanged(self, job: Job, tokens: int, messages: int, duration_ms: float, force: bool) -> None:
         """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is
-        installed (the view stays exactly as it was); the summaries it wrote stay in the store for a later one."""
-        self.stall = Stall(self.reach(limits))
-        duration_ms = round((time.perf_counter() - attempt.started) * 1000, 3)
-        job = attempt.job
+        installed (the view stays exactly as it was, ``tokens`` and ``messages`` its measure); the summaries it
+        wrote stay in the store for a later one, and none is tried again until the plan could reach further."""
+        self.stall = Stall(self.reach(job.limits))
         await self._report_compaction(
             job.report,
             job.limits,
-            attempt.tokens,
-            attempt.messages,
+            tokens,
+            messages,
             duration_ms,
-            attempt.force,
+            force,
             NOTHING_ACCOUNTED,
             events.UNCHANGED,
             before=self.view.state,
@@ -481,21 +481,9 @@ class Compactor:
         tokens_before, messages_before = self.view.tokens(), len(self.view.build())
         if self._owed is not None:  # counted now, after the request that lent bounds: exact
             self._owed.estimated = False
-        limits = flight.job.limits
-        if tokens_before <= limits.budget and self._tokens_of(state, landed.shown) >= tokens_before:
-            self.stall = Stall(self.reach(limits))
+        if tokens_before <= flight.job.limits.budget and self._tokens_of(state, landed.shown) >= tokens_before:
             await self._emit_background(flight, LANDED)
-            await self._report_compaction(
-                flight.job.report,
-                limits,
-                tokens_before,
-                messages_before,
-                flight.elapsed_ms(),
-                False,
-                NOTHING_ACCOUNTED,
-                events.UNCHANGED,
-                before=current,
-            )
+            await self._unchanged(flight.job, tokens_before, messages_before, flight.elapsed_ms(), False)
             return
         self.view.state = state
         self._mark_installed()
