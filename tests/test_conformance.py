@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from amplifier_core.testing import MockCoordinator
 from amplifier_core.validation.behavioral import ContextBehaviorTests
+from amplifier_core.validation.context import ContextValidator
 from amplifier_core.validation.structural import ContextStructuralTests
 
 import amplifier_module_context_summarize as package
@@ -55,16 +56,14 @@ def test_entry_point_is_installed():
     assert package.__amplifier_module_type__ == "context"
 
 
-@pytest.mark.slow
-def test_cli_validator_passes():
-    import subprocess
-    import sys
-
-    cli = Path(sys.executable).parent / "amplifier-core"
-    command = [str(cli)] if cli.exists() else [sys.executable, "-m", "amplifier_core.cli"]
-    result = subprocess.run([*command, "validate", "context", str(PACKAGE_DIR)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "PASSED" in result.stdout
+async def test_the_validator_behind_amplifier_core_validate_passes():
+    """What ``amplifier-core validate context <path>`` checks, run in this process: the CLI is a thin wrapper around
+    this validator, and its process sometimes aborts after printing PASSED (``PyGILState_Release`` while the
+    interpreter finalizes, in amplifier-core's Rust engine, seen once on a loaded machine), which is not ours."""
+    result = await ContextValidator().validate(str(PACKAGE_DIR))
+    failed = [check for check in result.checks if not check.passed]
+    assert result.passed and not failed, failed
+    assert len(result.checks) >= 9
 
 
 @pytest.mark.slow

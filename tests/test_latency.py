@@ -429,10 +429,13 @@ async def test_a_view_one_output_takes_past_the_budget_is_masked_to_fit_and_summ
     assert fits(landed, manager) and str(landed[1]["content"]).startswith(SUMMARY_MARKER)
 
 
-async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_further_and_the_summary_lands_onto_it():
+async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_further_and_the_summary_lands_onto_it(
+    monkeypatch,
+):
     """A fast agent: large outputs keep arriving while the background summary is still gated. Each request whose
     view would not fit is masked further in band instead of waiting; the summary then lands onto that masking,
     and a resumed session rebuilds the same view."""
+    monkeypatch.setattr(compactor_module, "LANDING_GRACE_S", 0.0)  # the gate holds the summary past any grace
     store, config = MemoryStore(), {"observation_masking": True, "mask_keep_recent": 1}
     manager, recorder = make(config, store=store)
     provider = GatedProvider()
