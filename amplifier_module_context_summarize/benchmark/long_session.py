@@ -128,13 +128,14 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
             timed.append((step.index + 1, elapsed))
     await asyncio.sleep(2 * heartbeat.interval_s)
     await heartbeat.stop()
+    result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
     resume = None
     if plan.resume and kind == "extractive":
         live = await manager.get_messages_for_request(token_budget=plan.budget)
+        store, manager = manager.store, None  # a restarted process has only its store, not the session's manager
         resume = await measure_resume(
-            lambda store: _manager(kind, plan.budget, None, store), manager.store, messages, plan.budget, live
+            lambda store: _manager(kind, plan.budget, None, store), store, messages, plan.budget, live
         )
-    result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
     result.resume = resume
     result.loop_lag_last_s = heartbeat.max_lag_s
     result.loop_lag_raw_last_s, result.gc_pause_last_s = heartbeat.max_raw_lag_s, heartbeat.max_gc_s

@@ -4,18 +4,21 @@ With the session's summaries stored (the resume path: the same store, as a resta
 it) the state is walked back from the store and the first view is the one the session had; with nothing
 stored the first request compacts the whole history at once. Each is timed in wall and in CPU time (the
 process's, worker threads and its child processes included: ``compaction/plan/fork.py``; another process on the
-machine does not count), the collector paused. The target reads wall time: what the user waits.
+machine does not count), with the collector running, as a restarted process resumes: from a heap holding the host's
+messages and no garbage of the session before it. Its pauses are timed too, so the wall time reads both as the user
+waits (the targets) and net of the collector (the module's own work).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..stores import MemoryStore, SummaryStore
-from .timing import gc_paused
+from .timing import CollectorTime
 
 
 @dataclass
@@ -26,6 +29,9 @@ class ResumeTimes:
     request_cpu_s: float = 0.0
     compactions: int = 0
     """Compactions of the first request (none when the stored state fits)."""
+    collector_s: float = 0.0
+    """Seconds the garbage collector ran within ``wall_s``."""
+    full_collections: int = 0
 
     @property
     def cpu_s(self) -> float:
@@ -35,6 +41,11 @@ class ResumeTimes:
     def wall_s(self) -> float:
         """What the target reads: the time the user waits, worker threads and processes included."""
         return self.set_s + self.request_s
+
+    @property
+    def net_s(self) -> float:
+        """``wall_s`` less the collector's pauses: the module's own work."""
+        return self.wall_s - self.collector_s
 
 
 @dataclass
@@ -55,15 +66,17 @@ def _cpu() -> float:
 async def _resume(
     make: Any, store: SummaryStore, messages: list[dict[str, Any]], budget: int
 ) -> tuple[Any, ResumeTimes]:
+    gc.collect()  # a restarted process holds no garbage of the session before it
     manager = make(store)
     times = ResumeTimes()
-    with gc_paused():
+    with CollectorTime() as collector:
         wall, cpu = time.perf_counter(), _cpu()
         await manager.set_messages(messages)
         times.set_s, times.set_cpu_s = time.perf_counter() - wall, _cpu() - cpu
         wall, cpu = time.perf_counter(), _cpu()
         view = await manager.get_messages_for_request(token_budget=budget)
         times.request_s, times.request_cpu_s = time.perf_counter() - wall, _cpu() - cpu
+    times.collector_s, times.full_collections = collector.seconds, collector.collections
     times.compactions = manager.stats["compactions"]
     # A served resume folds the working set between requests (``Compactor.fold_after_resume``): stopped here, so
     # the next measurement on this process is not charged with this session's background work.
