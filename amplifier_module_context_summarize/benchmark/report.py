@@ -62,8 +62,7 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
             f"{r.nothing_stored.set_s:.2f} + {r.nothing_stored.request_s:.2f} ({r.nothing_stored.cpu_s:.2f}, "
             f"{r.nothing_stored.compactions} compaction); same view as before: {'yes' if r.same_view else 'NO'}; "
             f"the collector's pauses within those walls: {r.stored.collector_s:.2f} / "
-            f"{r.nothing_stored.collector_s:.2f} "
-            f"({r.nothing_stored.full_collections} full collections)"
+            f"{r.nothing_stored.collector_s:.2f} ({r.nothing_stored.full_collections} full collections)"
         )
     lines.append("  targets: resume with summaries stored <= 2 s, with nothing stored <= 5 s (wall, at 50,000 msgs)")
     return lines
