@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.synth import SMALL, SessionGenerator
+from amplifier_module_context_summarize.compaction.view.losses import FactsRun, joined
 from amplifier_module_context_summarize.compaction.view.splice import working_set_room
 from amplifier_module_context_summarize.config import Config
 from amplifier_module_context_summarize.core.history import History
@@ -41,7 +42,7 @@ from amplifier_module_context_summarize.working_set.fold import (
     named_files,
     working_set_of,
 )
-from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of
+from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of, plain
 
 COUNTER = TokenCounter()
 COUNT = COUNTER.count_text
@@ -449,6 +450,37 @@ def test_kept_facts_read_back_as_they_were_extracted() -> None:
     assert [log[g] for g in range(len(log))] == extracted
     for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
         assert list(log.first(count)) == extracted[:count]
+
+
+@pytest.mark.parametrize("appended_first", [0, 5, FactsLog.BLOCK])
+def test_facts_kept_in_their_compact_form_read_back_as_appended_ones(appended_first: int) -> None:
+    """A child's facts arrive plain and go to bytes as they are (no ``Facts`` built); they read back the same as
+    facts appended one by one, whatever the open block held before them."""
+    history = history_of(long_session())
+    extracted = [working_set.extract(history.shown(g)) for g in range(len(history.groups) - 1)]
+    log = FactsLog()
+    for facts in extracted[:appended_first]:
+        log.append(facts)
+    log.extend_plain([plain(f) for f in extracted[appended_first:]])
+
+    filling = -appended_first % log.BLOCK  # the open block is filled first, then whole blocks go to bytes
+    assert len(log) == len(extracted) and len(extracted) - appended_first - filling > log.BLOCK
+    assert [log[g] for g in range(len(log))] == extracted
+    for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
+        assert list(log.first(count)) == extracted[:count]
+
+
+def test_a_run_of_groups_joins_their_facts_as_the_account_joins_them() -> None:
+    history = history_of(long_session())
+    groups = range(len(history.groups) - 1)
+    extracted = [working_set.extract(history.shown(g)) for g in groups]
+    run = FactsRun()
+    assert run.empty
+    for facts in extracted:
+        run.add(facts)
+
+    assert not run.empty and run.facts() == joined(extracted)
+    assert run.facts().files and run.facts().outcomes  # the session touches files and runs commands
 
 
 async def test_the_extractive_view_names_the_summarized_tool_call_paths_of_a_generated_session() -> None:

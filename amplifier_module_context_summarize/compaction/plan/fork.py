@@ -21,8 +21,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ...core.history import History
-from ...working_set.facts import Facts, extract
-from ...working_set.index import WorkingSetIndex, from_plain, plain
+from ...working_set.facts import extract
+from ...working_set.index import PLAIN_FIELDS, WorkingSetIndex, plain
 
 SPLIT_MIN_GROUPS = 4_096
 """Fewer groups than this to extract are not worth a child (its fork and the facts' trip back cost ~0.1 s)."""
@@ -83,11 +83,11 @@ class Split:
         the time ``CHILD_WAIT_FACTOR`` allows."""
         history, receiving = self.history, self._receiving
         assert receiving is not None, "finish before fork"
-        own: list[Facts] = []
+        own: list[tuple[object, ...]] = []
         started = slice_ends = time.perf_counter()
         slice_ends += SLICE_S
         for group in range(self.middle, self.end):
-            own.append(extract(history.shown(group)))
+            own.append(plain(extract(history.shown(group))))
             if len(own) % STEP == 0 and time.perf_counter() >= slice_ends:
                 await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S
@@ -100,7 +100,7 @@ class Split:
             data, ok = await receiving
         parsed = _parsed(data, self.middle - self.start, self.end - self.hashed_from) if ok else None
         if parsed is None:  # the child failed: its share is extracted here, as one process would have
-            older = [extract(history.shown(group)) for group in range(self.start, self.middle)]
+            older = _extracted(history, self.start, self.middle)
         else:
             older, hashes = parsed
             history.adopt_group_hashes(self.hashed_from, hashes)
@@ -125,6 +125,10 @@ def start_split(index: WorkingSetIndex, history: History, end: int) -> Split | N
 
 def child_facts(history: History, start: int, end: int) -> list[tuple[object, ...]]:
     """What the child extracts and sends back: the facts of groups ``[start, end)``, plain."""
+    return _extracted(history, start, end)
+
+
+def _extracted(history: History, start: int, end: int) -> list[tuple[object, ...]]:
     return [plain(extract(history.shown(group))) for group in range(start, end)]
 
 
@@ -155,13 +159,15 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _parsed(data: bytes, count: int, hashed: int) -> tuple[list[Facts], list[str]] | None:
-    """The child's facts and group hashes, or None unless there are as many of each as it was asked for."""
+def _parsed(data: bytes, count: int, hashed: int) -> tuple[list[tuple[object, ...]], list[str]] | None:
+    """The child's facts (in ``plain`` form, kept as they come) and group hashes, or None unless there are as many
+    of each as it was asked for, in their shapes."""
     try:
         plains, hashes = marshal.loads(data)
-        facts = [from_plain(p) for p in plains]
     except (ValueError, EOFError, TypeError):
         return None
-    if len(facts) != count or len(hashes) != hashed or not all(isinstance(h, str) for h in hashes):
+    if len(plains) != count or len(hashes) != hashed or not all(isinstance(h, str) for h in hashes):
         return None
-    return facts, hashes
+    if not all(type(p) is tuple and len(p) == PLAIN_FIELDS for p in plains):
+        return None
+    return plains, hashes

@@ -46,7 +46,7 @@ from ..plan.facts import PlanFacts
 from ..plan.job import CompactionReport, Job
 from ..plan.strategies import Strategy
 from ..plan.warm import Warmer, fold_ahead, let_loop_run
-from ..view.losses import Account, account_of, joined, newly_hidden, newly_hidden_messages
+from ..view.losses import Account, FactsRun, account_of, joined, newly_hidden, newly_hidden_messages
 from ..view.masking import MaskSettings
 from ..view.request import RequestView
 from .background import CANCELLED, FAILED, LANDED, STARTED, BackgroundCompactor, Flight, Landed
@@ -587,19 +587,25 @@ class Compactor:
         index, irregular = index_of(history), history.shown_as
         spans = newly_hidden(before.boundary, before.tail_start, state.boundary, state.tail_start)
         parts: list[Facts | list[Message]] = []
+        run = FactsRun()
         await let_loop_run()
         texts = [message_text(m) for m in shows.messages]
         for start, end in spans:
             for group in range(start, end):
                 if group in irregular:
+                    if not run.empty:
+                        parts.append(run.facts())
+                        run = FactsRun()
                     g = history.groups[group]
                     parts.append(history.messages[g.start : g.end])
                 else:
-                    parts.append(index.facts(group))
+                    run.add(index.facts(group))
             await let_loop_run()
             if start >= state.boundary and masks is not None:
                 texts += [message_text(m) for m in masks.span(start, end)]
                 await let_loop_run()
+        if not run.empty:
+            parts.append(run.facts())
         return await asyncio.to_thread(_account, parts, "\n".join(texts))
 
     async def _report_compaction(

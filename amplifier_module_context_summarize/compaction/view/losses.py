@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.history import History
 from ...core.messages import Message
@@ -56,6 +57,24 @@ def joined(parts: Iterable[Facts | list[Message]]) -> Facts:
 
 
 _FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
+
+
+class FactsRun:
+    """The facts of consecutive groups joined as they are read, in order (as ``joined`` joins them). A long span
+    (a cold resume hides 31,000 groups at once) then keeps its items, not a ``Facts`` per group: that many alive
+    together outlive the collector's young generations and set off full collections over the whole heap."""
+
+    def __init__(self) -> None:
+        self._items: tuple[list[Any], ...] = tuple([] for _ in _FIELDS)
+        self.empty = True
+
+    def add(self, facts: Facts) -> None:
+        for items, name in zip(self._items, _FIELDS, strict=True):
+            items.extend(getattr(facts, name))
+        self.empty = False
+
+    def facts(self) -> Facts:
+        return Facts(*(tuple(items) for items in self._items))
 
 
 def account_of(facts: Facts, shown_text: str) -> Account:
