@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
-from typing import Any
+
+from .timing import CollectorTime
 
 
 class Heartbeat:
@@ -26,42 +26,36 @@ class Heartbeat:
         """Longest lag less the collector's pauses in that beat."""
         self.max_raw_lag_s = 0.0
         """Longest lag as seen, collector pauses included."""
-        self.max_gc_s = 0.0
-        """Longest single pause of the garbage collector."""
         self.beats = 0
         self._task: asyncio.Task[None] | None = None
-        self._collecting: float | None = None
-        self._collected_s = 0.0
-        """Seconds the collector has run since ``start``."""
+        self._collector = CollectorTime()
+        """The collector's pauses since ``start``."""
 
-    def _on_gc(self, phase: str, _info: dict[str, Any]) -> None:
-        now = time.perf_counter()
-        if phase == "start":
-            self._collecting = now
-        elif self._collecting is not None:
-            pause, self._collecting = now - self._collecting, None
-            self._collected_s += pause
-            self.max_gc_s = max(self.max_gc_s, pause)
+    @property
+    def max_gc_s(self) -> float:
+        """Longest single pause of the garbage collector."""
+        return self._collector.longest
 
     async def _run(self) -> None:
+        collector = self._collector
         while True:
-            asked, collected = time.perf_counter(), self._collected_s
+            asked, collected = time.perf_counter(), collector.seconds
             await asyncio.sleep(self.interval_s)
             lag = time.perf_counter() - asked - self.interval_s
             self.beats += 1
             self.max_raw_lag_s = max(self.max_raw_lag_s, lag)
-            self.max_lag_s = max(self.max_lag_s, lag - (self._collected_s - collected))
+            self.max_lag_s = max(self.max_lag_s, lag - (collector.seconds - collected))
 
     def start(self) -> None:
-        gc.callbacks.append(self._on_gc)
+        self._collector.start()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def reset(self) -> None:
-        self.max_lag_s = self.max_raw_lag_s = self.max_gc_s = 0.0
+        self.max_lag_s = self.max_raw_lag_s = self._collector.longest = 0.0
 
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
-            gc.callbacks.remove(self._on_gc)
+            self._collector.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

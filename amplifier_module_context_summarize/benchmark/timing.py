@@ -33,6 +33,8 @@ class CollectorTime:
         self.seconds = 0.0
         self.collections = 0
         """Full collections (generation 2) among them: the long pauses."""
+        self.longest = 0.0
+        """The longest single pause."""
         self._began: float | None = None
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -40,16 +42,23 @@ class CollectorTime:
         if phase == "start":
             self._began = now
         elif self._began is not None:
-            self.seconds += now - self._began
+            pause, self._began = now - self._began, None
+            self.seconds += pause
+            self.longest = max(self.longest, pause)
             self.collections += info.get("generation") == 2
-            self._began = None
+
+    def start(self) -> None:
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._on_gc)
 
     def __enter__(self) -> CollectorTime:
-        gc.callbacks.append(self._on_gc)
+        self.start()
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        gc.callbacks.remove(self._on_gc)
+        self.stop()
 
 
 class SummarizerClock:

@@ -101,8 +101,8 @@ def _facts(plain: Any) -> Facts:
 plain = _plain
 """The compact form ``FactsLog`` keeps a group's facts in (marshal can write it): facts extracted in another
 process come back in it (``compaction/plan/fork.py``)."""
-PLAIN_FIELDS = 6
-"""Items of one ``plain`` tuple."""
+PLAIN_FIELDS = len(Facts())
+"""Items of one ``plain`` tuple: one per field of ``Facts``."""
 
 
 class WorkingSetIndex:
