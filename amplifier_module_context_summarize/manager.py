@@ -356,7 +356,7 @@ class SummarizingContextManager:
             return
         self._dropped_pins = choice.signature
         if choice.newest_dropped >= 0:
-            dropped = choice.dropped(history)
+            dropped = choice.dropped(history.marked)
             await self._emit(
                 events.PinsDropped(
                     dropped=len(dropped),

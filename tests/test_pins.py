@@ -179,3 +179,15 @@ async def test_pin_patterns_tokenize_each_marked_message_a_bounded_number_of_tim
     assert manager.state.boundary > 40, "most of the session is summarized, its reminders pinned or dropped"
     worst = max(counted[reminder(i)] for i in range(1, 60))
     assert worst <= 8, f"an old reminder was tokenized {worst} times over {len(messages)} messages"
+
+
+def test_bench_pins_times_each_length_with_and_without_the_pattern_and_judges_the_growth():
+    from amplifier_module_context_summarize.benchmark.pins import PinTiming, pins_target, render, run_pins
+
+    timings = run_pins((6, 12), budget=3_000)
+    assert [(t.turns, t.pinned) for t in timings] == [(6, False), (6, True), (12, False), (12, True)]
+    assert all(t.request_ms >= 0 and t.mean_ms >= 0 for t in timings)
+    flat = [PinTiming(150, True, 1.0, 2.0), PinTiming(500, True, 1.5, 2.0)]
+    steep = [PinTiming(150, True, 1.0, 2.0), PinTiming(500, True, 3.0, 2.0)]
+    assert pins_target(flat)[1] and not pins_target(steep)[1]
+    assert "| 500 | <system-reminder> | 3.00 | 2.00 |" in render(steep) and "FAIL" in render(steep)

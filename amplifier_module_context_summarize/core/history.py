@@ -21,7 +21,7 @@ from .messages import (
     is_user_turn,
     sanitize,
 )
-from .pins import PinMark, PinRule, results_of
+from .pins import PinChoice, PinMark, PinRule, results_of
 from .tokens import TokenCounter
 from .wire import without_response_chain
 
@@ -131,8 +131,8 @@ class History:
         """How many of the newest user turns are pinned when their groups are summarized."""
         self.pin_room = 0
         """Tokens the marked pins and recent user turns may take in a view (``pin_budget_ratio`` of the budget)."""
-        self.pin_memo: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
-        """(end, latest request, room) -> (pinned extra indices, dropped indices): ``core.state.extra_pins``."""
+        self.pin_memo: dict[tuple[int, int, int], PinChoice] = {}
+        """(end, latest request, room) -> the extra pins kept and given way: ``core.state.extra_pins``."""
         self._grouper = Grouper()
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""

@@ -14,6 +14,7 @@ any other pin, and can never leave a call unanswered on the wire.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .messages import (
@@ -30,6 +31,28 @@ from .messages import (
 PINNED_OUTPUT_HEADER = "[PINNED TOOL OUTPUT] {call} returned:"
 CALL_SHOWN_CHARS = 200
 """A restated output's header shows this much of its call's arguments (the call may have written a whole file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PinChoice:
+    """The extra pins before a cut: ``kept`` (stored order), and every candidate at or before ``newest_dropped``
+    given way (-1: none). ``signature`` names the dropped set without listing it, so a request compares it in
+    constant time; ``dropped`` lists it (once per change, for ``context:pins_dropped``)."""
+
+    kept: tuple[int, ...]
+    kept_tokens: int
+    newest_dropped: int
+    signature: tuple[object, ...]
+
+    def dropped(self, marked: list[int]) -> list[int]:
+        """The candidates given way, in stored order (``marked``: ``History.marked`` of the history chosen in)."""
+        if self.newest_dropped < 0:
+            return []
+        last = self.newest_dropped
+        recent, skip = self.signature[1], self.signature[2]
+        assert isinstance(recent, tuple) and isinstance(skip, tuple)
+        marked = marked[: bisect_right(marked, last)]
+        return sorted(set(marked).union(recent).difference(skip))
 
 
 @dataclass(frozen=True, slots=True)

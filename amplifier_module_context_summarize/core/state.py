@@ -7,14 +7,14 @@ pinned latest request are functions of the state and the history, never kept in 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 
 from .clip import clip_text
 from .handles import handle_for
 from .history import History
 from .messages import Message, message_text
-from .pins import PinMark, PinRule, restated
+from .pins import PinChoice, PinMark, PinRule, restated
 from .tokens import TokenCounter
 
 SUMMARY_MARKER = "[CONTEXT SUMMARY]"
@@ -169,28 +169,6 @@ def pinned_indices(history: History, boundary: int) -> list[int]:
 
 
 PIN_MEMO_KEPT = 64
-
-
-@dataclass(frozen=True, slots=True)
-class PinChoice:
-    """The extra pins before a cut: ``kept`` (stored order), and every candidate at or before ``newest_dropped``
-    given way (-1: none). ``signature`` names the dropped set without listing it, so a request compares it in
-    constant time; ``dropped`` lists it (once per change, for ``context:pins_dropped``)."""
-
-    kept: tuple[int, ...]
-    kept_tokens: int
-    newest_dropped: int
-    signature: tuple[object, ...]
-
-    def dropped(self, history: History) -> list[int]:
-        """The candidates given way, in stored order (``history``: the one this choice was made for)."""
-        if self.newest_dropped < 0:
-            return []
-        last = self.newest_dropped
-        recent, skip = self.signature[1], self.signature[2]
-        assert isinstance(recent, tuple) and isinstance(skip, tuple)
-        marked = history.marked[: bisect_right(history.marked, last)]
-        return sorted(set(marked).union(recent).difference(skip))
 
 
 def extra_pins(history: History, end: int) -> PinChoice:
