@@ -17,6 +17,7 @@ from amplifier_core.testing import MockCoordinator
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing.builders import tool_call, tool_result
 
 BUDGET = 4_000
@@ -136,6 +137,25 @@ async def test_pinned_tool_outputs_past_their_room_are_reported_dropped_and_the_
     assert kept and kept == list(range(8 - len(kept), 8)), "the newest pinned outputs are kept"
     assert last["dropped_indices"] == [results[i] for i in range(8) if i not in kept]
     assert last["pin_tokens"] <= last["pin_room"]
+
+
+async def test_a_resume_shows_the_same_pinned_outputs():
+    """Marks are made as messages are added, so ``set_messages`` in a new process pins the same outputs."""
+    rules = "RULE-AGENTS-9: tabs in Makefiles."
+    messages = [
+        {"role": "user", "content": "Request 0: follow the rules."},
+        tool_call("openai", "call_r", "read_file", {"path": "AGENTS.md"}),
+        tool_result("openai", "call_r", rules),
+        {"role": "assistant", "content": "Understood."},
+        *filler_turns(1, 30, "openai"),
+    ]
+    store = MemoryStore()
+    first = create_manager(config(pin_patterns=["AGENTS.md"]), store=store)
+    views = await replay(first, messages)
+    assert any(rules in t for t in shown_texts(views[-1]))
+    resumed = create_manager(config(pin_patterns=["AGENTS.md"]), store=store)
+    await resumed.set_messages(messages)
+    assert await resumed.get_messages_for_request(BUDGET) == views[-1]
 
 
 # ------------------------------------------------------------------ item 8: marked messages tokenized once
