@@ -113,7 +113,7 @@ class SummarizingContextManager:
         self._pin_rule = pin_matcher(c.pin_patterns)
         self._crossed: set[tuple[str, float]] = set()
         """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
-        self._dropped_pins: tuple[int, ...] = ()
+        self._dropped_pins: tuple[object, ...] = (-1, (), ())
         self._closed = False
         """``close`` has closed the store and the backend (a second close only stops background work again)."""
         self._scope_store()
@@ -351,19 +351,19 @@ class SummarizingContextManager:
         if state.boundary <= 0 or not (history.marked or history.recent_user_turns):
             return
         end = history.groups[state.boundary - 1].end
-        kept, dropped = extra_pins(history, end)
-        if tuple(dropped) == self._dropped_pins:
+        choice = extra_pins(history, end)
+        if choice.signature == self._dropped_pins:
             return
-        self._dropped_pins = tuple(dropped)
-        if dropped:
-            count = self.counter.count_message
+        self._dropped_pins = choice.signature
+        if choice.newest_dropped >= 0:
+            dropped = choice.dropped(history.marked)
             await self._emit(
                 events.PinsDropped(
                     dropped=len(dropped),
-                    kept=len(kept),
-                    pin_tokens=sum(count(history.messages[i]) for i in kept),
+                    kept=len(choice.kept),
+                    pin_tokens=choice.kept_tokens,
                     pin_room=history.pin_room,
-                    dropped_indices=list(dropped),
+                    dropped_indices=dropped,
                 )
             )
 

@@ -8,6 +8,7 @@ from outside, with an instant fake summarizer backend, so only the module's own 
 growing working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request,
 compaction and memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early
 and late), ``resume`` (a cold and a warm resume), ``latency`` (what compaction adds to a request),
+``pins`` (``bench --pins``: what ``pin_patterns`` cost a request as the history grows),
 ``heartbeat`` (how long the event loop stays blocked), ``simulation`` (summarizer tokens and cache breaks of a
 long session), ``fleet`` (provider calls of workers sharing Redis), ``cost_compare`` (``bench --cost``: session
 cost under prompt caching). Helpers: ``timing`` (batches with the collector paused), ``fake_backend`` (an instant

@@ -62,6 +62,12 @@ def add_parser(commands: Any) -> None:
         "summarizers taking 2, 10 and 30 s (virtual time; --sim-turns sets the turns, default 200; quick 40)",
     )
     parser.add_argument(
+        "--pins",
+        action="store_true",
+        help="instead: ms a request with pin_patterns ['<system-reminder>'] and without, on a Claude Code-shaped "
+        "session at 150 and 500 turns (quick: 60 and 200)",
+    )
+    parser.add_argument(
         "--cost",
         action="store_true",
         help="instead: what sessions cost under Anthropic's and OpenAI's prompt caches, hybrid vs summarize-only, "
@@ -87,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         return run_fleet(args)
     if args.latency:
         return run_latency(args)
+    if getattr(args, "pins", False):
+        return run_pins(args)
     from .report import render
     from .run import run_benchmark
     from .targets import all_passed
@@ -130,3 +138,13 @@ def run_latency(args: argparse.Namespace) -> int:
     result = run_latency(plan)
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
     return 1 if args.check and not all(passed for _, _, passed in latency_targets(result)) else 0
+
+
+def run_pins(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .pins import PIN_TURNS, QUICK_TURNS, pins_target, render, run_pins
+
+    timings = run_pins(QUICK_TURNS if args.quick else PIN_TURNS)
+    print(json.dumps([asdict(t) for t in timings], indent=2) if args.json else render(timings))
+    return 1 if args.check and not pins_target(timings)[1] else 0

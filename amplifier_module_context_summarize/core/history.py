@@ -14,12 +14,14 @@ from .messages import (
     Group,
     Grouper,
     Message,
+    call_ids,
     canonical_json,
     content_hash,
     has_lone_surrogate,
     is_user_turn,
     sanitize,
 )
+from .pins import PinChoice, PinMark, PinRule, results_of
 from .tokens import TokenCounter
 from .wire import without_response_chain
 
@@ -109,18 +111,28 @@ class History:
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
         self.unencodable = False
         """Some message holds a lone surrogate, so views are scrubbed before they are sent (``scrub_value``)."""
-        self.pin_rule: Callable[[Message], bool] | None = None
-        """Whether a message is marked to keep verbatim (``metadata.pin``, ``pin_patterns``): set before appending."""
+        self.pin_rule: PinRule | None = None
+        """What of a message is marked to keep verbatim (``metadata.pin``, ``pin_patterns``): set before appending."""
         self.marked: list[int] = []
-        """Indices of the messages ``pin_rule`` marks, in order."""
+        """Indices of the messages ``pin_rule`` marks, in order (so sorted: ``extra_pins`` bisects it)."""
+        self.pin_marks: dict[int, PinMark] = {}
+        """What each marked message's pin keeps: its words, the tool outputs it carries."""
+        self.pinned_calls: set[str] = set()
+        """Ids of calls whose outputs are pinned (a pattern in their arguments, a flagged caller), until answered."""
+        self.callers: dict[str, Message] = {}
+        """Call id -> the message that made it, while pins are on: a restated output is headed by its call."""
+        self.pin_forms: dict[tuple[int, int], tuple[Message, int] | None] = {}
+        """(index, allowance) -> a pin as shown and its tokens: worked out once per message (``core.state._pin``)."""
+        self.pin_tokens: dict[int, int] = {}
+        """Index -> tokens of the message as pinned, unclipped: what ``extra_pins`` fits into the pins' room."""
         self.requests: list[int] = []
         """Indices of the user turns (messages that say something, not only tool results), in order."""
         self.recent_user_turns = 0
         """How many of the newest user turns are pinned when their groups are summarized."""
         self.pin_room = 0
         """Tokens the marked pins and recent user turns may take in a view (``pin_budget_ratio`` of the budget)."""
-        self.pin_memo: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
-        """(end, latest request, room) -> (pinned extra indices, dropped indices): ``core.state.extra_pins``."""
+        self.pin_memo: dict[tuple[int, int, int], PinChoice] = {}
+        """(end, latest request, room) -> the extra pins kept and given way: ``core.state.extra_pins``."""
         self._grouper = Grouper()
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
@@ -187,8 +199,8 @@ class History:
             self.system_tokens += tokens
             if from_hook(message):
                 self.hook_system_tokens += tokens
-        if self.pin_rule is not None and not is_system and message.get("role") != "tool" and self.pin_rule(message):
-            self.marked.append(index)
+        if self.pin_rule is not None and not is_system:
+            self._mark(index, message, self.pin_rule)
         if is_user_turn(message):
             self.requests.append(index)
             self.latest_request = index
@@ -196,6 +208,25 @@ class History:
                 self.first_request = index
         if not self.unencodable and has_lone_surrogate(message):
             self.unencodable = True
+
+    def _mark(self, index: int, message: Message, rule: PinRule) -> None:
+        """Record what of ``message`` a pin keeps: once per message, as it is stored (a request only reads it)."""
+        flagged = rule.flagged(message)
+        for call_id in call_ids(message):
+            self.callers[call_id] = message
+        self.pinned_calls.update(rule.calls(message, flagged))
+        results = tuple(
+            dict.fromkeys(
+                call_id
+                for call_id, text in results_of(message)
+                if flagged or call_id in self.pinned_calls or (rule.patterns and rule.matches(text))
+            )
+        )
+        self.pinned_calls.difference_update(results)
+        words = rule.words(message, flagged)
+        if words or results:
+            self.marked.append(index)
+            self.pin_marks[index] = PinMark(words, results)
 
     def count_from(self, boundary: int, horizon: int | None = None) -> None:
         """Count a history built with ``counting=False``: the groups from ``boundary`` on now (linear in them), the

@@ -7,13 +7,14 @@ pinned latest request are functions of the state and the history, never kept in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 
 from .clip import clip_text
 from .handles import handle_for
 from .history import History
-from .messages import Message, message_text, strip_tool_blocks
+from .messages import Message, message_text
+from .pins import PinChoice, PinMark, PinRule, restated
 from .tokens import TokenCounter
 
 SUMMARY_MARKER = "[CONTEXT SUMMARY]"
@@ -28,6 +29,8 @@ TRUNCATION_MARKER_TOKENS = 32
 """Room planned for the marker, which also makes sure the first message after the system ones is a user's
 (Anthropic rejects a conversation that opens with an assistant message)."""
 PIN_MAX_CHARS_PER_TOKEN = 3
+WORDS = PinMark()
+"""What a pin keeps of a message no rule marked (the first and latest requests, recent user turns): its words."""
 
 
 @dataclass(frozen=True)
@@ -161,58 +164,94 @@ def pinned_indices(history: History, boundary: int) -> list[int]:
         return []
     end = history.groups[boundary - 1].end
     core = [i for i in (history.first_request, history.latest_request) if 0 <= i < end]
-    extra = extra_pins(history, end)[0] if (history.marked or history.recent_user_turns) else []
+    extra = extra_pins(history, end).kept if (history.marked or history.recent_user_turns) else ()
     return sorted(set(core).union(extra))
 
 
 PIN_MEMO_KEPT = 64
 
 
-def extra_pins(history: History, end: int) -> tuple[list[int], list[int]]:
+def extra_pins(history: History, end: int) -> PinChoice:
     """The marked messages (``History.pin_rule``) and the last ``recent_user_turns`` user turns stored before
-    ``end`` (the first and latest requests aside), newest first into ``History.pin_room`` tokens: (kept, dropped),
-    each in stored order. The oldest give way, so the newest instruction or reminder is the one shown."""
+    ``end`` (the first and latest requests aside), newest first into ``History.pin_room`` tokens. The oldest give
+    way, so the newest instruction or reminder is the one shown.
+
+    Linear in the pins kept, not in the history: ``marked`` is sorted (bisected to ``end``), each message's pinned
+    tokens are counted once (``pin_tokens``), and the walk stops at the first candidate that does not fit, since
+    every older one gives way with it."""
     latest = history.latest_request
     key = (end, latest, history.pin_room)
     known = history.pin_memo.get(key)
     if known is not None:
         return known
-    recent = history.requests[-history.recent_user_turns :] if history.recent_user_turns else []
+    marked = history.marked
+    recent = [i for i in history.requests[-history.recent_user_turns :] if i < end] if history.recent_user_turns else []
     skip = {history.first_request, latest}
-    candidates = sorted({i for i in (*history.marked, *recent) if i < end and i not in skip}, reverse=True)
-    kept, dropped, used = [], [], 0
-    for i in candidates:
-        tokens = history.counter.count_message(history.messages[i])
-        if not dropped and used + tokens <= history.pin_room:
-            kept.append(i)
-            used += tokens
+    m, r = bisect_left(marked, end) - 1, len(recent) - 1
+    kept: list[int] = []
+    used, newest_dropped = 0, -1
+    while m >= 0 or r >= 0:
+        if r < 0 or (m >= 0 and marked[m] >= recent[r]):
+            i = marked[m]
+            m -= 1
+            if r >= 0 and recent[r] == i:
+                r -= 1
         else:
-            dropped.append(i)
+            i = recent[r]
+            r -= 1
+        if i in skip:
+            continue
+        tokens = pin_tokens(history, i)
+        if used + tokens > history.pin_room:
+            newest_dropped = i
+            break
+        kept.append(i)
+        used += tokens
+    signature = (
+        newest_dropped,
+        tuple(i for i in recent if i <= newest_dropped),
+        tuple(sorted(i for i in skip if 0 <= i <= newest_dropped)),
+    )
     if len(history.pin_memo) >= PIN_MEMO_KEPT:
         history.pin_memo.clear()
-    known = history.pin_memo[key] = (kept[::-1], dropped[::-1])
+    known = history.pin_memo[key] = PinChoice(tuple(kept[::-1]), used, newest_dropped, signature)
     return known
 
 
-def pin_matcher(patterns: tuple[str, ...]) -> Callable[[Message], bool]:
-    """Whether a message is marked to keep: ``metadata.pin`` is true, or its text holds one of ``patterns``
-    (literal substrings; one scan of the text per pattern)."""
+def pin_tokens(history: History, index: int) -> int:
+    """Tokens of the stored message at ``index`` as a pin shows it, unclipped: counted once per message."""
+    known = history.pin_tokens.get(index)
+    if known is None:
+        form = pin_form(history, index)
+        known = history.pin_tokens[index] = history.counter.count_message(form) if form is not None else 0
+    return known
 
-    def marked(message: Message) -> bool:
-        metadata = message.get("metadata")
-        if isinstance(metadata, dict) and metadata.get("pin") is True:
-            return True
-        if not patterns:
-            return False
-        text = message_text(message)
-        return any(p in text for p in patterns)
 
-    return marked
+def pin_form(history: History, index: int) -> Message | None:
+    """The stored message at ``index`` as pinned after the summary, before any clip: its words without tool blocks,
+    and the tool outputs its pin keeps restated under their calls (``core.pins.restated``)."""
+    return restated(history.messages[index], history.pin_marks.get(index, WORDS), history.callers)
+
+
+def pin_matcher(patterns: tuple[str, ...]) -> PinRule:
+    """What of a message is marked to keep: ``metadata.pin`` marks all it carries, a pattern (a literal substring,
+    one scan of each text per pattern) the words, the call's output or the output it is found in."""
+    return PinRule(patterns)
 
 
 def _pin(history: History, index: int, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
-    request = history.messages[index]
-    message = strip_tool_blocks(request, keep_calls=set(), keep_results=set())
+    """A pin as shown, with its tokens: worked out once per message and allowance (every request shows it)."""
+    key = (index, allowance)
+    if counter is history.counter and key in history.pin_forms:
+        return history.pin_forms[key]
+    found = _pin_shown(history, index, counter, allowance)
+    if counter is history.counter:
+        history.pin_forms[key] = found
+    return found
+
+
+def _pin_shown(history: History, index: int, counter: TokenCounter, allowance: int) -> tuple[Message, int] | None:
+    message = pin_form(history, index)
     if message is None:
         return None
     limit = PIN_MAX_CHARS_PER_TOKEN * allowance
