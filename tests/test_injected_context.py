@@ -5,6 +5,7 @@ rest of the view: counted by the view's own counter whatever its script, shown a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from amplifier_core.testing import MockCoordinator
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.core import clip
 from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.core.state import SUMMARY_MARKER
 from amplifier_module_context_summarize.core.tokens import TokenCounter
+from amplifier_module_context_summarize.stores import MemoryStore, SqliteStore
 
 BUDGET = 6_000
 CHINESE_PLAN = "计划：" + "".join(chr(0x4E00 + (i * 37) % 2000) for i in range(3_000))
@@ -123,6 +126,54 @@ def test_clipping_to_a_token_room_is_linear_in_the_room_not_the_text() -> None:
     message = clip.clip_within({"role": "user", "content": CHINESE_PLAN * 2_000}, room, count)
     assert count(message) <= room
     assert max(counted) <= room * clip.CHARS_PER_TOKEN_CAP + 200 and len(counted) <= 16
+
+
+# ------------------------------------------------------------------ 5. a resume shows the same view
+
+
+async def test_a_resume_in_a_new_process_shows_the_plan_the_hook_put_back(tmp_path: Path) -> None:
+    """Every turn a new manager over the same SQLite file (the ``amplifier`` CLI's new process per turn): its first
+    view is the one the running session sends, the hook's plan included (issue 43: 22 -> 21 messages)."""
+    path = tmp_path / "summaries.db"
+    hooks, posts = planning_hooks(PLAN)
+    running = create_manager(config(storage_path=str(path)), hooks=hooks)
+    resumed_with_plan = 0
+    for i in range(30):
+        view = (await session(running, 1, start=i))[0]
+        fresh = create_manager(config(), store=SqliteStore(path))
+        await fresh.set_messages(await running.get_messages())
+        assert await fresh.get_messages_for_request(BUDGET) == view, f"turn {i}"
+        resumed_with_plan += injected_in(view, PLAN)
+        await fresh.close()
+    assert posts and resumed_with_plan >= 10
+    await running.close()
+
+
+async def test_a_resume_before_the_budget_is_known_takes_the_plan_with_the_cuts() -> None:
+    """``set_messages`` plans at ``max_tokens``; the first request names another budget, and the resume at that
+    budget finds the cuts and the plan the session made at it (a shared memory store: one process, two managers)."""
+    store = MemoryStore()
+    hooks, _ = planning_hooks(PLAN)
+    running = create_manager(config(max_tokens=50_000), hooks=hooks, store=store)
+    view = (await session(running, 30))[-1]
+    assert any(message_text(m).startswith(SUMMARY_MARKER) for m in view) and injected_in(view, PLAN)
+    fresh = create_manager(config(max_tokens=50_000), store=store)
+    await fresh.set_messages(await running.get_messages())
+    assert await fresh.get_messages_for_request(BUDGET) == view
+
+
+async def test_a_later_compaction_without_a_plan_is_resumed_without_one() -> None:
+    store = MemoryStore()
+    hooks = PlainHooks(PLAN)
+    running = create_manager(config(), hooks=hooks, store=store)
+    views = await session(running, 20)
+    assert injected_in(views[-1], PLAN)
+    hooks.text = ""  # the hook puts nothing back from here on
+    views = await session(running, 20, start=20)
+    assert not injected_in(views[-1], PLAN)
+    fresh = create_manager(config(), store=store)
+    await fresh.set_messages(await running.get_messages())
+    assert await fresh.get_messages_for_request(BUDGET) == views[-1]
 
 
 # ------------------------------------------------------------------ 6. a lone surrogate never goes out

@@ -639,6 +639,8 @@ class Compactor:
         if outcome != events.COMPACTED:
             return  # nothing was installed: the kernel's event reports compactions only
         self.view.inject(injected_text(result))
+        history, state, wire = self.view.history, self.view.state, self.view.budget.wire
+        await self.records.record_injection(history, state, self.view.injected_text, wire)
         strategy, segments = self.strategy.name, bool(self.view.state.segments)
         await self.emit(
             events.Compaction(
@@ -729,6 +731,13 @@ class Compactor:
         if state.segments:
             await self._seed_working_set(history, state)
         return state
+
+    async def resumed_injection(self, history: History, state: CompactionState, wire_budget: int) -> str | None:
+        """What a ``context:post_compact`` hook put back after ``state`` (``resumed``'s) when this session's plan
+        installed it: a resume shows the view the session showed, the hook's plan included."""
+        if not self.strategy.stores_cuts:
+            return None
+        return await self.records.injection(history, state, self.records.plan(wire_budget))
 
     def fold_after_resume(self, history: History, state: CompactionState) -> None:
         """Extract and fold the summarized groups' working set in the background, in slices while the agent awaits
