@@ -106,6 +106,18 @@ class RequestView:
             return shows.injecting((injection.message, injection.tokens))
         return shows
 
+    def shown_by_state(self) -> Shown:
+        """What the state itself shows (summary, pins), without what a hook put back after it."""
+        return self._shown()
+
+    @property
+    def injected_tokens(self) -> int:
+        """Tokens of what a hook put back after the current state (0: nothing). A compaction plans with this much
+        room kept for it, since the hook puts its text back after every compaction: planned without it, the view
+        lands its size above the target, and with a plan near its room every request compacts again."""
+        injection = self.injection
+        return injection.tokens if injection is not None and injection.state is self.state else 0
+
     def pin_room(self, wire: int | None = None) -> int:
         """The pins' room at ``wire`` (the budget last planned when None)."""
         return int((self.budget.wire if wire is None else wire) * self.config.pin_budget_ratio)
