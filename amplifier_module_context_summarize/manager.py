@@ -173,12 +173,14 @@ class SummarizingContextManager:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
             history = self._history_of([copy_message(m) for m in messages], counting=False)
             state = await self.compactor.resumed(history, self.budget.wire)
+            injected = await self.compactor.resumed_injection(history, state, self.budget.wire)
             # What the state summarizes is counted only if a plan reads it; with nothing stored, only the newest
             # groups are counted and the older ones bounded for the first plan (``_first_plan_horizon``).
             cold = not state.segments and state.tail_start == 0
             history.count_from(state.boundary, HORIZON_BUDGETS * self.budget.wire if cold else None)
             await self.compactor.cancel_background("replaced")
             self._install(history, state)
+            self.view.inject(injected)
             self._resumed_at = self.budget.wire
             self.compactor.fold_after_resume(history, state)
 
@@ -435,6 +437,8 @@ class SummarizingContextManager:
     async def _resume(self, wire_budget: int) -> None:
         if self.strategy.stores_cuts:
             self.state = await self.compactor.resumed(self.history, wire_budget)
+            injected = await self.compactor.resumed_injection(self.history, self.state, wire_budget)
+            self.view.inject(injected, wire_budget)
             self.compactor.fold_after_resume(self.history, self.state)
 
     def _watch_pace(self, payload: events.Payload) -> None:

@@ -2,7 +2,8 @@
 
 The rows below are spelled out literally, in the encoding every store written so far holds (``"cut:"`` + plan tag
 + chain, ``"mask:"`` + plan tag + chain, ``"ws:"`` + chain with ``"<chain> <room>\\n<text>"``, a segment's end with
-``"|focus:"``), so a change of encoding fails here rather than orphaning the stores people have on disk.
+``"|focus:"``, ``"inject:"`` + plan tag + state key), so a change of encoding fails here rather than orphaning the
+stores people have on disk.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from amplifier_module_context_summarize.stores.records import (
     WORKING_SET_MARK,
     CutKey,
     CutRecord,
+    InjectionKey,
+    InjectionRecord,
     MaskEndKey,
     MaskEndRecord,
     SegmentKey,
@@ -115,6 +118,17 @@ async def test_rows_written_in_the_encoding_stores_hold_are_read_as_their_record
     key = record.key if hasattr(record, "key") else SegmentKey(record.start)
 
     assert await read(store, key) == [record]
+
+
+async def test_an_injection_writes_its_state_key_and_tail_and_reads_back() -> None:
+    """What a post_compact hook put back: ``inject:`` + plan tag + the state's key; end the chain at the tail."""
+    record = InjectionRecord(InjectionKey(PLAN, "s7"), "c5", 5, "PLAN: 1) migrate")
+    row = CachedSummary("inject:0123456789abcdef:s7", "c5", "PLAN: 1) migrate", count("PLAN: 1) migrate"), 5, 0)
+    assert record.row(count) == row
+    store = MemoryStore()
+    await store.put(row)
+    assert await read(store, record.key) == [record]
+    assert await read(store, InjectionKey(PLAN, "s8")) == [], "another state's key reads nothing"
 
 
 async def test_a_working_set_row_written_before_is_read_as_its_record() -> None:

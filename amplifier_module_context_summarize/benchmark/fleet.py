@@ -222,8 +222,9 @@ def run_comparison(plan: FleetPlan) -> list[FleetRun]:
     return runs
 
 
-BESIDE_SUMMARIES = (b":s:mask:", b":s:ws:", b":s:cut:")
-"""Key parts of the rows stored beside summaries (mask ends, working sets, a plan's cuts): not summaries."""
+BESIDE_SUMMARIES = (b":s:mask:", b":s:ws:", b":s:cut:", b":s:inject:")
+"""Key parts of the rows stored beside summaries (mask ends, working sets, a plan's cuts, injected context): not
+summaries."""
 
 
 def stored_summaries(url: str) -> int:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .messages import Message
+from .messages import Message, scrub_text
 from .plan import Limits
 from .tokens import TokenCounter
 from .wire import ToolSchemaMeter, UsageCalibration
@@ -229,8 +229,10 @@ class RequestBudget:
         return text if isinstance(text, str) else None
 
     def use_system_prompt(self, text: str | None) -> None:
+        """Lead the view with the rendered ``text`` (None: the stored system messages), any lone surrogate as
+        U+FFFD: a factory's text is not the history, whose surrogates the request scrubs, yet it is sent too."""
         if text is None:
             self.system_prompt = None
         elif self.system_prompt is None or self.system_prompt[0] != text:
-            message: Message = {"role": "system", "content": text}
+            message: Message = {"role": "system", "content": scrub_text(text)}
             self.system_prompt = (text, message, self.counter.count_message(message))

@@ -139,6 +139,38 @@ def _is_text(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "text"
 
 
+def clip_within(message: Message, room: int, count: Callable[[Message], int], note: Note = _no_note) -> Message:
+    """The message with its text clipped head and tail until ``count`` (the view's own counter) puts it within
+    ``room`` tokens: a room is tokens, never characters, so a script of about a token a character (Chinese) gets no
+    more of the budget than English does.
+
+    Each try counts a copy of at most ``room × CHARS_PER_TOKEN_CAP`` characters per text, and each limit is below
+    the one before (scaled by how far over the count was, then halved), so the work is linear in the room, not in
+    the text. Over ``room`` only when ``MIN_CLIP_CHARS`` of text and the marker are.
+    """
+    limit = min(max(room, 1) * CHARS_PER_TOKEN_CAP, _longest_own_text(message))
+    clipped = clip_text(message, limit, note)
+    tokens = count(clipped)
+    steps = 0
+    while tokens > room and limit > MIN_CLIP_CHARS:
+        scaled = limit * max(room, 0) // tokens  # below ``limit``: the count was over the room
+        limit = max(scaled if steps < REFINE_STEPS else min(scaled, limit // 2), MIN_CLIP_CHARS)
+        clipped = clip_text(message, limit, note)
+        tokens = count(clipped)
+        steps += 1
+    return clipped
+
+
+def _longest_own_text(message: Message) -> int:
+    """Length of the longest text ``clip_text`` may shorten in ``message`` (its content, or a text block)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return max((len(str(b.get("text", ""))) for b in content if _is_text(b)), default=0)
+    return 0
+
+
 def clip_all(message: Message, limit: int, note: Note) -> Message:
     """The message with every text a clip may shorten (its own text and its tool outputs, never a thinking block
     or a call) clipped head and tail to ``limit`` characters; a copy only when something changes."""

@@ -1,7 +1,7 @@
 """The records a summary store holds, typed, and the rows they are written as.
 
 A store holds one shape of row (``CachedSummary``: a key ``(start, end)``, text, tokens, groups, tier) and knows
-nothing of what a row means. Four kinds of record live in it, told apart by their start key's namespace; this
+nothing of what a row means. Five kinds of record live in it, told apart by their start key's namespace; this
 module is the one place that writes each as a row and reads it back, so every backend stays as it is and a store
 written by any earlier version reads the same (the rows are byte for byte those written before records were typed):
 
@@ -13,10 +13,13 @@ written by any earlier version reads the same (the rows are byte for byte those 
 - ``WorkingSetRecord``: start ``ws:`` and the chain after the first group; end the render tag (render version,
   counter); text the chain at the summarized end, a space, the room, a newline, then the working set; ``groups`` the
   summarized end.
+- ``InjectionRecord``: start ``inject:``, the plan tag and the state's key (a hash of its cuts, masking and summaries);
+  end the chain where the state's verbatim tail starts; text what a ``context:post_compact`` hook put back after that
+  state; ``groups`` the groups before the tail.
 
-Each record is read with a key (``SegmentKey``, ``CutKey``, ``MaskEndKey``, ``WorkingSetKey``): ``read``
-asks the store for the rows starting at the key and decodes them, leaving out a row that is not a record of that
-key (another key, a malformed head): a hand-edited or shared store is read as a miss, never a crash.
+Each record is read with a key (``SegmentKey``, ``CutKey``, ``MaskEndKey``, ``WorkingSetKey``, ``InjectionKey``):
+``read`` asks the store for the rows starting at the key and decodes them, leaving out a row that is not a record of
+that key (another key, a malformed head): a hand-edited or shared store is read as a miss, never a crash.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ MASK_MARK = "mask:"
 """Namespace of mask ends: where a plan's masking reached from a boundary, so a resume shows the same masked view."""
 WORKING_SET_MARK = "ws:"
 """Namespace of the summary's working set: one row per session line, rewritten at each compaction."""
+INJECTION_MARK = "inject:"
+"""Namespace of injected context: what a post_compact hook put back after a state, so a resume shows it again."""
 FOCUS_MARK = "|focus:"
 """A segment summarized with a focus ends its key with this and the focus's hash."""
 MAX_ROOM_DIGITS = 12
@@ -178,6 +183,35 @@ class WorkingSetRecord:
         """The row, its tokens ``count_text``'s count of the whole row text (as a checked store counts it)."""
         text = f"{self.head}\n{self.text}"
         return CachedSummary(self.key.row_start, self.tag, text, count_text(text), self.groups)
+
+
+@dataclass(frozen=True)
+class InjectionKey:
+    """What the plan ``plan`` showed after the state whose key is ``state`` (``keys.state_key``)."""
+
+    plan: str
+    state: str
+
+    @property
+    def row_start(self) -> str:
+        return INJECTION_MARK + self.plan + self.state
+
+    def decode(self, row: CachedSummary) -> InjectionRecord | None:
+        return InjectionRecord(self, row.end, row.groups, row.text) if _row_of(row, self.row_start) else None
+
+
+@dataclass(frozen=True)
+class InjectionRecord:
+    """``text`` was shown after the key's state, whose verbatim tail starts ``groups`` groups in, at the chain
+    ``end``."""
+
+    key: InjectionKey
+    end: str
+    groups: int
+    text: str
+
+    def row(self, count_text: Callable[[str], int]) -> CachedSummary:
+        return CachedSummary(self.key.row_start, self.end, self.text, count_text(self.text), self.groups)
 
 
 class Key(Protocol[R_co]):

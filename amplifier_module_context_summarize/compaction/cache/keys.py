@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...config import Config
+from ...core.history import History
 from ...core.messages import canonical_json, content_hash
+from ...core.state import CompactionState
 from ...stores.records import segment_end
 from ..view.masking import MaskSettings
 
@@ -54,3 +56,11 @@ def plan_tag(planner: str, config: Config, wire_budget: int) -> str:
     c = config
     shape = [planner, wire_budget, c.compact_threshold, c.target_usage, c.preserve_recent_ratio]
     return content_hash(canonical_json(shape))[:16] + ":"
+
+
+def state_key(history: History, state: CompactionState) -> str:
+    """What tells one state of ``history`` from another as a view shows it: its boundary and verbatim tail (by chain)
+    and each summary (its ends, tier and text), so a merge that keeps the cuts is another state."""
+    chain = history.chain_at
+    segments = [[chain(s.start), chain(s.end), s.tier, content_hash(s.text)] for s in state.segments]
+    return content_hash(canonical_json([chain(state.boundary), chain(state.tail_start), segments]))

@@ -1,5 +1,6 @@
 """What a session's plan stores beside its summaries, so a resumed session shows the same view: the cuts it
-installed, where its masking reached, and the working set its summary shows (the records are typed in
+installed, where its masking reached, the working set its summary shows, and what a ``context:post_compact`` hook
+put back after it (in a CLI every turn is a new process: the hook's plan must outlive it; the records are typed in
 ``stores/records.py``, which writes them as the rows stores have always held).
 
 After every install the compactor records what changed; a resume reads the records of its own plan back against
@@ -18,6 +19,8 @@ from ...stores import SummaryStore
 from ...stores.records import (
     CutKey,
     CutRecord,
+    InjectionKey,
+    InjectionRecord,
     MaskEndKey,
     MaskEndRecord,
     WorkingSetKey,
@@ -25,11 +28,15 @@ from ...stores.records import (
     read,
 )
 from ...working_set.index import RENDER_VERSION, index_of
-from .keys import plan_tag
+from .keys import plan_tag, state_key
 
 WORKING_SET_MAX_TOKENS = 2**20
 """Largest working set read back from a store (a room that size is a summary's share of a ~10M-token window); each
 row must also fit the room it names."""
+
+
+INJECTION_MAX_TOKENS = 2**20
+"""Largest injected text read back from a store (it was clipped to the pins' room, at most half a window)."""
 
 
 class PlanRecords:
@@ -120,6 +127,29 @@ class PlanRecords:
         row = WorkingSetRecord(key, tag, chain, room, end, text).row(count)
         await self.store.within(row.tokens).put(row)
         self._working_set_recorded = (key, tag, chain, room)
+
+    async def record_injection(self, history: History, state: CompactionState, text: str | None, wire: int) -> None:
+        """Store ``text``, shown after ``state`` until the next compaction, so a resume of the same plan shows it too.
+        Nothing without a text: a later state has another key, so a resume finds none for it (``truncate``, which
+        stores no cuts, stores none either)."""
+        if not text or not self.stores_cuts or state.tail_start <= 0:
+            return
+        key = InjectionKey(self.plan(wire), state_key(history, state))
+        row = InjectionRecord(key, history.chain_at(state.tail_start), state.tail_start, text).row(
+            history.counter.count_text
+        )
+        await self.store.within(row.tokens).put(row)
+
+    async def injection(self, history: History, state: CompactionState, plan: str) -> str | None:
+        """What the plan ``plan`` showed after ``state`` of ``history`` (None when nothing was stored for it)."""
+        if state.tail_start <= 0:
+            return None
+        end = history.chain_at(state.tail_start)
+        rows = self.store.within(INJECTION_MAX_TOKENS)
+        for record in await read(rows, InjectionKey(plan, state_key(history, state))):
+            if record.groups == state.tail_start and record.end == end and record.text:
+                return record.text
+        return None
 
 
 def working_set_key(history: History) -> WorkingSetKey:

@@ -397,7 +397,7 @@ class Compactor:
         facts = PlanFacts(
             history=view.history,
             limits=limits if not force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
-            system_tokens=view.system_view_tokens(),
+            system_tokens=view.system_view_tokens() + view.injected_tokens,  # room for the hook's text again
             counter=view.counter,
             summary_allowance=c.summary_output_tokens,
             working_set_tokens=c.working_set_tokens(view.budget.wire),
@@ -406,7 +406,7 @@ class Compactor:
             recall_tool=c.recall_tool_name,
             summarizer=self.segments.summarizer.backend is not None,
         )
-        facts.remember(view.state, view.shown())
+        facts.remember(view.state, view.shown_by_state())  # its injection is in ``system_tokens``
         job = Job(facts, view.state, provider, deadline, offline, last_sent=self.cached_sent)
         history = view.history
         estimated = history.estimating and view.state.boundary < history.bounded
@@ -503,12 +503,13 @@ class Compactor:
 
     def _tokens_of(self, state: CompactionState, shows: Shown) -> int:
         """Tokens of the view ``state`` would show, its summary message ``shows`` with the pins re-derived for the
-        latest request (as the next request shows it), without installing it: ``RequestView.tokens``'s sum."""
+        latest request (as the next request shows it), without installing it: ``RequestView.tokens``'s sum, with the
+        room a hook's text takes again once it lands (as the plan counted it)."""
         view, history = self.view, self.view.history
         shows = shows.pinning(pins_for(history, state.boundary, view.counter, self.config.summary_output_tokens))
         prefix, tail = history.prefix, state.tail_start
         masked = view.masks.tokens(state.boundary, tail) if view.masks is not None else 0
-        return view.system_view_tokens() + shows.tokens + masked + prefix[-1] - prefix[tail]
+        return view.system_view_tokens() + view.injected_tokens + shows.tokens + masked + prefix[-1] - prefix[tail]
 
     async def settle_background(self, deadline: float) -> None:
         """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
@@ -639,6 +640,8 @@ class Compactor:
         if outcome != events.COMPACTED:
             return  # nothing was installed: the kernel's event reports compactions only
         self.view.inject(injected_text(result))
+        history, state, wire = self.view.history, self.view.state, self.view.budget.wire
+        await self.records.record_injection(history, state, self.view.injected_text, wire)
         strategy, segments = self.strategy.name, bool(self.view.state.segments)
         await self.emit(
             events.Compaction(
@@ -729,6 +732,13 @@ class Compactor:
         if state.segments:
             await self._seed_working_set(history, state)
         return state
+
+    async def resumed_injection(self, history: History, state: CompactionState, wire_budget: int) -> str | None:
+        """What a ``context:post_compact`` hook put back after ``state`` (``resumed``'s) when this session's plan
+        installed it: a resume shows the view the session showed, the hook's plan included."""
+        if not self.strategy.stores_cuts:
+            return None
+        return await self.records.injection(history, state, self.records.plan(wire_budget))
 
     def fold_after_resume(self, history: History, state: CompactionState) -> None:
         """Extract and fold the summarized groups' working set in the background, in slices while the agent awaits

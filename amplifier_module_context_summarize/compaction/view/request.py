@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from ...config import Config
 from ...core.budget import RequestBudget
-from ...core.clip import Note, clip_middle, clip_tool_outputs
+from ...core.clip import Note, clip_tool_outputs, clip_within
 from ...core.history import History, from_hook
 from ...core.invariants import last_allowed_cut
-from ...core.messages import Message
+from ...core.messages import Message, scrub_text
 from ...core.state import CompactionState, Shown, pinned_indices, pins_for, truncation_marker
 from ...core.tokens import TokenCounter
 from ...working_set.index import index_of
@@ -77,15 +77,26 @@ class RequestView:
         derived it before requests arrived), so the next request re-derives the pin."""
         self._shown_memo = ShownMemo(state, request, shows)
 
-    def inject(self, text: str | None) -> None:
-        """Show ``text`` right after the summary until the next compaction (None: nothing), counted in the view and
-        clipped to the pins' room (``pin_budget_ratio``), so it can never crowd out the conversation."""
+    def inject(self, text: str | None, wire: int | None = None) -> None:
+        """Show ``text`` right after the summary until the next compaction (None: nothing), clipped to the pins'
+        room (``pin_budget_ratio``) as the view's own counter counts it, so it can never crowd out the conversation
+        whatever its script, and with any lone surrogate as U+FFFD: a hook's text is not the history, whose
+        surrogates the request scrubs (``History.unencodable``), yet it is sent all the same. ``wire``: the budget
+        whose room it takes, when the request about to use it has not planned it yet (a resume)."""
         if not text:
             self.injection = None
             return
-        room = max(int(self.budget.wire * self.config.pin_budget_ratio), 1)
-        message: Message = {"role": "user", "content": clip_middle(text, room * 3)}
-        self.injection = Injection(self.state, message, self.counter.count_message(message))
+        count = self.counter.count_message
+        message = clip_within({"role": "user", "content": scrub_text(text)}, max(self.pin_room(wire), 1), count)
+        self.injection = Injection(self.state, message, count(message))
+
+    @property
+    def injected_text(self) -> str | None:
+        """The text shown after the current state's summary, as shown (clipped, scrubbed); None when none is."""
+        injection = self.injection
+        if injection is None or injection.state is not self.state:
+            return None
+        return str(injection.message["content"])
 
     def shown(self) -> Shown:
         """What the state shows, with what a post_compact hook put back after it."""
@@ -95,8 +106,21 @@ class RequestView:
             return shows.injecting((injection.message, injection.tokens))
         return shows
 
-    def pin_room(self) -> int:
-        return int(self.budget.wire * self.config.pin_budget_ratio)
+    def shown_by_state(self) -> Shown:
+        """What the state itself shows (summary, pins), without what a hook put back after it."""
+        return self._shown()
+
+    @property
+    def injected_tokens(self) -> int:
+        """Tokens of what a hook put back after the current state (0: nothing). A compaction plans with this much
+        room kept for it, since the hook puts its text back after every compaction: planned without it, the view
+        lands its size above the target, and with a plan near its room every request compacts again."""
+        injection = self.injection
+        return injection.tokens if injection is not None and injection.state is self.state else 0
+
+    def pin_room(self, wire: int | None = None) -> int:
+        """The pins' room at ``wire`` (the budget last planned when None)."""
+        return int((self.budget.wire if wire is None else wire) * self.config.pin_budget_ratio)
 
     def _shown(self) -> Shown:
         """What the state shows; re-derived when the state, the latest request (the pin) or the pins' room changes."""
