@@ -15,8 +15,11 @@ from amplifier_core.models import HookResult
 from amplifier_core.testing import MockCoordinator
 
 from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.core.state import pins_for
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing.builders import tool_call, tool_result
 
@@ -211,3 +214,27 @@ def test_bench_pins_times_each_length_with_and_without_the_pattern_and_judges_th
     steep = [PinTiming(150, True, 1.0, 2.0), PinTiming(500, True, 3.0, 2.0)]
     assert pins_target(flat)[1] and not pins_target(steep)[1]
     assert "| 500 | <system-reminder> | 3.00 | 2.00 |" in render(steep) and "FAIL" in render(steep)
+
+
+# ------------------------------------------------------------------ a pin's room is tokens, whatever the script
+
+
+@pytest.mark.parametrize(
+    "words", ["部署前必须运行完整的测试套件并记录结果。", "Run the whole test suite before deploying. "]
+)
+def test_a_long_pin_is_clipped_to_its_allowance_in_tokens_whatever_its_script(words):
+    """A pin is clipped by the view's own counter, not at three characters a token (a Chinese pin took 3x its room)."""
+    counter = TokenCounter()
+    history = History(counter, "fp")
+    history.append({"role": "user", "content": words * 400})
+    history.append({"role": "assistant", "content": "Noted."})
+    history.append({"role": "user", "content": "Next."})
+    history.append({"role": "assistant", "content": "Done."})
+    allowance = 300
+    pinned = pins_for(history, len(history.groups), counter, allowance)
+    assert pinned, "the first request is always pinned"
+    for message, tokens in pinned:
+        assert tokens == counter.count_message(message)
+        assert tokens <= allowance, tokens
+    long_pin = message_text(pinned[0][0])
+    assert words[:10] in long_pin and "handle" in long_pin  # the task, clipped with its recall handle

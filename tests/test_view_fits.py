@@ -21,6 +21,8 @@ from amplifier_module_context_summarize.recall.tool import RecallTool
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider
 
 STRATEGIES = ["summarize", "extractive", "mask", "truncate"]
+PIN_HANDLE = re.compile(r"characters clipped;.* handle (m\d+(?:\.\d+)?-[0-9a-f]{6}) \.\.\.\]")
+"""A pin clipped to its allowance names its handle; one clipped by the fit ladder also names the recall tool."""
 HANDLE = re.compile(r"characters clipped; recall with context_recall, handle (m\d+(?:\.\d+)?-[0-9a-f]{6}) \.\.\.\]")
 
 
@@ -55,7 +57,7 @@ async def test_the_pinned_first_request_gives_way_to_a_large_latest_request(stra
     assert count(view) <= budget, (count(view), budget)
     assert history[-1] in view, "the latest request is kept whole: it fits"
     pinned = [m for m in view if str(m.get("content", "")).startswith("Task: ")]
-    assert all(HANDLE.search(m["content"]) for m in pinned), "a pin that gave way names its handle"
+    assert pinned and all(PIN_HANDLE.search(m["content"]) for m in pinned), "a pin that gave way names its handle"
     assert not check_view(view, latest_request=history[-1])
     # Every request after gives the same fitting view (the same history gives the same view).
     again = await manager.get_messages_for_request(token_budget=budget, provider=FakeProvider())

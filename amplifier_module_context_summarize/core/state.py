@@ -10,10 +10,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, replace
 
-from .clip import clip_text
+from .clip import clip_within
 from .handles import handle_for
 from .history import History
-from .messages import Message, message_text
+from .messages import Message
 from .pins import PinChoice, PinMark, PinRule, restated
 from .tokens import TokenCounter
 
@@ -28,7 +28,6 @@ TRUNCATION_MARKER = "[CONTEXT TRUNCATED] {count} earlier messages were left out 
 TRUNCATION_MARKER_TOKENS = 32
 """Room planned for the marker, which also makes sure the first message after the system ones is a user's
 (Anthropic rejects a conversation that opens with an assistant message)."""
-PIN_MAX_CHARS_PER_TOKEN = 3
 WORDS = PinMark()
 """What a pin keeps of a message no rule marked (the first and latest requests, recent user turns): its words."""
 
@@ -254,11 +253,7 @@ def _pin_shown(history: History, index: int, counter: TokenCounter, allowance: i
     message = pin_form(history, index)
     if message is None:
         return None
-    limit = PIN_MAX_CHARS_PER_TOKEN * allowance
-    clipped = clip_text(message, limit, lambda _block: f"; handle {_pin_handle(history, index)}")
-    tokens = counter.count_message(clipped)
-    if clipped is not message and len(message_text(message)) <= 2 * limit:  # only just over: worth clipping?
-        whole = counter.count_message(message)
-        if tokens >= whole:
-            return message, whole  # the clip marker would cost more than the text it takes out
-    return clipped, tokens
+    clipped = clip_within(
+        message, allowance, counter.count_message, lambda _block: f"; handle {_pin_handle(history, index)}"
+    )
+    return clipped, counter.count_message(clipped)
