@@ -125,8 +125,9 @@ class Source:
         atoms: set[str] = set()
         tokens: set[str] = set()
         for text in readings:
-            for variant in (text, _unescaped(text)) if "\\" in text else (text,):
-                _read_tokens(variant, atoms, tokens)
+            _read_tokens(text, atoms, tokens)
+            if "\\" in text and (unescaped := _unescaped(text)) != text:
+                _read_tokens(unescaped, atoms, tokens)
         squashed = {_squash(t) for t in tokens} | {_squash(a) for a in atoms}
         said: Counter[str] = Counter(
             key
