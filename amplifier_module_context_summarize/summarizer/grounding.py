@@ -11,7 +11,10 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
   ``ActiveSessionRegistry``), a word glued to ``(`` (``render(``), a ``--flag``, a recall handle, and the
   command after a ``$`` prompt. Plain English words are never names, whatever their case
   (``compiled/tested/committed`` neither).
-  A name is grounded when the span or the previous summary has it, compared without case, as a path suffix
+  A name is grounded when the span, the previous summary or the user's guidance (``summary_instructions``, the
+  compaction's focus: the model was given them too) has it, compared as the model reads it: without case, in one
+  Unicode normal form (NFC: macOS writes file names decomposed), with a JSON string's escapes read as the characters
+  they stand for (``\\u62a5``, ``\\n``) as well as as written, as a path suffix
   (``app.py`` for ``src/app.py``), with ``_`` and ``-`` ignored (``session_end`` for ``session-end``); a dotted
   name that is not a file (``Port.open``) also when each of its parts is there, and a path when each of its
   components is.
@@ -21,11 +24,17 @@ the record of its work. ``check`` finds these problems and cuts the answer to th
   row, or one word said ``WORD_RUN_LIMIT`` times in a row. A strong model's
   summary repeats short lines ("Committed and pushed") a few times; a looping model repeats one line 7-20 times.
 * **Markup.** The module's own markup written as text where the span has none like it: ``[CONTEXT SUMMARY]`` or
-  ``[CONTEXT TRUNCATED]``, a ``[tool call X]`` / ``[tool result X]`` / ``TOOL RESULT X:`` line whose id is not the
-  span's, a ``[tool output masked: …]`` or ``[clipped: …]`` placeholder without one of the span's handles. In the
-  view they would pass for real ones. A line copied from the span with its real id is an echo, and inside
-  backticks markup is a quote (its names are checked like any others). The transcript fences are neutralised
-  wherever a summary is fenced again (``prompts.fence_safe``), so they are not markup here.
+  ``[CONTEXT TRUNCATED]`` where the span never says that marker, a ``[tool call X]`` / ``[tool result X]`` /
+  ``TOOL RESULT X:`` line whose id is not the span's, a ``[tool output masked: …]`` or ``[clipped: …]`` placeholder
+  without one of the span's handles, and a transcript entry header (``[#41 USER]``, ``[#729 #9FBQ…]``: the
+  numbered header lines ``prompts.render_transcript`` writes) that the span's words do not hold. In the view they
+  would pass for real ones: spliced into the summary message, a header makes what follows it speak as a turn of
+  its own. The transcript's own header lines are the module's structure, not the span's words, so copying one
+  (real number and role included) is forged; a header the span's text itself holds (mid-line, or escaped as
+  ``\\[#7 USER]``) is an echo, as is a line copied from the span with its real id, and inside backticks markup
+  is a quote (its names are checked like any others). The sentence carrying forged markup is cut, not stripped of
+  it: after a forged header the words are the model's invented turn, not a summary. The transcript fences are
+  neutralised wherever a summary is fenced again (``prompts.fence_safe``), so they are not markup here.
 
 Everything here is linear in the text: the source is read once into sets of tokens, the summary once into
 sentences, and every pattern is a bounded character class or a literal.
@@ -34,6 +43,7 @@ sentences, and every pattern is a bounded character class or a literal.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -68,6 +78,11 @@ _TOOL_REF = re.compile(
 """A transcript's tool-call line: forged when its id is not the span's."""
 _PLACEHOLDER = re.compile(r"\[(?:tool output masked|clipped):([^\]\n]{0,600})", re.IGNORECASE)
 """A masked or clipped placeholder: forged unless it carries a handle of the span."""
+_ENTRY_REF = re.compile(r"\[#(\d{1,9})[ \t]+([^\[\]\n]{1,120})\](?!\()")
+"""A transcript entry header (``[#41 USER]``), anywhere in a line: forged unless the span's words hold it. A bare
+``[#41]`` (an issue) or a Markdown link ``[#41 Fix login](…)`` is not one."""
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|(["\\/bfnrt]))')
+_JSON_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HANDLE_IN = re.compile(r"\bm\d{1,9}(?:\.\d{1,6})?-[0-9a-f]{6}\b")
 _ATOM = re.compile(r"[A-Za-z0-9_]+")
 _TOKEN = re.compile(r"[\w.~-]+")
@@ -93,43 +108,46 @@ class Source:
     tokens: frozenset[str]
     """Lower-cased ``[\\w.~-]`` runs (dotted and hyphenated names whole; a path's components)."""
     squashed: frozenset[str]
+    """``tokens`` and ``atoms`` with ``_`` and ``-`` removed."""
     repeated: dict[str, int] = field(default_factory=dict)
     """Sentences the source itself says more than once, and how often: a summary echoing them is not looping."""
-    """``tokens`` and ``atoms`` with ``_`` and ``-`` removed."""
+    markers: frozenset[str] = frozenset()
+    """The view markers (``[context summary]``, lower-cased) the source's words say: a summary may name them too."""
+    entries: frozenset[str] = frozenset()
+    """Entry headers the source's words hold (``_entry_key``), not its own header lines: a summary may echo them."""
 
     @classmethod
     def of(cls, *texts: str | None) -> Source:
+        """The source of a span's transcript and what else the model was given with it (the previous summary, the
+        user's guidance). Each text is read as written and, when it holds a backslash, once more with its JSON
+        escapes read; both in NFC."""
+        readings = [_nfc(text) for text in texts if text]
         atoms: set[str] = set()
         tokens: set[str] = set()
-        for text in texts:
-            if not text:
-                continue
-            for match in _ATOM.finditer(text):
-                word = match.group()
-                atoms.add(word.lower())
-                if "_" in word:
-                    atoms.update(part.lower() for part in word.split("_") if part)
-                if not word.islower():
-                    atoms.update(part.lower() for part in _CAMEL_PART.findall(word))
-            for match in _TOKEN.finditer(text):
-                token = match.group().strip(".-~").lower()
-                if token:
-                    tokens.add(token)
+        for text in readings:
+            _read_tokens(text, atoms, tokens)
+            if "\\" in text and (unescaped := _unescaped(text)) != text:
+                _read_tokens(unescaped, atoms, tokens)
         squashed = {_squash(t) for t in tokens} | {_squash(a) for a in atoms}
         said: Counter[str] = Counter(
             key
-            for text in texts
-            if text
+            for text in readings
             for line in text.splitlines()
             for sentence in _SENTENCE_END.split(line)
             if (key := _repeat_key(sentence)) is not None
         )
         repeated = {key: n for key, n in said.items() if n > 1}
-        return cls(frozenset(atoms), frozenset(tokens), frozenset(squashed), repeated)
+        markers = {match.group().lower() for text in readings for match in _STATE_MARKERS.finditer(text)}
+        entries = {
+            _entry_key(m) for text in readings for m in _ENTRY_REF.finditer(text) if not _is_header_line(text, m)
+        }
+        return cls(
+            frozenset(atoms), frozenset(tokens), frozenset(squashed), repeated, frozenset(markers), frozenset(entries)
+        )
 
     def has(self, name: str) -> bool:
         """Whether ``name`` (a name as ``names_in`` gives it) appears here, up to case and the variations above."""
-        lowered = name.lower().strip(".-~")
+        lowered = _nfc(name).lower().strip(".-~")
         if not lowered:
             return True
         if lowered in self.tokens or lowered in self.atoms or _squash(lowered) in self.squashed:
@@ -171,7 +189,9 @@ class _Sentence:
 
 
 def check(summary: str, source: Source) -> Check:
-    """Read ``summary`` against ``source`` once: its invented names, loops and forged markup, and the cut."""
+    """Read ``summary`` against ``source`` once: its invented names, loops and forged markup, and the cut (in NFC,
+    as the source is read; an accepted answer is returned as written)."""
+    written, summary = summary, _nfc(summary)
     lines = _lines(summary)
     counts: Counter[str] = Counter()
     keys: list[list[str | None]] = []
@@ -222,7 +242,7 @@ def check(summary: str, source: Source) -> Check:
         if kept or not sentences:
             kept_lines.append(line)
     problem = Fault.DEGENERATE if degenerate or markup else Fault.UNGROUNDED if invented else None
-    text = "\n".join(kept_lines).strip() if problem else summary
+    text = "\n".join(kept_lines).strip() if problem else written
     return Check(
         problem,
         _drop_empty_sections(text) if problem else text,
@@ -237,6 +257,58 @@ def check(summary: str, source: Source) -> Check:
 def names_in(text: str) -> list[str]:
     """The names ``text`` uses (see the module docstring), in order, with repeats."""
     return [name for sentences in _lines(text) for sentence in sentences for name in sentence.names]
+
+
+# ---------------------------------------------------------------- reading the source
+
+
+def _nfc(text: str) -> str:
+    """One spelling for what renders the same: a decomposed ``é`` (macOS file names) or Hangul syllable is composed."""
+    return text if text.isascii() or unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with a JSON string's escapes read (``\\u62a5`` → 报, a surrogate pair → one character, ``\\n`` → a line
+    break), as a model reads tool-call arguments sent as JSON with ``ensure_ascii``; left to right, so ``\\\\n``
+    stays a backslash and an ``n``. Linear."""
+    return _nfc(_JSON_ESCAPE.sub(_json_char, text))
+
+
+def _json_char(match: re.Match[str]) -> str:
+    high, low, simple = match.groups()
+    if simple is not None:
+        return _JSON_SIMPLE[simple]
+    code = int(high, 16)
+    if low is None:
+        return chr(code)
+    if 0xD800 <= code < 0xDC00:
+        return chr(0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00))
+    return chr(code) + chr(int(low, 16))
+
+
+def _read_tokens(text: str, atoms: set[str], tokens: set[str]) -> None:
+    for match in _ATOM.finditer(text):
+        word = match.group()
+        atoms.add(word.lower())
+        if "_" in word:
+            atoms.update(part.lower() for part in word.split("_") if part)
+        if not word.islower():
+            atoms.update(part.lower() for part in _CAMEL_PART.findall(word))
+    for match in _TOKEN.finditer(text):
+        token = match.group().strip(".-~").lower()
+        if token:
+            tokens.add(token)
+
+
+def _entry_key(match: re.Match[str]) -> str:
+    """An entry header as compared: its number and its label, case and spacing aside."""
+    return f"{int(match.group(1))} {' '.join(match.group(2).split()).lower()}"
+
+
+def _is_header_line(text: str, match: re.Match[str]) -> bool:
+    """Whether the match is a whole line: a transcript's own header (a body's header-like line is escaped)."""
+    start, end = match.span()
+    return (start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] == "\n")
 
 
 # ---------------------------------------------------------------- reading the summary
@@ -382,11 +454,13 @@ def _line_run(text: str) -> bool:
 
 
 def _forges(sentence: str, source: Source) -> int:
-    """The module's own markup in the sentence that the span does not hold: a view marker, a tool-call line whose
-    id is not the span's, a placeholder without one of its handles. Inside backticks markup is a quote (its names
-    are still checked); a line copied from the span with its real id is an echo, not a forgery."""
+    """The module's own markup in the sentence that the span does not hold: a view marker the span never says, a
+    tool-call line whose id is not the span's, a placeholder without one of its handles, an entry header the span's
+    words do not hold. Inside backticks markup is a quote (its names are still checked); a line copied from the
+    span with its real id is an echo, not a forgery."""
     bare = _CODE_SPAN.sub(" ", sentence)
-    found = len(_STATE_MARKERS.findall(bare))
+    found = sum(match.group().lower() not in source.markers for match in _STATE_MARKERS.finditer(bare))
+    found += sum(_entry_key(match) not in source.entries for match in _ENTRY_REF.finditer(bare))
     for match in _TOOL_REF.finditer(bare):
         found += not source.has(match.group(1) or match.group(2))
     for match in _PLACEHOLDER.finditer(bare):

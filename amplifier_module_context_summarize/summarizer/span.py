@@ -394,7 +394,11 @@ class SpanSummarizer:
             rejection = self._rejection(completion.text, ask.source_tokens)
             if rejection is None:
                 if source is None:  # read once per ask, and only once an answer is there to check
-                    source = Source.of(ask.transcript, ask.values.get("previous_section"))
+                    # Everything the model was given to draw names from: the span, the summary before it and the
+                    # user's guidance, whose answers ("`docs/RUNBOOK.md` was not changed") name what it names.
+                    source = Source.of(
+                        ask.transcript, ask.values.get("previous_section"), self.instructions, FOCUS.get()
+                    )
                 text, rejection = grounded(completion.text.strip(), source)
                 if rejection is None:
                     return scrub_text(text)
