@@ -4,6 +4,7 @@ a real hook registry (``MockCoordinator().hooks``) and answer with ``HookResult`
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -367,3 +368,26 @@ async def test_a_background_compaction_dropped_before_it_lands_reports_its_post_
     await manager.close(wait_s=0)
     [post] = of(seen, "context:post_compact")
     assert post["outcome"] == "cancelled" and manager.stats["compactions_cancelled"] == 1
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "/dev/null", "directory", "large"])
+def test_instructions_from_a_file_that_is_not_a_small_regular_file_are_refused_at_mount(tmp_path, special):
+    # a named pipe blocked mount waiting for a writer; /dev/zero ended in MemoryError (issue 43 item 19)
+    path = {"fifo": tmp_path / "keep.fifo", "directory": tmp_path, "large": tmp_path / "big.md"}.get(special, special)
+    if special == "fifo":
+        os.mkfifo(path)
+    if special == "large":
+        path.write_text("keep ORD-7731\n" * 10_000, encoding="utf-8")  # 140,000 bytes
+    with pytest.raises(ValueError, match="config key 'summary_instructions'") as caught:
+        parse_config({"summary_instructions": f"@{path}"})
+    assert str(path) not in str(caught.value)  # the value is described, never echoed
+    expected = {"fifo": "a named pipe", "/dev/zero": "a device", "directory": "a directory", "large": "larger than"}
+    assert expected.get(special, "not a regular file") in str(caught.value)
+
+
+async def test_instructions_file_line_ends_read_as_text(tmp_path):
+    path = tmp_path / "keep.md"
+    path.write_bytes(b"Always keep ORD-7731\r\nand the 2025-03-01 window\r\n")
+    assert parse_config({"summary_instructions": f"@{path}"}).summary_instructions == (
+        "Always keep ORD-7731\nand the 2025-03-01 window"
+    )
