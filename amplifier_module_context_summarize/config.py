@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -207,6 +209,8 @@ def _check_storage_url(value: Any) -> str | None:
 
 INSTRUCTIONS_MAX_CHARS = 20_000
 """Standing instructions longer than this would crowd out the transcript in every summarizer prompt."""
+INSTRUCTIONS_MAX_BYTES = 4 * INSTRUCTIONS_MAX_CHARS
+"""Most bytes read from an ``@path`` file: ``INSTRUCTIONS_MAX_CHARS`` characters of UTF-8 at most take this many."""
 PIN_PATTERNS_MAX = 50
 
 
@@ -218,18 +222,46 @@ def _check_instructions(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise _fail(key, "must be non-empty text or @path of a text file", value)
     if value.startswith("@"):
-        path = Path(value[1:]).expanduser()
-        try:
-            value = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise ValueError(f"config key '{key}': the file it names is not UTF-8 text") from None
-        except OSError as exc:
-            raise ValueError(f"config key '{key}': cannot read the file it names ({type(exc).__name__})") from None
+        value = _instructions_file(key, Path(value[1:]).expanduser())
         if not value.strip():
             raise ValueError(f"config key '{key}': the file it names is empty")
     if len(value) > INSTRUCTIONS_MAX_CHARS:
         raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", value)
     return value.strip()
+
+
+def _instructions_file(key: str, path: Path) -> str:
+    """The UTF-8 text of the regular file at ``path``, read at mount. Anything else is refused before it is read
+    whole: a named pipe blocked mount waiting for a writer, ``/dev/zero`` filled memory. The file is opened without
+    blocking and checked again once open (it may have been swapped since the first look), and at most
+    ``INSTRUCTIONS_MAX_BYTES`` + 1 bytes are read, whatever size it claims."""
+    try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"config key '{key}': the file it names is not a regular file ({_kind(mode)})")
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ValueError(f"config key '{key}': the file it names is not a regular file")
+            data = file.read(INSTRUCTIONS_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"config key '{key}': cannot read the file it names ({type(exc).__name__})") from None
+    if len(data) > INSTRUCTIONS_MAX_BYTES:
+        raise ValueError(f"config key '{key}': the file it names is larger than {INSTRUCTIONS_MAX_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"config key '{key}': the file it names is not UTF-8 text") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # line ends as a text-mode read gives them
+
+
+def _kind(mode: int) -> str:
+    """What a path that is not a regular file names, in words."""
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
 
 
 def _check_pin_patterns(value: Any) -> tuple[str, ...]:

@@ -888,7 +888,19 @@ PATHOLOGICAL: list[tuple[str, Any, Any]] = [
     ("one long shell word", command_facts, lambda n: "echo " + "a" * n),
     ("an unclosed heredoc quote", command_facts, lambda n: "cat <<'" + "a" * n),
     ("a Windows path of n segments", command_facts, lambda n: "type " + "a\\" * (n // 2)),
+    ("quoted shifts", command_facts, lambda n: 'python3 -c "' + "1 << " * (n // 5) + '"\ngit rm x.py'),
+    ("arithmetic shifts", command_facts, lambda n: "echo $((" * (n // 16) + "1<<" * (n // 6)),
+    ("comments of shifts", command_facts, lambda n: ("# a << b\n" * (n // 9)) + "git rm x.py"),
+    ("a keep name's words and spaces", lambda t: _kept_lines(t), lambda n: ("deploy" + " " * 94 + "\n") * (n // 100)),
+    ("a long line naming what to keep", lambda t: _kept_lines(t), lambda n: "ORD-7731 " * (n // 9)),
 ]
+
+
+def _kept_lines(text: str) -> Any:
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": text}]
+    return extractive_summary(
+        messages, previous_summary=None, max_tokens=2_000, count_tokens=len, keep=("deploy window", "ORD-7731")
+    )
 
 
 @pytest.mark.parametrize(("name", "fn", "make_text"), PATHOLOGICAL, ids=[p[0] for p in PATHOLOGICAL])

@@ -185,3 +185,144 @@ def test_the_same_figures_in_compact_json_and_the_html(tmp_path, capsys):
         '<div class="table-scroll"><table class="compactions">' in html and "div.table-scroll{overflow-x:auto" in html
     )
     assert "the line first rises to the view it would have sent" in html
+
+
+# ------------------------------------------------------------------ issue 43 items 16 and 17
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested past Python's stack: ``json.loads`` raises ``RecursionError`` on it."""
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in ``value``, and in the JSON of each call's ``arguments``."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        found = [s for v in value.values() for s in _strings(v)]
+        arguments = value.get("arguments")
+        return found + (_strings(json.loads(arguments)) if isinstance(arguments, str) else [])
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _records(name: str) -> list[dict]:
+    return [json.loads(line) for line in _lines(name) if line.strip()]
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def _amplifier(tmp_path: Path) -> tuple[Path, str]:
+    records = _records("amplifier_cli_transcript.jsonl")
+    next(r for r in records if r["role"] == "tool")["content"] = _DEEP
+    return _write_jsonl(tmp_path / "transcript.jsonl", records), _DEEP
+
+
+def _codex(tmp_path: Path) -> tuple[Path, str]:
+    records = _records("codex_rollout.jsonl")
+    output = '{"output": ' + _DEEP + ', "metadata": {"exit_code": 0}}'
+    next(r for r in records if r.get("payload", {}).get("type") == "function_call_output")["payload"]["output"] = output
+    return _write_jsonl(tmp_path / "rollout.jsonl", records), output
+
+
+def _cline(tmp_path: Path) -> tuple[Path, str]:
+    events = json.loads((FIXTURES / "cline_ui_messages.json").read_text(encoding="utf-8"))
+    text = '{"tool": "readFile", "path": ' + _DEEP + "}"
+    next(e for e in events if e.get("ask") == "tool")["text"] = text
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events))
+    return path, text
+
+
+def _swe_agent(tmp_path: Path) -> tuple[Path, str]:
+    trajectory = json.loads((FIXTURES / "swe_agent.traj").read_text(encoding="utf-8"))
+    step = trajectory["trajectory"][1]
+    step["action"], step["state"] = "edit 31:31", '{"open_file": ' + _DEEP + "}"
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(trajectory))
+    return path, "edit 31:31"
+
+
+@pytest.mark.parametrize("build", [_amplifier, _codex, _cline, _swe_agent], ids=lambda b: b.__name__.strip("_"))
+def test_json_nested_past_the_stack_inside_a_recording_is_read_as_text(tmp_path, capsys, build):
+    # a bare json.loads of a recorded string raised RecursionError: a traceback and exit 1 (issue 43 item 16)
+    path, kept = build(tmp_path)
+    loaded = load_session(path)
+    assert loaded.skipped == []
+    assert any(kept in text for text in _strings(loaded.messages))  # as written, once
+    assert main(["compact", str(path), "--budget", "2k", "--no-summary"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_json_nested_deeper_than_a_message_may_be_is_kept_as_text():
+    from amplifier_module_context_summarize.cli.formats._common import loads_or
+
+    assert loads_or('{"a": [1, {"b": null}]}', "text") == {"a": [1, {"b": None}]}
+    assert loads_or("[" * 150 + "]" * 150, "text") == "text"  # parses, but no message may hold it
+    assert loads_or(_DEEP, "text") == "text"
+    assert loads_or("1" * 5000, "text") == "text"  # more digits than int() takes
+    assert loads_or("{not json", "text") == "text"
+
+
+def _gemini_without_ids() -> list[dict]:
+    return [
+        {"role": "user", "parts": [{"text": "Find the TODOs in src/ and read src/app.ts"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"name": "grep_search", "args": {"pattern": "TODO", "path": "src"}}},
+                {"functionCall": {"name": "read_file", "args": {"path": "src/app.ts"}}},
+                {"functionCall": {"name": "grep_search", "args": {"pattern": "FIXME", "path": "src"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "read_file", "response": {"output": "export const retries = 3;"}}},
+                {"functionResponse": {"name": "grep_search", "response": {"output": "src/app.ts:12: // TODO"}}},
+                {"functionResponse": {"name": "grep_search", "response": {"output": "No matches found"}}},
+            ],
+        },
+        {"role": "model", "parts": [{"functionCall": {"id": "grep_search-1", "name": "ls", "args": {"path": "."}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "grep_search-1", "name": "ls", "response": {}}}]},
+        {"role": "model", "parts": [{"text": "One TODO, at src/app.ts:12."}]},
+    ]
+
+
+def test_a_gemini_history_whose_calls_carry_no_ids_is_read(tmp_path, capsys):
+    # the id is optional in Gemini's API; the reader refused the file with KeyError: 'id' (issue 43 item 17)
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(_gemini_without_ids()))
+    loaded = load_session(path)
+    assert loaded.format == "gemini-cli" and loaded.skipped == []
+    calls = [b for m in loaded.messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_call"]
+    answers = {m["tool_call_id"]: m["content"][0]["output"] for m in loaded.messages if m["role"] == "tool"}
+    ids = [c["id"] for c in calls]
+    assert len(set(ids)) == 4 and "grep_search-1" in ids  # made ids are unique and never repeat a recorded one
+    by_args = {json.dumps(c["input"], sort_keys=True): answers[c["id"]] for c in calls}
+    assert by_args == {  # each response answers the first unanswered call of its name in the turn before
+        '{"path": "src", "pattern": "TODO"}': "src/app.ts:12: // TODO",
+        '{"path": "src/app.ts"}': "export const retries = 3;",
+        '{"path": "src", "pattern": "FIXME"}': "No matches found",
+        '{"path": "."}': {},
+    }
+    assert load_session(path).messages == loaded.messages  # the same ids on every read: resumes match
+    assert main(["compact", str(path), "--budget", "2k", "--no-summary"]) == 0
+
+
+def test_gemini_stream_json_results_without_a_tool_id_answer_their_calls(tmp_path):
+    events = [
+        {"type": "message", "role": "user", "content": "run the tests"},
+        {"type": "tool_use", "tool_name": "run_shell_command", "parameters": {"command": "pytest -q"}},
+        {"type": "tool_result", "status": "success", "output": "3 passed"},
+        {"type": "message", "role": "assistant", "content": "All 3 pass."},
+    ]
+    path = _write_jsonl(tmp_path / "stream.jsonl", events)
+    loaded = load_session(path)
+    assert loaded.format == "gemini-cli"
+    [result] = [m for m in loaded.messages if m["role"] == "tool"]
+    [call] = [c for m in loaded.messages for c in m.get("tool_calls") or []]
+    assert result["tool_call_id"] == call["id"] and "3 passed" in json.dumps(result)

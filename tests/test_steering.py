@@ -4,6 +4,7 @@ a real hook registry (``MockCoordinator().hooks``) and answer with ``HookResult`
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -109,6 +110,60 @@ def test_the_offline_summary_keeps_the_sentences_naming_what_the_instructions_ke
     assert names == ("ORD-7731",)
     kept = extractive_summary(messages, previous_summary=None, max_tokens=400, count_tokens=count, keep=names)
     assert "The refund id is ORD-7731 and it is pending." in kept and count(kept) <= 400
+
+
+CHECKLIST = (
+    "Release checklist, pasted from the wiki:\n"
+    + "\n".join(f"- [ ] step {k}: check that dashboard {k} is green and note who owns it" for k in range(1, 15))
+    + "\n- [ ] freeze the main branch on 2025-03-01 before tagging\n"
+    + "\n".join(f"- [ ] step {k}: post the status in the release channel" for k in range(15, 20))
+)
+
+
+def test_the_offline_summary_keeps_the_checklist_line_the_instructions_name():
+    # sentences were split only at . ! ?, so the whole checklist was one sentence cut to its head (issue 43 item 13)
+    messages = [m for i in range(20) for m in turn(i)]
+    messages[4] = {"role": "user", "content": CHECKLIST}
+    names = keep_names("Always keep 2025-03-01")
+    summary = extractive_summary(messages, previous_summary=None, max_tokens=400, count_tokens=len, keep=names)
+    assert "### Kept as the user asked\n- [ ] freeze the main branch on 2025-03-01 before tagging\n" in summary
+    assert "dashboard 1 is green" not in summary and len(summary) <= 400
+
+
+def test_a_kept_mention_deep_in_a_long_line_is_shown_around_the_name():
+    line = (
+        " ".join(f"item{k}" for k in range(400)) + " then ship on 2025-03-01 " + " ".join("x" * 9 for _ in range(300))
+    )
+    messages = [*turn(0), {"role": "user", "content": line}, *turn(1)]
+    summary = extractive_summary(
+        messages, previous_summary=None, max_tokens=2000, count_tokens=len, keep=("2025-03-01", "ITEM399")
+    )
+    kept = summary.split("\n\n")[0].splitlines()
+    assert kept[0] == "### Kept as the user asked" and len(kept) == 2
+    assert "then ship on 2025-03-01" in kept[1] and "item399" in kept[1]  # both names whole, matched in any case
+    assert kept[1].startswith("- …") and kept[1].endswith("…") and len(kept[1]) <= 320
+
+
+def test_every_name_keeps_its_newest_mention_before_more_mentions_of_another():
+    messages = [*turn(0), {"role": "assistant", "content": "The rollback plan is RB-12: restore the snapshot."}]
+    for i in range(1, 30):
+        messages += [*turn(i), {"role": "assistant", "content": f"Checked again ({i}): ORD-7731 is still pending."}]
+    summary = extractive_summary(
+        messages, previous_summary=None, max_tokens=600, count_tokens=len, keep=("ORD-7731", "RB-12")
+    )
+    kept = summary.split("\n\n")[0]
+    assert "- The rollback plan is RB-12: restore the snapshot." in kept  # the older name is not crowded out
+    assert "- Checked again (29): ORD-7731 is still pending." in kept and len(summary) <= 600
+
+
+async def test_the_date_the_instructions_keep_is_in_the_view_after_an_offline_compaction():
+    history = [m for i in range(12) for m in turn(i)]
+    history[6] = {"role": "user", "content": CHECKLIST}
+    manager = create_manager(config(summarizer="extractive", summary_instructions="Always keep 2025-03-01"))
+    await run(manager, history)
+    await manager.compact()
+    summary = message_text(manager.view.shown().summary)
+    assert "- [ ] freeze the main branch on 2025-03-01 before tagging" in summary
 
 
 # ------------------------------------------------------------------ a focus per compaction
@@ -367,3 +422,26 @@ async def test_a_background_compaction_dropped_before_it_lands_reports_its_post_
     await manager.close(wait_s=0)
     [post] = of(seen, "context:post_compact")
     assert post["outcome"] == "cancelled" and manager.stats["compactions_cancelled"] == 1
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "/dev/null", "directory", "large"])
+def test_instructions_from_a_file_that_is_not_a_small_regular_file_are_refused_at_mount(tmp_path, special):
+    # a named pipe blocked mount waiting for a writer; /dev/zero ended in MemoryError (issue 43 item 19)
+    path = {"fifo": tmp_path / "keep.fifo", "directory": tmp_path, "large": tmp_path / "big.md"}.get(special, special)
+    if special == "fifo":
+        os.mkfifo(path)
+    if special == "large":
+        path.write_text("keep ORD-7731\n" * 10_000, encoding="utf-8")  # 140,000 bytes
+    with pytest.raises(ValueError, match="config key 'summary_instructions'") as caught:
+        parse_config({"summary_instructions": f"@{path}"})
+    assert str(path) not in str(caught.value)  # the value is described, never echoed
+    expected = {"fifo": "a named pipe", "/dev/zero": "a device", "directory": "a directory", "large": "larger than"}
+    assert expected.get(special, "not a regular file") in str(caught.value)
+
+
+async def test_instructions_file_line_ends_read_as_text(tmp_path):
+    path = tmp_path / "keep.md"
+    path.write_bytes(b"Always keep ORD-7731\r\nand the 2025-03-01 window\r\n")
+    assert parse_config({"summary_instructions": f"@{path}"}).summary_instructions == (
+        "Always keep ORD-7731\nand the 2025-03-01 window"
+    )

@@ -138,6 +138,37 @@ def test_heredoc_body_is_neither_command_nor_files() -> None:
     assert "notes.md" not in text and "secret.py" not in text and "import os" not in text
 
 
+@pytest.mark.parametrize(
+    "first",
+    [
+        'python3 -c "print(1 << 20)"',  # quoted (issue 43 item 18)
+        "python3 -c 'print(1 << 20)'",
+        "echo $((1 << 20))",  # arithmetic
+        "(( size = 1<<20 )) && echo $size",
+        "echo a\\<<b",  # escaped
+        "make  # then: cat <<EOF",  # in a comment
+        "# remove the old module and rename the new one",  # a comment read to the end of the command
+        "echo done # old << new",
+    ],
+)
+def test_a_later_line_of_a_command_is_read_whatever_the_first_line_holds(first: str) -> None:
+    # a ``<<`` that opens no heredoc took every later line for its body; a comment ran to the end of the command
+    script = f"{first}\ngit rm old_module.py\ngit mv new_module.py module.py"
+    text = render(call("openai", "m", "bash", {"command": script}, ""))
+
+    assert "- old_module.py — deleted" in text
+    assert "- module.py (from new_module.py) — moved" in text
+    assert "git mv new_module.py module.py` — ok" in text  # the command's line keeps its later lines
+
+
+def test_a_heredoc_after_a_quoted_shift_still_feeds_its_body() -> None:
+    script = "python3 -c 'print(1 << 2)' && cat > notes.md <<EOF\nsrc/secret.py\nEOF\ngit rm old.py"
+    text = render(call("openai", "h", "bash", {"command": script}, ""))
+
+    assert "- notes.md — created" in text and "- old.py — deleted" in text
+    assert "secret.py" not in text
+
+
 def test_lines_read_from_files_are_not_errors() -> None:
     source = "Traceback (most recent call last):\nValueError: Error: bad\nFAILED tests/x.py::t\n"
     messages = [
@@ -592,12 +623,39 @@ def test_a_file_name_stands_as_a_word_exactly_where_the_pattern_says(line: str, 
     assert _names_word(line, name, start) == bool(pattern.search(line, start))
 
 
+def _without_comments(script: str) -> str:
+    """The shell's rule, a character at a time: outside quotes, a ``#`` that starts a word runs to the end of its
+    line."""
+    out: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(script):
+        c = script[i]
+        if c == "\\" and quote != "'":
+            out.append(script[i : i + 2])
+            i += 2
+            continue
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (not out or out[-1][-1] in " \t\n;&|()"):
+            while i < len(script) and script[i] != "\n":
+                i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 @settings(max_examples=200, deadline=None)
 @given(script=st.text(alphabet="ab./-_~*?=$ \t\n;&|<>()2'\"\\#", max_size=60))
 def test_shell_lines_split_into_the_words_shlex_reads(script: str) -> None:
-    # plain lines take a regular expression, the others the lexer: both must give the lexer's words
-    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    # plain lines take a regular expression, the others the lexer: both must give the lexer's words, with comments
+    # read as the shell reads them (to the end of their line; a ``#`` inside a word is part of it)
+    lexer = shlex.shlex(_without_comments(script).replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
+    lexer.commenters = ""
     try:
         expected = list(lexer)
     except ValueError:

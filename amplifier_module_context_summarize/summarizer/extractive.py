@@ -56,9 +56,11 @@ KEPT = "### Kept as the user asked"
 KEPT_SHARE = 0.4
 """Of the summary's size, what the sentences naming what the user's guidance says to keep may take first."""
 KEPT_MAX_CHARS = 300
+"""About how long a kept sentence is shown: around the names it mentions, never cutting one away."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+"""Where a sentence ends: after ``.``, ``!`` or ``?``, or at a line break (a pasted checklist's items are lines
+without a full stop; read as one sentence, its head was all a kept mention showed)."""
+_BULLET = re.compile(r"^[-*•+]\s+")
 # A decision states the course the assistant chose: a verb of choosing ("decided", "switch to", "go with"),
 # or a first-person plan ("I'll", "let's", "we should") that names what it uses or what it prefers it over.
 _CHOICE = re.compile(
@@ -215,30 +217,113 @@ def _fit(items: list[str], max_tokens: int, count: Callable[[str], int], tail: b
     return [_shorten(text, MIN_CLIP_CHARS, tail)]
 
 
-def _kept(messages: list[Message], names: Collection[str]) -> list[str]:
-    """Each sentence of the span that mentions one of ``names`` (case-insensitive), once, clipped; linear in the
-    span's size times the (few) names."""
-    lowered = [n.lower() for n in names if n]
-    out: dict[str, None] = {}
+@dataclass(frozen=True)
+class _Mention:
+    """A kept line and the names (lowercased) it shows."""
+
+    line: str
+    names: frozenset[str]
+
+
+class _Names:
+    """The names to keep, found case-insensitively. Lowercased text is searched for the lowercased names (a fast
+    literal search); the rare text whose lowercase changes its length (``İ``) is searched with a case-folding
+    pattern, so a place found is always a place in the text."""
+
+    def __init__(self, names: Collection[str]) -> None:
+        self.wanted = {" ".join(n.split()).lower() for n in names if n.strip()}
+        self.first_words = {n.split()[0] for n in self.wanted}
+        ordered = sorted(self.wanted, key=len, reverse=True)  # the longest name first where two start alike
+        spelled = "|".join(r"[ \t]+".join(map(re.escape, n.split())) for n in ordered)  # any spaces between words
+        self._plain = re.compile(spelled)
+        self._folded = re.compile(spelled, re.IGNORECASE)
+
+    def searchable(self, text: str, low: str | None = None) -> tuple[str, re.Pattern[str]]:
+        """What to search in place of ``text`` (same length, same places), and with which pattern."""
+        low = text.lower() if low is None else low
+        return (low, self._plain) if len(low) == len(text) else (text, self._folded)
+
+
+def _kept(messages: list[Message], names: Collection[str]) -> list[_Mention]:
+    """Each sentence (or line) of the span that mentions one of ``names`` (case-insensitive), once, shown around
+    the names it mentions; linear in the span's size times the (few) names (a sentence is searched for a name only
+    once it holds the name's first word)."""
+    keep = _Names(names)
+    if not keep.wanted:
+        return []
+    out: dict[str, _Mention] = {}
+    seen: set[str] = set()  # sentences already shown (a repeated line is kept once anyway)
     for message in messages:
         for sentence in _SENTENCE_END.split(message_text(message)):
+            if sentence in seen:
+                continue
             low = sentence.lower()
-            if sentence.strip() and any(n in low for n in lowered):
-                out.setdefault(f"- {clip(' '.join(sentence.split()), KEPT_MAX_CHARS)}", None)
-    return list(out)
+            if any(word in low for word in keep.first_words):
+                haystack, pattern = keep.searchable(sentence, low)
+                if pattern.search(haystack):
+                    seen.add(sentence)
+                    mention = _mention(sentence, keep)
+                    out.setdefault(mention.line, mention)
+    return list(out.values())
 
 
-def _fit_all(items: list[str], room: int, count: Callable[[str], int]) -> list[str]:
-    """The newest of ``items`` that fit ``room`` tokens together, in order (the latest mention is the current one)."""
-    chosen: list[str] = []
+def _mention(sentence: str, keep: _Names) -> _Mention:
+    """A sentence as a kept line: on one line, without its own bullet, shown around the names it mentions."""
+    flat = _BULLET.sub("", " ".join(sentence.split()))
+    haystack, pattern = keep.searchable(flat)
+    found: dict[str, tuple[int, int]] = {}  # each name's first place
+    for match in pattern.finditer(haystack):
+        found.setdefault(" ".join(match.group(0).split()).lower(), match.span())
+        if len(found) == len(keep.wanted):
+            break
+    shown = _around(flat, sorted(found.values()), KEPT_MAX_CHARS) if found else clip(flat, KEPT_MAX_CHARS)
+    return _Mention(f"- {shown}", frozenset(found))
+
+
+def _around(text: str, spans: list[tuple[int, int]], limit: int) -> str:
+    """``text`` in about ``limit`` characters with every span in ``spans`` (ordered) whole: the context left is
+    shared around them, and what is cut is marked ``…``. A name is never cut away, however long."""
+    if len(text) <= limit:
+        return text
+    context = max(limit - sum(end - start for start, end in spans), 0) // (2 * len(spans))
+    windows: list[list[int]] = []
+    for start, end in spans:
+        low, high = max(start - context, 0), min(end + context, len(text))
+        if windows and low <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], high)
+        else:
+            windows.append([low, high])
+    pieces = [text[low:high].strip() for low, high in windows]
+    return ("…" if windows[0][0] > 0 else "") + " … ".join(pieces) + ("…" if windows[-1][1] < len(text) else "")
+
+
+def _fit_all(mentions: list[_Mention], room: int, count: Callable[[str], int]) -> list[str]:
+    """The lines of ``mentions`` that fit ``room`` tokens together, in order: first the newest mention of each name
+    (every name the span mentions is kept when the room allows), then the other mentions, newest first (the latest
+    mention is the current one) until one does not fit: the lines counted are each name's newest, those kept and
+    one more, however many mention a name."""
+    first: list[int] = []
+    named: set[str] = set()
+    for index in range(len(mentions) - 1, -1, -1):
+        if not mentions[index].names <= named:
+            first.append(index)
+            named |= mentions[index].names
+    chosen: set[int] = set()
     used = count(KEPT)
-    for item in reversed(items):
-        tokens = count(item) + 1
+    for index in first:  # at most one per name
+        tokens = count(mentions[index].line) + 1
+        if used + tokens <= room:
+            chosen.add(index)
+            used += tokens
+    for index in range(len(mentions) - 1, -1, -1):
+        if index in chosen or index in first:
+            continue
+        tokens = count(mentions[index].line) + 1
         if used + tokens > room:
             break
-        chosen.append(item)
+        chosen.add(index)
         used += tokens
-    return chosen[::-1]
+    return [mentions[i].line for i in sorted(chosen)]
 
 
 def _compose(latest_request: list[str], chosen: dict[str, list[str]], latest_conclusion: list[str]) -> str:

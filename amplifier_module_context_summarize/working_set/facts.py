@@ -499,7 +499,7 @@ def _command_key(command: str) -> str:
     body (file content, not commands) is left out: its first line is kept, then ``…``.
     """
     lines = command.splitlines()
-    heredoc = next((i for i, line in enumerate(lines) if "<<" in line), None)
+    heredoc = next((i for i, line in enumerate(lines) if _HEREDOC.search(_heredoc_line(line))), None)
     if heredoc is None:
         key = " ".join(command.split())
     else:
@@ -515,21 +515,51 @@ def _command_key(command: str) -> str:
 _PATH_BACKSLASH = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
 """A backslash between path characters (``sessions\\bugfix-1.json``, ``C:\\src``) is a Windows separator,
 not a shell escape: the lexer would drop it."""
-_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([\w.-]+)\2")
+_HEREDOC = re.compile(r"(?<!<)<<(-?)(?!<)\s*(['\"]?)([\w.-]+)\2")
+"""A heredoc operator and its delimiter (a ``<<<`` here-string has no body)."""
+_ARITHMETIC = re.compile(r"\(\(|\)\)|<")
+
+
+def _heredoc_line(line: str) -> str:
+    """``line`` with every ``<`` that cannot open a heredoc replaced by its stand-in (``_word`` puts it back): inside
+    quotes or a comment, escaped, or in arithmetic (``python3 -c "print(1 << 20)"``, ``echo $((1 << 20))``). Read
+    as a heredoc, such a ``<<`` took every later line of the command for its body, and the ``git rm`` there with it.
+    One pass over the line's quoting, then one over each unquoted part."""
+    if "<<" not in line:
+        return line
+    out: list[str] = []
+    depth = 0  # how many ``((`` are open
+    for part in (m.group(0) for m in _QUOTING.finditer(line)):
+        if part[:1] in ("'", '"', "\\", "#"):
+            out.append(part.replace("<", _OPERATOR_STAND_INS["<"]))
+            continue
+        at = 0
+        for m in _ARITHMETIC.finditer(part):
+            token = m.group(0)
+            if token == "((":
+                depth += 1
+            elif token == "))":
+                depth = max(depth - 1, 0)
+            elif depth:
+                out.append(part[at : m.start()] + _OPERATOR_STAND_INS["<"])
+                at = m.end()
+        out.append(part[at:])
+    return "".join(out)
 
 
 def _heredoc_bodies(command: str) -> tuple[str, list[str]]:
     """The command with every heredoc's body left out, so the commands after each heredoc are still seen, and the
-    bodies in the order their ``<<`` appear (what ``apply_patch <<'PATCH'`` or ``git apply <<EOF`` is fed)."""
+    bodies in the order their ``<<`` appear (what ``apply_patch <<'PATCH'`` or ``git apply <<EOF`` is fed). A
+    ``<<`` that opens no heredoc (``_heredoc_line``) is kept masked, so the lexer does not read it as one either."""
     lines = command.splitlines()
     kept: list[str] = []
     bodies: list[str] = []
     i = 0
     while i < len(lines):
-        line = lines[i]
+        line = _heredoc_line(lines[i])
         kept.append(line)
         i += 1
-        for dash, _, delimiter in _HEREDOC.findall(line.replace("<<<", "")):
+        for dash, _, delimiter in _HEREDOC.findall(line):
             first = i
             while i < len(lines) and (lines[i].lstrip("\t") if dash else lines[i]).strip() != delimiter:
                 i += 1
@@ -547,21 +577,24 @@ _PLAIN_WORDS = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
 """The lexer's tokens of a line without quotes, escapes or comments: runs of its punctuation, and runs of
 anything else but whitespace. Most shell lines are such, and ``shlex`` reads a character at a time in Python."""
 _LEXED_ONLY = frozenset("'\"\\#")
-_QUOTING = re.compile(r"'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|\\.?|(?<![^\s;&|()])#[^\n]*|[^'\"\\#]+|#")
-"""A shell line's quoted strings, escapes, comments and the rest, in one left-to-right pass (the alternatives
-start with different characters, so nothing is tried twice)."""
+_QUOTING = re.compile(r"'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|\\.?|(?P<comment>(?<![^\s;&|()])#[^\n]*)|[^'\"\\#]+|#")
+"""A shell line's quoted strings, escapes, comments (a ``#`` that starts a word, to the end of its line) and the
+rest, in one left-to-right pass (the alternatives start with different characters, so nothing is tried twice)."""
 _OPERATOR_STAND_INS = {c: chr(0xE000 + n) for n, c in enumerate(";&|()<>")}
 _MASK_OPERATORS = str.maketrans(_OPERATOR_STAND_INS)
 _UNMASK_OPERATORS = str.maketrans({v: k for k, v in _OPERATOR_STAND_INS.items()})
 
 
-def _mask_quoted_operators(script: str) -> str:
-    """``script`` with the operator characters inside quotes replaced by private-use stand-ins. The lexer drops
-    the quotes, so a quoted ``";;"`` or ``">"`` (``grep -n ";;" a.py``) would read as a separator or a redirect:
-    the words are read back with ``_word`` once the operators are told apart."""
+def _for_lexer(script: str) -> str:
+    """``script`` as the lexer reads it: comments left out, and the operator characters inside quotes replaced by
+    private-use stand-ins. The lexer drops the quotes, so a quoted ``";;"`` or ``">"`` (``grep -n ";;" a.py``) would
+    read as a separator or a redirect: the words are read back with ``_word`` once the operators are told apart.
+    The lexer is given the lines joined by `` ; ``, so a comment it read itself would run to the end of the command
+    (``# install`` on the first line took every command after it)."""
     return "".join(
-        part.translate(_MASK_OPERATORS) if part[:1] in ("'", '"') else part
-        for part in (m.group(0) for m in _QUOTING.finditer(script))
+        "" if m.lastgroup == "comment" else part.translate(_MASK_OPERATORS) if part[:1] in ("'", '"') else part
+        for m in _QUOTING.finditer(script)
+        for part in (m.group(0),)
     )
 
 
@@ -575,8 +608,9 @@ def _shell_tokens(script: str) -> list[str]:
     if _LEXED_ONLY.isdisjoint(script):
         return _PLAIN_WORDS.findall(script.replace("\n", " ; "))
     script = _PATH_BACKSLASH.sub(r"\\\\", script)
-    lexer = shlex.shlex(_mask_quoted_operators(script).replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer = shlex.shlex(_for_lexer(script).replace("\n", " ; "), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
+    lexer.commenters = ""  # comments are already left out; a ``#`` inside a word (``a#b``) is part of it
     try:
         return list(lexer)
     except ValueError:  # an unbalanced quote (its operators unmasked): plain words are still worth reading

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.messages import MAX_NESTING, nesting_problem
+
 Message = dict[str, Any]
 
 
@@ -135,6 +137,21 @@ def parse_json(text: str) -> Any:
         raise ValueError("invalid JSON (nested too deeply)") from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON ({str(exc).split(':')[0]})") from None
+
+
+def loads_or(text: str, default: Any) -> Any:
+    """The value JSON ``text`` holds, or ``default`` when it is not JSON a reader can use: the one way a reader
+    decodes JSON found inside a recorded string (a tool output, call arguments, a saved state).
+
+    Text nested past Python's stack (``RecursionError``), an integer of more than 4,300 digits, or a value nested
+    deeper than ``MAX_NESTING`` (which walking it to build messages would run into) is text, not a value: the
+    reader keeps it as written instead of crashing.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return default
+    return default if nesting_problem(value, MAX_NESTING) else value
 
 
 _TAG = re.compile(r"<(/?)([A-Za-z_][\w-]*)>")

@@ -28,7 +28,7 @@ import ast
 import json
 from typing import Any
 
-from ._common import Message
+from ._common import Message, loads_or
 
 NAME = "amplifier"
 LABEL = "Amplifier CLI transcript.jsonl (~/.amplifier/projects/*/sessions/*/transcript.jsonl)"
@@ -100,6 +100,8 @@ def _flagged(message: Message, output: str | dict[str, Any]) -> Message:
 
 _JSON = object()
 """Marks a result that already is JSON text: kept as written."""
+_NOT_JSON = object()
+"""What ``loads_or`` gives for text that is not JSON a reader can use (also JSON nested past the stack)."""
 
 
 def _literal(text: str) -> Any:
@@ -107,11 +109,8 @@ def _literal(text: str) -> Any:
     stripped = text.strip()
     if (stripped[:1], stripped[-1:]) not in (("{", "}"), ("[", "]")):
         return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        pass
-    else:
+    value = loads_or(stripped, _NOT_JSON)
+    if value is not _NOT_JSON:
         if isinstance(value, dict) and value.get("cancelled") is True:
             return value
         return _JSON if isinstance(value, dict | list) else None

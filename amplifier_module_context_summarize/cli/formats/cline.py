@@ -16,11 +16,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from ._common import Builder, Message, Tagged, as_text, tagged, without
+from ._common import Builder, Message, Tagged, as_text, loads_or, tagged, without
 
 NAME = "cline"
 LABEL = "Cline task history (api_conversation_history.json, ui_messages.json)"
@@ -317,9 +316,8 @@ def _ui(data: list[Any]) -> list[Message]:
             b.tool_result(pending, text)
             pending = None
         elif kind == "tool":
-            try:
-                args = json.loads(text)
-            except ValueError:
+            args = loads_or(text, None)
+            if args is None:
                 args = {"text": text}
             call_id = b.new_id()
             name = args.pop("tool", "tool") if isinstance(args, dict) else "tool"

@@ -18,11 +18,10 @@ The exit code a shell result records (``metadata.exit_code``, ``Exit code: N``, 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from ._common import Builder, Message, as_text
+from ._common import Builder, Message, as_text, loads_or
 
 NAME = "codex"
 LABEL = "Codex CLI rollout JSONL, codex exec --json stream and ATIF trajectory export"
@@ -85,10 +84,7 @@ def output_and_exit(raw: Any) -> tuple[str, int | None]:
         raw = raw.get("content", raw)
     text = as_text(raw)
     if text.lstrip().startswith("{"):
-        try:
-            decoded = json.loads(text)
-        except ValueError:
-            decoded = None
+        decoded = loads_or(text, None)
         if isinstance(decoded, dict) and "output" in decoded:
             meta = decoded.get("metadata") or {}
             code = meta.get("exit_code") if isinstance(meta, dict) else None

@@ -14,12 +14,17 @@
   ``message {role, content, delta}``, ``tool_use
   {tool_name, tool_id, parameters}``, ``tool_result {tool_id, status, output, error}`` and ``result``.
 
+A call's ``id`` is optional in Gemini's API (gemini-cli makes one when it is missing): a call recorded without one
+gets one here, unique in the file, and a response without one answers the first unanswered call of its name in the
+turn before it (in stream-json, the first unanswered call), as the API pairs them.
+
 A shell result's ``Exit Code: N`` line is the recorded exit status: it is kept so the working set shows it.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Any
 
 from ._common import Builder, Message, as_text
@@ -125,21 +130,70 @@ def _flush_user_texts(texts: list[str], out: list[Message]) -> None:
         texts.clear()
 
 
+class _CallIds:
+    """Ids for calls recorded without one, and the call each id-less response answers."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self._taken = taken
+        self._count = 0
+        self._unanswered: dict[str, deque[str]] = {}
+
+    def new_turn(self) -> None:
+        """A model turn's calls are answered in the turn after it: older id-less calls are no longer waited on."""
+        self._unanswered.clear()
+
+    def of_call(self, call: dict[str, Any], name: str) -> str:
+        recorded = call.get("id")
+        if recorded is not None and recorded != "":
+            return str(recorded)
+        made = self._make(name)
+        self._unanswered.setdefault(name, deque()).append(made)
+        return made
+
+    def of_response(self, response: dict[str, Any]) -> str | None:
+        recorded = response.get("id")
+        if recorded is not None and recorded != "":
+            return str(recorded)
+        waiting = self._unanswered.get(str(response.get("name") or "tool"))
+        return waiting.popleft() if waiting else None
+
+    def _make(self, name: str) -> str:
+        while True:  # gemini-cli's own ids are NAME-TIME-RANDOM; these are deterministic, so resumes match
+            self._count += 1
+            made = f"{name}-{self._count}"
+            if made not in self._taken:
+                self._taken.add(made)
+                return made
+
+
+def _recorded_ids(contents: list[Any]) -> set[str]:
+    """Every call id the history records, so a made one never repeats it."""
+    found: set[str] = set()
+    for entry in contents:
+        for part in entry.get("parts") or []:
+            fc = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(fc, dict) and fc.get("id") is not None:
+                found.add(str(fc["id"]))
+    return found
+
+
 def _contents(contents: list[Any]) -> list[Message]:
     out: list[Message] = []
     called: set[str] = set()
+    ids = _CallIds(_recorded_ids(contents))
     for entry in contents:
         role = entry.get("role")
         parts = entry.get("parts") or []
         if role == "model":
+            ids.new_turn()
             blocks: list[dict[str, Any]] = []
             for part in parts:
                 if "functionCall" in part:
                     fc = part["functionCall"]
-                    called.add(fc["id"])
-                    blocks.append(
-                        {"type": "tool_call", "id": fc["id"], "name": fc["name"], "input": fc.get("args", {})}
-                    )
+                    name = str(fc.get("name") or "tool")
+                    call_id = ids.of_call(fc, name)
+                    called.add(call_id)
+                    blocks.append({"type": "tool_call", "id": call_id, "name": name, "input": fc.get("args", {})})
                 elif part.get("thought"):
                     blocks.append({"type": "thinking", "thinking": part.get("text", "")})
                 elif "text" in part:
@@ -151,15 +205,16 @@ def _contents(contents: list[Any]) -> list[Message]:
             if "functionResponse" in part:
                 _flush_user_texts(texts, out)
                 fr = part["functionResponse"]
-                if fr.get("id") not in called:
+                answers = ids.of_response(fr)
+                if answers not in called:
                     continue  # a result whose call is not in the log
                 response = fr.get("response")
                 output = response["output"] if isinstance(response, dict) and "output" in response else response
                 out.append(
                     {
                         "role": "tool",
-                        "tool_call_id": fr["id"],
-                        "content": [{"type": "tool_result", "tool_call_id": fr["id"], "output": output}],
+                        "tool_call_id": answers,
+                        "content": [{"type": "tool_result", "tool_call_id": answers, "output": output}],
                     }
                 )
             elif "text" in part:
@@ -209,6 +264,7 @@ def _recorded_output(result: Any) -> Any:
 
 def _stream_json(events: list[Any]) -> list[Message]:
     b = Builder()
+    unanswered: deque[str] = deque()  # calls recorded without a tool_id, in order: a result without one answers
     for e in events:
         if not isinstance(e, dict):
             continue
@@ -218,13 +274,16 @@ def _stream_json(events: list[Any]) -> list[Message]:
                 e["role"], e.get("content"), "" if e.get("delta") else "\n\n"
             )  # deltas of one reply join into one message
         elif kind == "tool_use":
-            b.tool_call(str(e.get("tool_id") or b.new_id()), e.get("tool_name"), e.get("parameters"))
+            call_id = e.get("tool_id")
+            if not call_id:
+                call_id = b.new_id()
+                unanswered.append(call_id)
+            b.tool_call(str(call_id), e.get("tool_name"), e.get("parameters"))
         elif kind == "tool_result":
             output = e.get("output")
             if output is None and e.get("error") is not None:
                 output = e["error"]
             status = e.get("status")
-            b.tool_result(
-                str(e.get("tool_id")), output, exit_code(output), None if status is None else status != "success"
-            )
+            answers = e.get("tool_id") or (unanswered.popleft() if unanswered else None)
+            b.tool_result(str(answers), output, exit_code(output), None if status is None else status != "success")
     return b.result()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._common import Builder, Message, as_text
+from ._common import Builder, Message, as_text, loads_or
 
 NAME = "swe-agent"
 LABEL = "SWE-agent *.traj and mini-swe-agent *.traj.json trajectories"
@@ -135,9 +135,6 @@ def _action_call(action: str, state: Any) -> tuple[str, dict[str, Any]]:
 def _open_file(state: Any) -> str:
     """The file SWE-agent's recorded ``state`` (a JSON string or object) says is open, or ''."""
     if isinstance(state, str):
-        try:
-            state = json.loads(state)
-        except ValueError:
-            return ""
+        state = loads_or(state, None)
     found = state.get("open_file") if isinstance(state, dict) else None
     return found if isinstance(found, str) and found not in ("", "n/a") else ""
