@@ -20,6 +20,7 @@ from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import Facts, clip, extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ...working_set.index import index_of
 from ...working_set.reads import named_reads, read_form
 
 ITEM_MAX_CHARS = 200
@@ -109,6 +110,21 @@ def account_of(facts: Facts, shown_text: str) -> Account:
                     named.add(item)
             (kept if item in named else lost)[kind].append(item)
     return Account(kept, lost)
+
+
+def hidden_facts(history: History, end_group: int) -> Facts:
+    """The facts of groups ``[0, end_group)``, read as a compaction's own account reads a span: each group shown as
+    stored from the working set's index (extracted once per group), a group shown otherwise (sanitized) extracted
+    as stored. O(groups) once the index holds them, so a report may ask at every compaction."""
+    index, irregular = index_of(history), history.shown_as
+    run = FactsRun()
+    for group in range(end_group):
+        if group in irregular:
+            g = history.groups[group]
+            run.add(extract(history.messages[g.start : g.end]))
+        else:
+            run.add(index.facts(group))
+    return run.facts()
 
 
 def newly_hidden_messages(history: History, before: CompactionState, after: CompactionState) -> tuple[int, int]:
