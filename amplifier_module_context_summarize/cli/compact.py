@@ -23,7 +23,7 @@ from ..manager import SummarizingContextManager
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
-from .losses import Loss, running, view_account
+from .losses import Loss, ViewAccount, running
 from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
@@ -119,7 +119,7 @@ async def replay(
     manager = create_manager(config, hooks=recorder)
     started = time.perf_counter()
     found = Replay(manager, [], [])
-    accounts = []
+    accounts, account = [], ViewAccount(manager)
     async for step in replay_steps(manager, messages, budget=budget, at_end=True):
         if step.due:
             before, seen = manager.state, len(recorder.payloads("context:post_compact"))
@@ -129,7 +129,7 @@ async def replay(
             posts = [p for p in recorder.payloads("context:post_compact")[seen:] if p["outcome"] == COMPACTED]
             if posts:
                 found.compacted.append(Compacted(step.index, posts, before, manager.state, found.view))
-                accounts.append(view_account(manager, found.view))
+                accounts.append(account(found.view))
         if progress is not None:
             progress(step.index + 1, len(messages))
     for compacted, loss in zip(found.compacted, running(accounts), strict=True):

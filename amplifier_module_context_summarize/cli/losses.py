@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compaction.view.losses import KINDS, Account, account_of, hidden_facts
+from ..compaction.view.losses import KINDS, Account, HiddenLedger
 from ..core.messages import Message, message_text
 from ..manager import SummarizingContextManager
 
@@ -77,9 +77,18 @@ def standing_text(manager: SummarizingContextManager, view: list[Message]) -> st
     return "\n".join(message_text(m) for m in view[start : max(len(view) - tail, start)])
 
 
-def view_account(manager: SummarizingContextManager, view: list[Message]) -> Account:
-    """Which artifacts of the hidden messages the view sent still names where it stands for them."""
-    return account_of(hidden_facts(manager.history, manager.state.tail_start), standing_text(manager, view))
+class ViewAccount:
+    """The account at each request that compacted: the hidden messages' artifacts against the view sent. One per
+    replay, so the hidden prefix is read once however many compactions it outlives."""
+
+    def __init__(self, manager: SummarizingContextManager) -> None:
+        self.manager = manager
+        self.ledger = HiddenLedger(manager.history)
+
+    def __call__(self, view: list[Message]) -> Account:
+        """Which artifacts of the hidden messages ``view`` (sent for the manager's current state) still names where
+        it stands for them."""
+        return self.ledger.account(self.manager.state.tail_start, standing_text(self.manager, view))
 
 
 def running(accounts: list[Account]) -> list[Loss]:
