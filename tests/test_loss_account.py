@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.cli.losses import running
 from amplifier_module_context_summarize.compaction.view.losses import KINDS, Account
@@ -123,3 +124,22 @@ def test_running_account_reconciles_item_by_item():
     assert second.newly_lost["commands"] == ["c"] and second.newly_lost["urls"] == ["u"]
     assert second.named_again["commands"] == ["a"] and second.lost == 3
     assert third.newly == 0 and third.regained == 3 and third.lost == 0
+
+
+async def test_the_ledger_gives_the_whole_prefix_account_as_the_prefix_grows():
+    """``HiddenLedger`` reads each group once; its account is the one ``account_of`` gives the whole prefix."""
+    from amplifier_module_context_summarize.compaction.view.losses import HiddenLedger, account_of, joined
+    from amplifier_module_context_summarize.testing import mixed_history
+    from amplifier_module_context_summarize.working_set.index import index_of
+
+    manager = create_manager({"summarizer": "extractive"})
+    await manager.set_messages(mixed_history(60))
+    history = manager.history
+    text = "\n".join(str(m.get("content")) for m in history.messages[: len(history.messages) // 3])
+    ledger = HiddenLedger(history)
+    ends = [0, 5, 6, 20, len(history.groups) // 2, len(history.groups) - 1]
+    for end in [*ends, 3]:  # an end that falls starts afresh
+        whole = account_of(joined(index_of(history).facts(g) for g in range(end)), text)
+        got = ledger.account(end, text)
+        assert (got.kept, got.lost) == (whole.kept, whole.lost), end
+    assert any(ledger.account(end, text).kept_count for end in ends) and any(whole.lost.values())
