@@ -18,8 +18,9 @@ from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.__main__ import main as cli_main
 from amplifier_module_context_summarize.cli.inspect import inspect_session, render_html, render_markdown
+from amplifier_module_context_summarize.cli.losses import standing_text
 from amplifier_module_context_summarize.compaction.view.losses import account, newly_hidden
-from amplifier_module_context_summarize.core.messages import REPLACEMENT
+from amplifier_module_context_summarize.core.messages import REPLACEMENT, message_text
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, replay, tool_call, tool_result
 
 BUDGET = 6_000
@@ -58,7 +59,7 @@ def test_markdown_lists_each_compaction_its_summary_and_what_was_lost(session_fi
     assert len(compactions) >= 2 and [int(n) for n, _ in compactions] == list(range(1, len(compactions) + 1))
     assert out.count("### Summary message") == len(compactions) == out.count("### What was lost")
     assert SUMMARY_MARKER in out and "newly summarized: groups 0–" in out
-    assert "artifacts of the hidden messages are no longer named in the view" in out
+    assert "artifacts of the hidden messages are no longer named where the view stands for them" in out
     assert re.search(r"^- (files|commands|errors|identifiers).*: `", out, re.MULTILINE)
 
 
@@ -73,9 +74,10 @@ async def test_the_account_matches_the_replay_and_the_events():
         assert all(a < b and first < end for _, a, b, first, end in record.newly)
         assert record.summary.startswith(SUMMARY_MARKER) or not record.summary  # empty: only masking so far
     assert any(r.summary for r in found.compactions) or not manager.state.segments
-    lost = found.compactions[-1].lost
-    view_text = json.dumps(found.view, ensure_ascii=False)
-    assert lost.lost_count and all(item not in view_text for items in lost.lost.values() for item in items)
+    last = found.compactions[-1].loss
+    standing = standing_text(manager, found.view)  # the view's text between its system part and its verbatim tail
+    assert standing and standing in "\n".join(message_text(m) for m in found.view)
+    assert last.lost and all(item not in standing for items in last.account.lost.values() for item in items)
     assert "inspect" in render_markdown(found).lower()
 
 

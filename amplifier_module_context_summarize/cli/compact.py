@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,13 @@ from .. import create_manager
 from ..core.budget import budget_problem
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
+from ..core.state import CompactionState
 from ..events import COMPACTED
+from ..manager import SummarizingContextManager
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
+from .losses import Loss, ViewAccount, running
 from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
@@ -71,10 +75,38 @@ def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tupl
     )
 
 
-async def replay_session(
+@dataclass
+class Compacted:
+    """A request at which compactions were installed, and the view it sent."""
+
+    at_message: int
+    """The stored message after which the request was made."""
+    posts: list[dict[str, Any]]
+    """The installed compactions' ``context:post_compact`` payloads, in order (almost always one)."""
+    before: CompactionState
+    after: CompactionState
+    view: list[Message]
+    loss: Loss | None = None
+    """What was lost, as of the view sent (``losses.running``)."""
+
+
+@dataclass
+class Replay:
+    """A session replayed as ``compact`` and ``inspect`` both replay it."""
+
+    manager: SummarizingContextManager
+    view: list[Message]
+    compacted: list[Compacted]
+    requests: list[tuple[int, int]] = field(default_factory=list)
+    """(message index, tokens sent) per request."""
+    seconds: float = 0.0
+
+
+async def replay(
     messages: list[dict[str, Any]], budget: int, summarizer: dict[str, Any], progress: Any = None
-) -> dict[str, Any]:
-    """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end."""
+) -> Replay:
+    """Feed messages as an orchestrator would: a request before every assistant turn, and one at the end. At each
+    request that installs a compaction the account of what was lost is taken, once, from the view it sent."""
     recorder = EventRecorder(only={"context:post_compact"})
     # In band: a replay has no agent time between requests in which a background summary could land.
     # Nobody waits for a replay's requests: a summary gets the time its calls take (``REPLAY_DEADLINE_S``).
@@ -86,22 +118,39 @@ async def replay_session(
     }
     manager = create_manager(config, hooks=recorder)
     started = time.perf_counter()
-    view: list[dict[str, Any]] = []
-    requests = 0
+    found = Replay(manager, [], [])
+    accounts, account = [], ViewAccount(manager)
     async for step in replay_steps(manager, messages, budget=budget, at_end=True):
         if step.due:
-            view = await step.request()
-            requests += 1
+            before, seen = manager.state, len(recorder.payloads("context:post_compact"))
+            found.view = await step.request()
+            found.requests.append((step.index, await manager.get_token_count()))
+            # Installed: one that could not make the view smaller (``unchanged``) or was cancelled left it as it was.
+            posts = [p for p in recorder.payloads("context:post_compact")[seen:] if p["outcome"] == COMPACTED]
+            if posts:
+                found.compacted.append(Compacted(step.index, posts, before, manager.state, found.view))
+                accounts.append(account(found.view))
         if progress is not None:
             progress(step.index + 1, len(messages))
-    # Compactions installed: one that could not make the view smaller (``unchanged``) left it as it was.
-    posts = [p for p in recorder.payloads("context:post_compact") if p["outcome"] == COMPACTED]
-    history_tokens = manager.counter.count_messages(messages)
+    for compacted, loss in zip(found.compacted, running(accounts), strict=True):
+        compacted.loss = loss
+    found.seconds = time.perf_counter() - started
+    return found
+
+
+async def replay_session(
+    messages: list[dict[str, Any]], budget: int, summarizer: dict[str, Any], progress: Any = None
+) -> dict[str, Any]:
+    """``replay``, as ``compact`` reports it: the final view, the report and one entry per compaction."""
+    found = await replay(messages, budget, summarizer, progress)
+    manager, view = found.manager, found.view
+    posts = [p for c in found.compacted for p in c.posts]
+    compactions = [_compaction(p, c.loss if p is c.posts[-1] else None) for c in found.compacted for p in c.posts]
     report = {
         "messages": len(messages),
-        "history_tokens": history_tokens,
+        "history_tokens": manager.counter.count_messages(messages),
         "budget": budget,
-        "requests": requests,
+        "requests": len(found.requests),
         "compactions": len(posts),
         "view_messages": len(view),
         "view_tokens": manager.counter.count_messages(view),
@@ -113,13 +162,17 @@ async def replay_session(
         "summarizer_output_tokens": manager.stats["summarizer_output_tokens"],
         "fallbacks": sorted({p["fallback"] for p in posts if p["fallback"]}),
         "clipped_messages": len(manager.view.clipped),
+        "artifacts_lost": found.compacted[-1].loss.lost if found.compacted and found.compacted[-1].loss else 0,
+        "losses": [c["loss"] for c in compactions if c["loss"] is not None],
         "summarizer": manager.summarizer.name,
-        "seconds": round(time.perf_counter() - started, 3),
+        "seconds": round(found.seconds, 3),
     }
-    return {"view": view, "report": report, "compactions": [_compaction(p) for p in posts]}
+    return {"view": view, "report": report, "compactions": compactions}
 
 
-def _compaction(post: Mapping[str, Any]) -> dict[str, Any]:
+def _compaction(post: Mapping[str, Any], loss: Loss | None) -> dict[str, Any]:
+    """One compaction's line: its event's figures, and the account of what was lost (None for one whose view was
+    not sent: another compaction followed it in the same request)."""
     keys = (
         "tokens_before",
         "token_count",
@@ -128,10 +181,9 @@ def _compaction(post: Mapping[str, Any]) -> dict[str, Any]:
         "summarized_messages",
         "newly_summarized",
         "newly_masked",
-        "artifacts_lost",
         "fallback",
     )
-    return {key: post.get(key) for key in keys}
+    return {**{key: post.get(key) for key in keys}, "loss": loss.as_json() if loss is not None else None}
 
 
 def render_view(view: list[dict[str, Any]], width: int = 400) -> str:
@@ -306,6 +358,15 @@ def _change(before: int, after: int) -> str:
     return f"-{cut:.0f}%" if cut >= 0 else f"+{-cut:.0f}%"
 
 
+def loss_words(loss: Mapping[str, Any] | None) -> str:
+    """``, 8 artifacts newly lost, 12 named again (4 of 56 lost so far)``; nothing when nothing changed."""
+    if not loss or not (loss["newly_lost"] or loss["named_again"]):
+        return ""
+    parts = [f"{loss['newly_lost']} newly lost"] if loss["newly_lost"] else []
+    parts += [f"{loss['named_again']} named again"] if loss["named_again"] else []
+    return f", artifacts: {', '.join(parts)} ({loss['lost_so_far']} of {loss['hidden_artifacts']} lost so far)"
+
+
 def render_result(result: dict[str, Any]) -> str:
     """Tokens before -> after and % saved, one line per compaction, then the report's fields."""
     report = result["report"]
@@ -316,7 +377,7 @@ def render_result(result: dict[str, Any]) -> str:
         f"budget {report['budget']:,}, {report['requests']} requests",
     ]
     for i, c in enumerate(result.get("compactions", []), start=1):
-        lost = f", {c['artifacts_lost']} working-set items dropped" if c.get("artifacts_lost") else ""
+        lost = loss_words(c.get("loss"))
         fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
         lines.append(
             f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens "
@@ -324,5 +385,5 @@ def render_result(result: dict[str, Any]) -> str:
             f"{compaction_label(c)}{lost}{fallback}"
         )
     lines.append("report:")
-    lines += [f"  {key}: {value}" for key, value in report.items()]
+    lines += [f"  {key}: {value}" for key, value in report.items() if key != "losses"]  # told per compaction above
     return "\n".join(lines)

@@ -19,18 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import create_manager
-from ..compaction.view.losses import KINDS, Account, account
+from ..compaction.view.losses import KINDS
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
-from ..events import COMPACTED
 from ..manager import SummarizingContextManager
-from ..testing import EventRecorder, replay_steps
 from . import inspect_chart, inspect_table
 from .args import token_count
-from .compact import DEFAULT_BUDGET, SESSION_HELP, read_line, session_from_args
+from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, read_line, replay, session_from_args
 from .formats import formats_read
+from .losses import Loss
 from .output import OutputError, check_file, emit, report, write_file
 
 DISPLAY_CHARS = 3_000
@@ -49,7 +47,8 @@ class CompactionRecord:
     hidden_messages: int
     summary: str
     payload: dict[str, Any]
-    lost: Account
+    loss: Loss
+    """What was lost, as ``compact`` reports it (``losses``)."""
 
 
 @dataclass
@@ -85,33 +84,18 @@ def add_parser(commands: Any) -> None:
 
 
 async def inspect_session(messages: list[Message], budget: int, path: str = "") -> Inspection:
-    recorder = EventRecorder(only={"context:post_compact"})
-    manager = create_manager({"summarizer": {"provider": "extractive"}, "max_tokens": budget}, hooks=recorder)
-    found = Inspection(path, budget, manager, [])
-    async for step in replay_steps(manager, messages, budget=budget, at_end=True):
-        if not step.due:
-            continue
-        before, seen = manager.state, len(recorder.payloads("context:post_compact"))
-        found.view = await step.request()
-        found.requests.append((step.index, await manager.get_token_count()))
-        installed = [p for p in recorder.payloads("context:post_compact")[seen:] if p["outcome"] == COMPACTED]
-        if installed:  # a cancelled or unchanged compaction left the view as it was
-            found.compactions.append(
-                _record(manager, before, found.view, installed[-1], step.index, len(found.compactions))
-            )
-    return found
+    """The session replayed as ``compact`` replays it (the same compactions, the same account of what was lost),
+    with the extractive summarizer."""
+    found = await replay(messages, budget, {"provider": "extractive"})
+    inspection = Inspection(path, budget, found.manager, found.view, requests=found.requests)
+    for number, compacted in enumerate(found.compacted, start=1):
+        inspection.compactions.append(_record(found.manager, compacted, number))
+    return inspection
 
 
-def _record(
-    manager: SummarizingContextManager,
-    before: Any,
-    view: list[Message],
-    payload: dict[str, Any],
-    at: int,
-    number: int,
-) -> CompactionRecord:
-    history, state = manager.history, manager.state
-    groups = history.groups
+def _record(manager: SummarizingContextManager, compacted: Compacted, number: int) -> CompactionRecord:
+    groups = manager.history.groups
+    before, state = compacted.before, compacted.after
     newly = []
     if state.boundary > before.boundary:
         form = "summarized" if state.segments else "truncated"
@@ -120,19 +104,16 @@ def _record(
     if state.tail_start > start:
         newly.append(("masked", start, state.tail_start))
     spans = [(form, a, b, groups[a].start, groups[b - 1].end) for form, a, b in newly]
-    hidden_end = groups[state.tail_start - 1].end if state.tail_start else 0
-    system = set(history.system)
-    hidden = [m for i, m in enumerate(history.messages[:hidden_end]) if i not in system]
-    view_text = "\n".join(message_text(m) for m in view)
-    summary = next((m for m in view if _leads_as_summary(m)), None)  # as the view showed it
+    summary = next((m for m in compacted.view if _leads_as_summary(m)), None)  # as the view showed it
+    assert compacted.loss is not None  # ``replay`` accounts for every request that compacted
     return CompactionRecord(
-        number=number + 1,
-        at_message=at,
+        number=number,
+        at_message=compacted.at_message,
         newly=spans,
-        hidden_messages=hidden_end,
+        hidden_messages=groups[state.tail_start - 1].end if state.tail_start else 0,
         summary=str(summary["content"]) if summary is not None else "",
-        payload=payload,
-        lost=account(hidden, view_text),
+        payload=compacted.posts[-1],
+        loss=compacted.loss,
     )
 
 
@@ -172,24 +153,40 @@ def render_markdown(found: Inspection) -> str:
         lines.append(f"- hidden in all (summarized or masked): messages 0–{record.hidden_messages - 1}")
         lines += ["", "### Summary message", ""]
         lines.append(_fence(record.summary) if record.summary else "(no summary message: only masking so far)")
-        lines += ["", "### What was lost", ""]
-        lost, total = record.lost.lost_count, record.lost.lost_count + record.lost.kept_count
-        if not lost:
-            lines.append(
-                f"Nothing: all {total} artifacts of the hidden messages are still named in the view."
-                if total
-                else "The hidden messages name no files, commands, URLs, ids or errors."
-            )
-        else:
-            lines.append(f"{lost} of {total} artifacts of the hidden messages are no longer named in the view:")
-            lines.append("")
-            for kind in KINDS:
-                items = record.lost.lost[kind]
-                if items:
-                    more = f" (+{len(items) - LOST_ITEMS_SHOWN} more)" if len(items) > LOST_ITEMS_SHOWN else ""
-                    shown = ", ".join(f"`{_inline(i)}`" for i in items[-LOST_ITEMS_SHOWN:])
-                    lines.append(f"- {kind}{more}: {shown}")
+        lines += ["", "### What was lost", "", *_loss_lines(record.loss)]
     return "\n".join(lines) + "\n"
+
+
+def _loss_lines(loss: Loss) -> list[str]:
+    """The account (``losses``): lost so far with what changed, the lost items, and those named again."""
+    if not loss.total:
+        return ["The hidden messages name no files, commands, URLs, ids or errors."]
+    change = f"{loss.newly} newly lost at this compaction" + (f", {loss.regained} named again" if loss.regained else "")
+    if not loss.lost:
+        lines = [f"Nothing: all {loss.total} artifacts of the hidden messages are named where the view stands for them"]
+        lines[0] += f" ({change})." if loss.regained else "."
+    else:
+        lines = [
+            f"{loss.lost} of {loss.total} artifacts of the hidden messages are no longer named where the view stands "
+            f"for them (its summary, pinned requests and masked messages); {change}:",
+            "",
+            *_items(loss.account.lost),
+        ]
+    if loss.regained:
+        lines += ["", f"Named again ({loss.regained}: lost at an earlier compaction, named by this view):", ""]
+        lines += _items(loss.named_again)
+    return lines
+
+
+def _items(by_kind: dict[str, list[str]]) -> list[str]:
+    lines = []
+    for kind in KINDS:
+        items = by_kind.get(kind, [])
+        if items:
+            more = f" (+{len(items) - LOST_ITEMS_SHOWN} more)" if len(items) > LOST_ITEMS_SHOWN else ""
+            shown = ", ".join(f"`{_inline(i)}`" for i in items[-LOST_ITEMS_SHOWN:])
+            lines.append(f"- {kind}{more}: {shown}")
+    return lines
 
 
 def _inline(item: str) -> str:

@@ -1,9 +1,10 @@
 """The losses of ``inspect --html``: a table of compactions near the top, and one detail section per compaction.
 
 Each row gives, without expanding anything, what the compaction newly took out of the verbatim view (messages
-summarized, truncated or masked) and what it newly lost (artifacts of the hidden messages that the view named
-before it and no longer names, by kind), with the running total; its number links to ``#compaction-N``. A detail
-section lists the newly lost artifacts in full and keeps the summary and the complete lost list folded.
+summarized, truncated or masked), what it newly lost and what is named again (by kind), and the running total: the
+account ``compact`` prints (``losses``), so the total falls exactly by what is named again. Its number links to
+``#compaction-N``. A detail section lists the newly lost and the named-again artifacts in full and keeps the summary
+and the complete lost list folded.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import html
 from typing import Any
 
 from ..compaction.view.losses import KINDS
+from .losses import Loss
 
 CSS = """
 div.table-scroll{overflow-x:auto;max-width:100%}
 table.compactions{border-collapse:collapse;width:100%;margin:.3em 0 1em;font-size:13px}
 table.compactions th,table.compactions td{border-bottom:1px solid #e2e2e2;padding:.22em .5em;text-align:left;
 vertical-align:top}table.compactions th{background:#f3f4f8;font-weight:600}table.compactions .n{text-align:right;
-white-space:nowrap}td.lost-new{color:#a00}td.lost-none{color:#777}
+white-space:nowrap}td.lost-new{color:#a00}td.lost-none{color:#777}td.named-again{color:#070}
 section.compaction{border:1px solid #e5c07b;border-radius:4px;padding:.2em .8em .6em;margin:.8em 0;background:#fffdf6}
 section.compaction h3{margin:.4em 0}section.compaction ul{margin:.2em 0;overflow-wrap:anywhere}a.up{font-size:.85em}
 """
@@ -40,17 +42,6 @@ def _kinds(counts: dict[str, list[str]]) -> str:
     )
 
 
-def newly_lost(records: list[Any]) -> list[dict[str, list[str]]]:
-    """Per compaction, the lost artifacts that the previous compaction's account did not already list as lost."""
-    before: dict[str, set[str]] = {kind: set() for kind in KINDS}
-    found = []
-    for record in records:
-        lost = record.lost.lost
-        found.append({kind: [i for i in lost.get(kind, []) if i not in before[kind]] for kind in KINDS})
-        before = {kind: set(lost.get(kind, [])) for kind in KINDS}
-    return found
-
-
 def _hidden(record: Any) -> str:
     return "; ".join(f"{form} {end - first} (messages {first}–{end - 1})" for form, _, _, first, end in record.newly)
 
@@ -62,34 +53,62 @@ def render_table(records: list[Any]) -> str:
     parts.append(
         '<div class="table-scroll"><table class="compactions"><thead><tr><th class="n">#</th>'
         '<th class="n">at message</th>'
-        '<th class="n">view tokens</th><th>newly hidden</th><th>newly lost</th><th class="n">lost so far</th>'
+        '<th class="n">view tokens</th><th>newly hidden</th><th>newly lost</th><th>named again</th>'
+        '<th class="n">lost so far</th>'
         "</tr></thead><tbody>"
     )
-    for record, new in zip(records, newly_lost(records), strict=True):
-        p, lost = record.payload, record.lost
-        count = sum(map(len, new.values()))
-        total = lost.lost_count + lost.kept_count
+    for record in records:
+        p, loss = record.payload, record.loss
         lost_cell = (
-            f'<td class="lost-new">{count}: {_esc(_kinds(new))}</td>' if count else '<td class="lost-none">0</td>'
+            f'<td class="lost-new">{loss.newly}: {_esc(_kinds(loss.newly_lost))}</td>'
+            if loss.newly
+            else '<td class="lost-none">0</td>'
+        )
+        again_cell = (
+            f'<td class="named-again">{loss.regained}: {_esc(_kinds(loss.named_again))}</td>'
+            if loss.regained
+            else '<td class="lost-none">0</td>'
         )
         parts.append(
             f'<tr id="row-{record.number}"><td class="n"><a href="#compaction-{record.number}">{record.number}</a></td>'
             f'<td class="n">{record.at_message}</td>'
             f'<td class="n">{p["tokens_before"]:,} → {p["token_count"]:,}</td>'
-            f"<td>{_esc(_hidden(record) or '—')}</td>{lost_cell}"
-            f'<td class="n">{lost.lost_count} of {total}</td></tr>'
+            f"<td>{_esc(_hidden(record) or '—')}</td>{lost_cell}{again_cell}"
+            f'<td class="n">{loss.lost} of {loss.total}</td></tr>'
         )
     parts.append("</tbody></table></div>")  # scrolls sideways on a phone-width screen, the page does not
     return "".join(parts)
+
+
+def _list(by_kind: dict[str, list[str]]) -> str:
+    items = "".join(f"<li>{_esc(kind)}: {_esc(', '.join(items))}</li>" for kind, items in by_kind.items() if items)
+    return f"<ul>{items}</ul>"
+
+
+def _changes(loss: Loss) -> list[str]:
+    """What this compaction newly lost, and what is named again (why the running total may fall)."""
+    parts = []
+    if loss.newly:
+        parts.append(
+            f'<p class="lost">Newly lost ({loss.newly}: {_esc(_kinds(loss.newly_lost))}), no longer named where the '
+            f"view stands for them:</p>{_list(loss.newly_lost)}"
+        )
+    else:
+        parts.append("<p>Nothing newly lost.</p>")
+    if loss.regained:
+        parts.append(
+            f"<p>Named again ({loss.regained}: {_esc(_kinds(loss.named_again))}), lost at an earlier compaction and "
+            f"named by this view, so the total falls by as many:</p>{_list(loss.named_again)}"
+        )
+    return parts
 
 
 def render_details(records: list[Any]) -> str:
     parts = ["<h2>Compaction details</h2>"]
     if not records:
         return parts[0] + "<p>None: the session fits the budget.</p>"
-    for record, new in zip(records, newly_lost(records), strict=True):
-        p, lost = record.payload, record.lost
-        count = sum(map(len, new.values()))
+    for record in records:
+        p, loss = record.payload, record.loss
         parts.append(
             f'<section class="compaction" id="compaction-{record.number}"><h3>Compaction {record.number} at message '
             f"{record.at_message}: {p['tokens_before']:,} → {p['token_count']:,} tokens (budget {p['budget']:,})</h3>"
@@ -98,23 +117,18 @@ def render_details(records: list[Any]) -> str:
             + (f"; fallback <code>{_esc(p['fallback'])}</code>" if p.get("fallback") else "")
             + ".</p>"
         )
-        if count:
-            kinds = _esc(_kinds(new))
-            parts.append(f'<p class="lost">Newly lost ({count}: {kinds}), no longer named in the view:</p><ul>')
-            parts += [f"<li>{_esc(kind)}: {_esc(', '.join(items))}</li>" for kind, items in new.items() if items]
-            parts.append("</ul>")
-        else:
-            parts.append("<p>Nothing newly lost.</p>")
-        total = lost.lost_count + lost.kept_count
-        if lost.lost_count:
+        parts += _changes(loss)
+        if loss.lost:
             parts.append(
-                f"<details><summary>Lost so far: {lost.lost_count} of {total} artifacts of the hidden messages "
-                "are no longer named in the view</summary><ul>"
+                f"<details><summary>Lost so far: {loss.lost} of {loss.total} artifacts of the hidden messages are no "
+                "longer named where the view stands for them</summary>"
+                f"{_list(loss.account.lost)}</details>"
             )
-            parts += [f"<li>{_esc(kind)}: {_esc(', '.join(items))}</li>" for kind, items in lost.lost.items() if items]
-            parts.append("</ul></details>")
         else:
-            parts.append(f"<p>Nothing lost so far: all {total} artifacts of the hidden messages are still named.</p>")
+            parts.append(
+                f"<p>Nothing lost so far: all {loss.total} artifacts of the hidden messages are named where the view "
+                "stands for them.</p>"
+            )
         summary = record.summary or "(no summary message: only masking so far)"
         parts.append(
             f"<details><summary>Summary message ({len(record.summary):,} characters)</summary>"

@@ -344,8 +344,9 @@ def named_files(text: str, paths: list[str]) -> list[str]:
         if not folder:
             continue
         rows = headed.get(folder)
+        if rows is None and (stem := folder.rstrip("/")) not in searched:
+            rows = headed[folder] = []  # no line names a folder the whole text does not hold: no scan of its lines
         if rows is None:
-            stem = folder.rstrip("/")
             heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
             rows = headed[folder] = [(line, m.end()) for line in lines if stem in line and (m := heading.search(line))]
         if any(_names_word(line, name, end) for line, end in rows):

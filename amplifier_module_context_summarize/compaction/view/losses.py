@@ -20,6 +20,7 @@ from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import Facts, clip, extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ...working_set.index import index_of
 from ...working_set.reads import named_reads, read_form
 
 ITEM_MAX_CHARS = 200
@@ -82,33 +83,100 @@ def account_of(facts: Facts, shown_text: str) -> Account:
     working_set = WorkingSet()
     working_set.add(facts)
     root = working_set.root()
-    found = {
+    found = {kind: list(dict.fromkeys(i for i in items if i and i != ".")) for kind, items in _raw(facts, root).items()}
+    return _named(found, root, shown_text)
+
+
+def _raw(facts: Facts, root: str | None) -> dict[str, list[str]]:
+    """The artifacts of ``facts`` by kind, paths and commands spelled relative to ``root``, in order, repeats kept."""
+    return {
         "files": [canonical(p, root) for f in facts.files for p in (f.path, f.target) if p],
         "commands": [command_in_root(o.key, root) for o in facts.outcomes if o.command],
         "urls": list(facts.urls),
         "identifiers": list(facts.identifiers),
         "errors": [o.error for o in facts.outcomes if o.error],
     }
+
+
+Forms = dict[str, tuple[str, bool, tuple[str, str] | None]]
+"""Item -> what checking it reads, whatever the text: its clipped form, whether collapsing its whitespace changes
+it, and its one-file read form (``read_form``)."""
+
+
+def _forms(item: str, forms: Forms) -> tuple[str, bool, tuple[str, str] | None]:
+    known = forms.get(item)
+    if known is None:
+        known = forms[item] = (clip(item, ITEM_MAX_CHARS).rstrip("…"), item != " ".join(item.split()), read_form(item))
+    return known
+
+
+def _named(found: dict[str, list[str]], root: str | None, shown_text: str, forms: Forms | None = None) -> Account:
+    """``found`` (distinct items by kind) split into those ``shown_text`` names and those it does not; ``forms``
+    keeps what each item's check reads for the next text (a ledger checks the same items again and again)."""
+    forms = {} if forms is None else forms
     shown = Substrings(shown_text)
     flat = Substrings(" ".join(shown_text.split()))
     kept: dict[str, list[str]] = {kind: [] for kind in KINDS}
     lost: dict[str, list[str]] = {kind: [] for kind in KINDS}
     for kind in KINDS:
-        items = list(dict.fromkeys(i for i in found[kind] if i and i != "."))
+        items = found[kind]
         named = set(named_files(shown_text, items)) if kind == "files" else set()
         if kind == "commands":
-            reads = [(item, canonical(form[0], root), form[1]) for item in items if (form := read_form(item))]
+            reads = [(item, canonical(f[0], root), f[1]) for item in items if (f := _forms(item, forms)[2])]
             named = named_reads(shown_text, reads, ITEM_MAX_CHARS)
         for item in items:
             if kind != "files":
                 # An item on one line with single spaces that the text holds is in the text with its whitespace
                 # collapsed too, and so is its clipped form (a prefix): the text itself is only searched for
                 # items the collapsing changes.
-                short = clip(item, ITEM_MAX_CHARS).rstrip("…")
-                if short in flat or (item != " ".join(item.split()) and item in shown):
+                short, spaced, _ = _forms(item, forms)
+                if short in flat or (spaced and item in shown):
                     named.add(item)
             (kept if item in named else lost)[kind].append(item)
     return Account(kept, lost)
+
+
+class HiddenLedger:
+    """The artifacts of a history's hidden groups ``[0, end)``, gathered as ``end`` grows, for a report that accounts
+    at every compaction: each group is read once (the working set's index, or as stored when it is shown otherwise,
+    as a compaction's own account reads it) and folded once; an account then costs one check per distinct artifact
+    against the text, not a new extraction and fold of the whole hidden prefix (quadratic over a long replay). A
+    new workspace root re-spells the paths once; an ``end`` that falls (a new history) starts afresh."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self._reset()
+
+    def _reset(self) -> None:
+        self.end = 0
+        self._folded = WorkingSet()
+        self._facts: list[Facts] = []
+        self._root: str | None = None
+        self._found: dict[str, dict[str, None]] = {kind: {} for kind in KINDS}
+        self._forms: Forms = {}
+        self._spelled = 0
+        """Groups of ``_facts`` whose artifacts ``_found`` holds, spelled relative to ``_root``."""
+
+    def account(self, end: int, shown_text: str) -> Account:
+        """Which artifacts of groups ``[0, end)`` ``shown_text`` names."""
+        if end < self.end:
+            self._reset()
+        index, irregular, groups = index_of(self.history), self.history.shown_as, self.history.groups
+        for group in range(self.end, end):
+            g = groups[group]
+            facts = extract(self.history.messages[g.start : g.end]) if group in irregular else index.facts(group)
+            self._folded.add(facts)
+            self._facts.append(facts)
+        self.end = end
+        root = self._folded.root()
+        if root != self._root:
+            self._root, self._spelled = root, 0
+            self._found = {kind: {} for kind in KINDS}
+        for facts in self._facts[self._spelled :]:
+            for kind, items in _raw(facts, root).items():
+                self._found[kind].update(dict.fromkeys(i for i in items if i and i != "."))
+        self._spelled = len(self._facts)
+        return _named({kind: list(items) for kind, items in self._found.items()}, root, shown_text, self._forms)
 
 
 def newly_hidden_messages(history: History, before: CompactionState, after: CompactionState) -> tuple[int, int]:
