@@ -194,18 +194,28 @@ async def test_the_summary_stays_when_the_newest_output_fills_the_view_and_the_c
     assert history[-2]["content"][:500] in str(view[-1]["content"]), "the newest output is clipped, not masked"
 
 
-async def test_a_marker_stands_for_the_summary_for_one_request_only():
-    """A latest request larger than the budget less the summary: that request gets the marker, the state keeps
-    the segments, and the next request shows the summary again."""
+@pytest.mark.parametrize("requirements", [770, 790])
+async def test_a_shorter_summary_or_the_marker_stands_for_the_summary_for_one_request_only(requirements):
+    """A latest request larger than the budget less the summary: that request gets the summary without its
+    narrative and with what of the working set fits (770: ~250 tokens left), or the marker when not even the
+    summary's preamble fits (790: ~60 tokens left); the state keeps the segments, and the next request shows the
+    whole summary again."""
     budget = 8_000
     manager = create_manager({"max_tokens": budget}, backend=SimulatedLLM(seed=4))
     await replay(manager, read_tasks(30), None, budget=budget)
     assert manager.state.segments
-    huge = {"role": "user", "content": " ".join(f"requirement {i}: handle case {i} exactly;" for i in range(770))}
+    whole = manager.view.shown().summary["content"]
+    words = " ".join(f"requirement {i}: handle case {i} exactly;" for i in range(requirements))
+    huge = {"role": "user", "content": words}
     await manager.add_message(huge)
     view = await manager.get_messages_for_request(token_budget=budget)
     assert manager.counter.count_messages(view) <= budget and view[-1] == huge
-    assert shows(view, MARKER_HEAD) and manager.state.segments, "the marker is in this view only"
+    if requirements == 770:
+        shorter = view[1]["content"]
+        assert shorter.startswith(SUMMARY_MARKER) and "narrative" in shorter and "### Working set" in shorter
+        assert len(shorter) < len(whole) and manager.state.segments, "the shorter summary is in this view only"
+    else:
+        assert shows(view, MARKER_HEAD) and manager.state.segments, "the marker is in this view only"
     await manager.add_message({"role": "assistant", "content": "Noted; starting with case 0."})
     await manager.add_message({"role": "user", "content": "Go on with case 1."})
     view = await manager.get_messages_for_request(token_budget=budget)

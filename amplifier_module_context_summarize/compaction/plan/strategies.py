@@ -178,7 +178,7 @@ class SummarizeStrategy:
             if facts.moves(state, end):
                 return self._summarize(facts, state, end, progress, to_fit=True)
         # Still over: the newest groups alone fill the view. The state keeps its summary; the request's view is
-        # fitted (the working set's share, then the newest outputs clipped; ``request_view.RequestView.fitted``).
+        # fitted (the narrative, then the newest outputs clipped, then the working set; ``RequestView.fitted``).
         return done(state)
 
     def _summarize(

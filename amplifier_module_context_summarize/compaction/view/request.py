@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ...config import Config
 from ...core.budget import RequestBudget
-from ...core.clip import Note, clip_tool_outputs, clip_within
+from ...core.clip import MIN_CLIP_CHARS, Note, clip_tool_outputs, clip_within
 from ...core.history import History, from_hook
 from ...core.invariants import last_allowed_cut
 from ...core.messages import Message, scrub_text
@@ -183,11 +183,13 @@ class RequestView:
     def fitted(self, budget: int, tokens: int | None = None) -> tuple[list[Message], int]:
         """The view and its tokens, fitted to ``budget`` in the copy sent (never in the state or the history).
 
-        Only the newest groups and pinned requests can leave no room (they are never cut): first the working
-        set gives up its share, then the newest tool outputs are clipped, then the truncation marker stands in
-        for the summary, for this request alone (the state keeps it for the next), with the view cut as far as
-        a cut may go; then the pinned first request gives way, and last any text still too large is clipped head
-        and tail (``fit.py``). Every clip names its original's handle; ``clipped`` keeps the stored indices of
+        Only the newest groups and pinned requests can leave no room (they are never cut): first the summary's
+        narrative gives way (clipped head and tail, or left out), then the newest tool outputs are clipped (the
+        narrative taking back what room the clips leave), then the working set gives up items, the last part of
+        the summary to give way (the files and commands the agent works with); then the truncation marker stands
+        in for the summary, for this request alone (the state keeps it for the next), with the view cut as far
+        as a cut may go; then the pinned first request gives way, and last any text still too large is clipped
+        head and tail (``fit.py``). Every clip names its original's handle; ``clipped`` keeps the stored indices of
         the messages this copy shows clipped (recall searches them).
         """
         view = self.build()
@@ -227,11 +229,20 @@ class RequestView:
         standing_in(base, sources, notes)
         tokens, at = count(view), len(self.system_view())
         summary = self.shown().summary
-        if tokens > budget and summary is not None and self.state.segments:
-            view[at] = base[at] = self._summary_within(tokens - budget)
+        narrative: int | None = None
+        if tokens > budget and summary is not None and self.state.segments:  # the narrative gives way first
+            view[at], narrative = self._narrative_within(count_one(view[at]) - (tokens - budget))
+            base[at] = view[at]
             tokens = count(view)
-        if tokens > budget:
+        if tokens > budget:  # then the newest outputs, each clip with its handle
             view, _ = clip_tool_outputs(view, budget, count, notes)
+            tokens = count(view)
+            if narrative is not None and tokens < budget:  # the clips' halving left room: the narrative takes it back
+                view[at], narrative = self._narrative_within(count_one(view[at]) + budget - tokens)
+                base[at] = view[at]
+                tokens = count(view)
+        if tokens > budget and summary is not None and self.state.segments:  # the working set last
+            view[at] = base[at] = self._summary_within(tokens - budget, narrative)
             tokens = count(view)
         if tokens > budget and summary is not None and self.state.segments:
             view[at] = base[at] = truncation_marker(history, self.state.boundary)
@@ -298,13 +309,50 @@ class RequestView:
             sources += group_sources(history, g, history.shown(g))
         return view, sources
 
-    def _summary_within(self, excess: int) -> Message:
-        """The summary message with its working set ``excess`` tokens shorter (left out when that is all of it)."""
+    def _narrative_within(self, room: int) -> tuple[Message, int | None]:
+        """The summary message within ``room`` tokens by its narrative alone (the segment summaries clipped head
+        and tail, or left out), the working set whole: the summary's lists are the last of it to give way. Returns
+        the message and the narrative's character limit (None: whole), or the message with no narrative at all
+        when not even that fits."""
+        c, state, history = self.config, self.state, self.history
+        tool, ws, narrative = c.recall_tool_name, self.working_set_room(), state.summary_text or ""
+
+        def rendered(limit: int) -> Message:
+            message = summary_message(state, history, ws, tool, narrative_chars=limit)
+            assert message is not None  # the state has segments
+            return message
+
+        count = self.counter.count_message
+        whole = rendered(len(narrative))
+        if count(whole) <= room or not narrative:
+            return whole, None
+        limit, failed = len(narrative) // 2, len(narrative)
+        best = rendered(0)
+        while limit >= MIN_CLIP_CHARS:  # halving, then bisecting: the longest narrative that fits
+            message = rendered(limit)
+            if count(message) <= room:
+                best = message
+                break
+            failed, limit = limit, limit // 2
+        else:
+            return best, 0
+        while failed - limit > max(limit // 16, 1):
+            middle = (limit + failed) // 2
+            message = rendered(middle)
+            if count(message) <= room:
+                best, limit = message, middle
+            else:
+                failed = middle
+        return best, limit
+
+    def _summary_within(self, excess: int, narrative: int | None) -> Message:
+        """The summary message (its narrative as ``_narrative_within`` left it) with its working set ``excess``
+        tokens shorter (left out when that is all of it)."""
         c, state, history = self.config, self.state, self.history
         count = self.counter.count_text
         rendered = index_of(history).render(state.summarized_end, self.working_set_room(), count)
         smaller = max(count(rendered) - excess, 0) if rendered else 0
-        message = summary_message(state, history, smaller, c.recall_tool_name)
+        message = summary_message(state, history, smaller, c.recall_tool_name, narrative_chars=narrative)
         assert message is not None  # the state has segments
         return message
 

@@ -8,6 +8,7 @@ shows the same text.
 
 from __future__ import annotations
 
+from ...core.clip import MIN_CLIP_CHARS
 from ...core.history import History
 from ...core.messages import Message
 from ...core.state import (
@@ -37,19 +38,33 @@ def shown(
     return Shown(summary, tokens).pinning(pins_for(history, state.boundary, counter, summary_allowance))
 
 
+NARRATIVE_LEFT_OUT = (
+    "[... the summary's narrative ({chars:,} characters) left out for this request: the newest messages fill it ...]"
+)
+"""What stands for the segment summaries when a request's view has no room for any of them (the working set stays)."""
+NARRATIVE_CLIPPED = "\n[... {chars:,} characters of the summary's narrative left out for this request ...]\n"
+"""The marker between the head and tail of segment summaries clipped for one request. Not a clip marker
+(``core.clip``): the narrative has no stored original a handle could name, and the state keeps it whole."""
+
+
 def summary_message(
     state: CompactionState,
     history: History,
     working_set_tokens: int = 0,
     recall_tool: str | None = None,
     summary_room: int = 0,
+    narrative_chars: int | None = None,
 ) -> Message | None:
     """The summary (or truncation marker) message; its last section is the working set of the summarized
-    groups (``working_set/``), and with ``recall_tool`` its preamble names the recall tool."""
+    groups (``working_set/``), and with ``recall_tool`` its preamble names the recall tool. ``narrative_chars``:
+    the segment summaries clipped head and tail to about that many characters (a request's fitted copy)."""
     if state.segments:
         room = working_set_room(state, working_set_tokens, summary_room)
         working_set = index_of(history).render(state.segments[-1].end, room, history.counter.count_text)
-        text = "\n\n".join(p for p in (state.summary_text, working_set) if p)
+        narrative = state.summary_text
+        if narrative and narrative_chars is not None:
+            narrative = shortened(narrative, narrative_chars)
+        text = "\n\n".join(p for p in (narrative, working_set) if p)
         preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
         return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}
     if state.boundary > 0:
@@ -67,3 +82,14 @@ def working_set_room(state: CompactionState, working_set_tokens: int, summary_ro
     if working_set_tokens <= 0:
         return 0
     return max(working_set_tokens, summary_room - sum(segment.tokens for segment in state.segments))
+
+
+def shortened(narrative: str, limit: int) -> str:
+    """The segment summaries clipped head and tail to ``limit`` characters (the goal it opens with and the newest
+    work it ends with stay); one line saying what went when not even ``MIN_CLIP_CHARS`` are left."""
+    if len(narrative) <= limit:
+        return narrative
+    if limit < MIN_CLIP_CHARS:
+        return NARRATIVE_LEFT_OUT.format(chars=len(narrative))
+    half = limit // 2
+    return narrative[:half] + NARRATIVE_CLIPPED.format(chars=len(narrative) - 2 * half) + narrative[-half:]
