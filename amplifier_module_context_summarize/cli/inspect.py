@@ -86,7 +86,9 @@ def add_parser(commands: Any) -> None:
 
 async def inspect_session(messages: list[Message], budget: int, path: str = "") -> Inspection:
     recorder = EventRecorder(only={"context:post_compact"})
-    manager = create_manager({"summarizer": {"provider": "extractive"}, "max_tokens": budget}, hooks=recorder)
+    # In band: a replay has no agent time between requests in which a background summary could land.
+    config = {"summarizer": {"provider": "extractive"}, "max_tokens": budget, "background_compaction": False}
+    manager = create_manager(config, hooks=recorder)
     found = Inspection(path, budget, manager, [])
     async for step in replay_steps(manager, messages, budget=budget, at_end=True):
         if not step.due:

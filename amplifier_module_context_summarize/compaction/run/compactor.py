@@ -2,7 +2,8 @@
 background compaction lands.
 
 The view passes the threshold: while it still fits, nothing waits for the summarizer (the strategy plans
-offline; a plan that needs the summarizer runs in the background, ``background.py``); a view that would not
+offline; a plan that needs a summary written, by the LLM or the extractive summarizer, runs in the background,
+``background.py``); a view that would not
 fit is masked further when that alone fits, else it waits, up to the compaction deadline, then the cheaper
 rungs answer. A landed background compaction is installed by the next request if history and state are still
 those it started from, or masked further since. Every compaction asks the hooks first (``context:pre_compact``:
@@ -179,7 +180,8 @@ class Compactor:
             await self._in_band(limits, provider, force=False, deadline=deadline)
 
     async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
-        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background.
+        """Plan the compaction offline and install it now; if it needs a summary written (any summarizer: none is
+        written before the hooks are asked), run it in the background.
 
         A view that fits is left as it is while the summary is written. One ``over_budget`` is first masked as far
         as the plan got, when that fits; if it does not, nothing happens here (False) and the request compacts
