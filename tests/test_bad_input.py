@@ -592,7 +592,7 @@ async def test_a_type_of_any_kind_inside_tool_arguments_is_data() -> None:
 
 def test_a_prompt_file_that_is_not_utf8_names_the_key(tmp_path: Path) -> None:
     for name in ("summarize_system", "summarize_user", "merge_system", "merge_user"):
-        (tmp_path / f"{name}.md").write_text("{transcript} {previous_summary} {max_tokens}\n")
-    (tmp_path / "merge_user.md").write_bytes(b"caf\xe9 {transcript}")
+        (tmp_path / f"{name}.md").write_text("$guidance_section $transcript $max_tokens\n" if "user" in name else "x")
+    (tmp_path / "merge_user.md").write_bytes(b"caf\xe9 $guidance_section $transcript")
     with pytest.raises(ValueError, match=r"config key 'prompt_dir': .*merge_user\.md is not UTF-8"):
         create_manager({"prompt_dir": str(tmp_path), "summarizer": "extractive"})

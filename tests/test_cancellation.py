@@ -283,3 +283,37 @@ async def test_compact_cancelled_at_any_turn_leaves_its_pre_compact_paired() -> 
             break
     assert outcomes == {"cancelled", "compacted"} and not fell, "cancels fell at every turn until compact() ended"
     assert turns > 5
+
+
+
+@pytest.mark.parametrize("through", ["session-provider", "backend"])
+async def test_every_blocking_request_and_compact_hold_the_deadline_after_calls_were_cut(
+    monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    """Issue 43: the first cut taught the pace "at least this slow", and the blocking wait then followed that pace
+    past the deadline (2 s, then 7.8 s, then 33 s against a 2 s ``compaction_deadline_s``). Every request and every
+    ``compact()`` waits at most the deadline, however many calls were cut before."""
+    clock = virtual(monkeypatch)
+    recorder = EventRecorder()
+    if through == "backend":
+        backend, provider = Stubborn(), None
+        manager = compacting_manager(recorder, {"summarizer": {"circuit_failures": 0}}, backend=backend)
+    else:
+        backend = provider = StubbornProvider()
+        manager = compacting_manager(recorder, {"summarizer": {"provider": "session", "circuit_failures": 0}})
+    waits = []
+    for message in mixed_history(160, size=8):
+        await manager.add_message(message)
+        started = clock.now
+        await manager.get_messages_for_request(BUDGET, provider)
+        waits.append(clock.now - started)
+    assert backend.swallowed >= 3, "several summaries were asked and cut"
+    assert manager.summarizer.pace.known
+    assert max(waits) <= 2.0 + 0.01, f"a request waited {max(waits):.2f} s against a 2 s deadline"
+    posts = [p for _, p in recorder.get_events("context:post_compact") if p["summarized_messages"]]
+    assert posts and all(p["fallback"] == "deadline" for p in posts)
+    if through == "backend":  # compact() asks the configured backend (the session provider needs a mounted one)
+        swallowed, started = backend.swallowed, clock.now
+        await manager.compact()
+        assert backend.swallowed > swallowed, "compact() asked the summarizer too"
+        assert clock.now - started <= 2.0 + 0.01, f"compact() took {clock.now - started:.2f} s against a 2 s deadline"

@@ -445,3 +445,29 @@ async def test_instructions_file_line_ends_read_as_text(tmp_path):
     assert parse_config({"summary_instructions": f"@{path}"}).summary_instructions == (
         "Always keep ORD-7731\nand the 2025-03-01 window"
     )
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [{"summarizer": "extractive"}, {"compaction_strategy": "extractive"}, {"summarizer": "extractive", "bg": False}],
+    ids=["extractive-summarizer", "extractive-strategy", "extractive-blocking"],
+)
+async def test_a_pre_compact_focus_steers_the_offline_summaries_in_every_mode(mode: dict[str, Any]):
+    """Issue 43: with the offline summarizer in background mode the summaries were written before the hooks were
+    asked, so the focus the post reported was in none of them. The hooks are asked before any summary is written,
+    whichever summarizer writes it: every summary shown keeps what the focus names."""
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": "keep ORD-7731"})
+
+    hooks, seen = hooks_with(("context:pre_compact", focus))
+    config = {"max_tokens": BUDGET, "safety_margin": 0, "background_compaction": mode.pop("bg", True), **mode}
+    manager = create_manager(config, hooks=hooks)
+    history = [m for i in range(40) for m in turn(i)]
+    for i in range(3, len(history), 4):
+        history[i] = {"role": "assistant", "content": f"Checked part {i}. The refund id is ORD-7731 and it is pending."}
+    views = await run_landing(manager, history, FakeProvider(reply="### State\nsummary text"))
+    summaries = [message_text(m) for v in views for m in v if message_text(m).startswith(SUMMARY_MARKER)]
+    posts = [p for p in of(seen, "context:post_compact") if p["summarized_messages"]]
+    assert len(posts) >= 2 and all(p["focus"] == "keep ORD-7731" for p in posts)
+    assert summaries and all("The refund id is ORD-7731 and it is pending." in s for s in summaries)

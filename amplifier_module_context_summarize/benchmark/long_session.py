@@ -95,7 +95,9 @@ class FailingBackend:
 
 def _manager(kind: str, budget: int, events: EventRecorder | None, store: Any | None = None) -> Any:
     if kind == "extractive":
-        return create_manager({"max_tokens": budget, "compaction_strategy": "extractive"}, hooks=events, store=store)
+        # In band (as offline summaries used to be written at the soft threshold): the cost timed is the request's own.
+        config = {"max_tokens": budget, "compaction_strategy": "extractive", "background_compaction": False}
+        return create_manager(config, hooks=events, store=store)
     config = {"max_tokens": budget, "summarizer": {"max_retries": 0}}
     return create_manager(config, backend=FailingBackend(), hooks=events, store=store)
 

@@ -39,6 +39,24 @@ _HEADER_LOOKALIKE = re.compile(r"^([ \t]*)(?=\[#)", re.MULTILINE)
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9 _.:()@/+-]")
 LABEL_MAX_CHARS = 80
 TEMPLATE_NAMES = ("summarize_system", "summarize_user", "merge_system", "merge_user")
+GUIDED = ("summarize_user", "merge_user")
+"""The templates that write or rewrite a summary: the user's guidance must reach every one."""
+PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "summarize_system": frozenset(),
+    "merge_system": frozenset(),
+    "summarize_user": frozenset(
+        {"previous_section", "guidance_section", "continuation_note", "max_words", "max_tokens", "transcript"}
+    ),
+    "merge_user": frozenset({"guidance_section", "max_words", "max_tokens", "transcript"}),
+    "answer_system": frozenset(),
+    "judge_system": frozenset(),
+    "answer_user": frozenset({"transcript", "question"}),
+    "judge_user": frozenset({"question", "reference", "keys", "answer"}),
+}
+"""The ``$placeholders`` the code fills in each template. Any other ``$name`` would reach the model as literal text
+(``$guidance_sectionMerge``: a placeholder glued to the next word is another name), so ``load_prompts`` refuses it;
+write ``${name}`` to glue one to a word, ``$$`` for a literal dollar."""
+REQUIRED: dict[str, frozenset[str]] = {name: frozenset({"transcript", "guidance_section"}) for name in GUIDED}
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -107,7 +125,7 @@ class PromptSet:
         return content_hash(*self.templates.values())[:16]
 
     def system(self, kind: str) -> str:
-        return self.templates[f"{kind}_system"].strip()
+        return Template(self.templates[f"{kind}_system"]).safe_substitute().strip()  # ``$$`` is a dollar
 
     def user(self, kind: str, **values: str) -> str:
         values.setdefault("guidance_section", "")  # no guidance: the prompt written before there was any
@@ -132,7 +150,28 @@ def load_prompts(prompt_dir: str | Path | None = None, names: tuple[str, ...] = 
             raise ValueError(
                 f"config key 'prompt_dir': cannot read {scrub_text(str(path))} ({type(exc).__name__})"
             ) from None
+        _check_placeholders(folder, name, templates[name])
     return PromptSet(templates)
+
+
+def _check_placeholders(folder: Path, name: str, template: str) -> None:
+    """Refuse a template whose ``$placeholders`` the code would leave as literal text, or one of the summary
+    templates that lacks the transcript or the user's guidance (it would be sent without it)."""
+    known = PLACEHOLDERS.get(name)
+    if known is None:
+        return
+    where = scrub_text(f"{folder}/{name}.md")
+    found = set(Template(template).get_identifiers())
+    unknown = sorted(found - known)
+    if unknown:
+        allowed = ", ".join(f"${n}" for n in sorted(known)) or "none"
+        raise ValueError(
+            f"config key 'prompt_dir': {where} has the unknown placeholder ${unknown[0][:60]} (this template's "
+            f"placeholders: {allowed}; write ${{name}} to join one to a word, $$ for a literal dollar)"
+        )
+    missing = sorted(REQUIRED.get(name, frozenset()) - found)
+    if missing:
+        raise ValueError(f"config key 'prompt_dir': {where} lacks the placeholder ${missing[0]}")
 
 
 def fence_safe(text: str) -> str:

@@ -79,13 +79,16 @@ class SegmentSource:
         self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
     ) -> Segment | None:
         """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
-        below the summarizer's output cap); None when only the LLM would write it and the job may not call it."""
+        below the summarizer's output cap); None when the store has not got it and the job writes none
+        (``Job.offline``)."""
         history, report = job.history, job.report
         key = self.key(history, start, end, job.focus)
         cached = await self.store.get(*key)
         if cached is not None:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        if job.offline:
+            return None
         focus = FOCUS.set(job.focus)
         try:
             return await self._summary(job, key, start, end, previous, max_tokens)
@@ -102,8 +105,6 @@ class SegmentSource:
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
             outcome = await self.summarizer.extractive_off_loop(span, previous, Skip.CIRCUIT_OPEN, pinned, max_tokens)
         else:
-            if job.offline and self.summarizer.backend is not None:
-                return None
             peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
             if peer is not None:  # another worker paid for it while we waited
                 report.cache_hits += 1
@@ -127,13 +128,16 @@ class SegmentSource:
 
     async def summary_offline(
         self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
-    ) -> Segment:
-        """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again."""
+    ) -> Segment | None:
+        """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again;
+        None when the store has not got it and the job writes none (``Job.offline``)."""
         key = self.key(job.history, start, end, job.focus)
         cached = await self.store.get(*key)
         if cached is not None:
             job.report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        if job.offline:
+            return None
         pinned = pinned_requests(job.history, start, end)
         focus = FOCUS.set(job.focus)
         try:
@@ -143,10 +147,13 @@ class SegmentSource:
             FOCUS.reset(focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
 
-    async def fresh(self, job: Job, start: int, end: int) -> Segment:
+    async def fresh(self, job: Job, start: int, end: int) -> Segment | None:
         """A summary of groups ``[start, end)`` as the history has them, written afresh: nothing read from the store
-        or put in it, no previous summary (the naive baseline rewrites the whole prefix at every compaction)."""
+        or put in it, no previous summary (the naive baseline rewrites the whole prefix at every compaction); None
+        when the job writes none (``Job.offline``)."""
         history, report = job.history, job.report
+        if job.offline:
+            return None
         with self.quiet():
             outcome = await self.summarizer.summarize(
                 history.span(start, end),
@@ -164,7 +171,7 @@ class SegmentSource:
 
     async def merge(self, job: Job, parts: list[Segment], max_tokens: int | None = None) -> Segment | None:
         """One higher-tier summary for consecutive segments (cached only when smaller than its parts); None when
-        only the LLM would write it and the job may not call it.
+        the store has not got it and the job writes none (``Job.offline``).
 
         ``max_tokens``: the offline merge's size, when smaller than the summarizer's output cap.
         """
@@ -173,7 +180,7 @@ class SegmentSource:
         key = self.key(history, start, end, job.focus)
         tier = max(p.tier for p in parts) + 1
         cached = await self.store.get(*key)
-        if job.offline and (cached is None or cached.tier == 0) and self._would_call(key):
+        if job.offline and (cached is None or cached.tier == 0):
             return None
         if cached is None and self.summarizer.backend is not None:
             cached = await self.flight.acquire(key, job.deadline)
@@ -314,11 +321,6 @@ class SegmentSource:
         elif not isinstance(outcome.fallback, Skip):  # the LLM was not asked: nothing new failed
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)
-
-    def _would_call(self, key: tuple[str, str]) -> bool:
-        """Whether a summary of ``key`` not in the store would be asked of the LLM (not cooling, circuit closed)."""
-        backend = self.summarizer.backend is not None
-        return backend and self.breaker.allows_call() and not self.cooling_down(key)
 
     def note_health(self, outcome: Outcome) -> None:
         """Feed the breaker from a summary's outcome (``_note_health``)."""

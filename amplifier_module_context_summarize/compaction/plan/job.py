@@ -45,8 +45,9 @@ class Job:
     deadline: float | None = None
     """``core.clock.now()`` value past which no summarizer call runs."""
     offline: bool = False
-    """Never call the summarizer: the executor stops at the first summary that would need it (the soft threshold
-    plans in band this way, and runs the job again in the background when it stops)."""
+    """Write no summary, LLM or offline: the executor stops at the first summary or merge the store has not got.
+    The soft threshold plans in band this way, and when it stops asks the hooks (``context:pre_compact``) and runs
+    the job again in the background, so every summary a compaction writes carries their focus."""
     focus: str | None = None
     """What this compaction's summaries are asked to focus on (``compact(focus=...)``, a ``context:pre_compact``
     hook); part of their store keys."""

@@ -2,7 +2,8 @@
 background compaction lands.
 
 The view passes the threshold: while it still fits, nothing waits for the summarizer (the strategy plans
-offline; a plan that needs the summarizer runs in the background, ``background.py``); a view that would not
+offline; a plan that needs a summary written, by the LLM or the extractive summarizer, runs in the background,
+``background.py``); a view that would not
 fit is masked further when that alone fits, else it waits, up to the compaction deadline, then the cheaper
 rungs answer. A landed background compaction is installed by the next request if history and state are still
 those it started from, or masked further since. Every compaction asks the hooks first (``context:pre_compact``:
@@ -152,8 +153,8 @@ class Compactor:
     async def _for_request(self, limits: Limits, provider: Any | None, tokens: int) -> None:
         if self.stalled(limits, tokens):
             return
-        if not self.config.background_compaction:  # blocking: the request waits as long as the summary takes
-            await self._in_band(limits, provider, force=False, deadline=now() + self.wait_s(limits, tokens))
+        if not self.config.background_compaction:  # blocking: the request waits for its summary, up to the deadline
+            await self._in_band(limits, provider, force=False, deadline=now() + self.config.compaction_deadline_s)
             return
         deadline = now() + self.config.compaction_deadline_s
         if tokens > limits.budget and self.background.running:
@@ -179,7 +180,8 @@ class Compactor:
             await self._in_band(limits, provider, force=False, deadline=deadline)
 
     async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
-        """Plan the compaction offline and install it now; if it needs the summarizer, run it in the background.
+        """Plan the compaction offline and install it now; if it needs a summary written (any summarizer: none is
+        written before the hooks are asked), run it in the background.
 
         A view that fits is left as it is while the summary is written. One ``over_budget`` is first masked as far
         as the plan got, when that fits; if it does not, nothing happens here (False) and the request compacts
@@ -233,21 +235,13 @@ class Compactor:
         target, and the prompt around it (an estimate: the span is read masked, so usually less)."""
         return max(tokens - limits.target, 0) + self.config.summary_output_tokens
 
-    def wait_s(self, limits: Limits, tokens: int) -> float:
-        """How long a blocking compaction waits: ``compaction_deadline_s``, or longer when the summarizer's measured
-        pace says its summary takes longer, up to what its calls may take (``summarizer.timeout_s`` each)."""
-        c, settings = self.config, self.segments.summarizer.settings
-        span = self.span_estimate(limits, tokens)
-        calls = 1 + span // max(settings.max_input_tokens, 1)  # a span past the summarizer's input is cut in fragments
-        return max(c.compaction_deadline_s, min(self.pace.allowance_s(span), settings.timeout_s * calls))
-
     def slow(self, limits: Limits) -> bool:
         """The summarizer is measured slower than the compaction deadline for a summary of the usual size (from the
         threshold down to the target): its summaries are started early, at ``prefetch_threshold``, as ``prefetch``
-        does, so a request past the budget finds them written rather than cutting them at the deadline. Not when
-        blocking: there the request waits as long as the pace asks (``wait_s``), and a prefetch would only be
-        cancelled by it, its time lost."""
-        if not self.config.background_compaction or self.segments.summarizer.backend is None or not self.pace.known:
+        does, so the compaction finds them written rather than cutting them at the deadline. In both modes: no
+        request waits past ``compaction_deadline_s`` (blocking included), so the time a slow summary needs is found
+        between requests, while the agent's own model works."""
+        if self.segments.summarizer.backend is None or not self.pace.known:
             return False
         return self.pace.allowance_s(self.span_estimate(limits, limits.compact_at)) > self.config.compaction_deadline_s
 
@@ -292,9 +286,7 @@ class Compactor:
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         if deadline is None:
-            blocking = not self.config.background_compaction
-            wait = self.wait_s(limits, self.view.tokens()) if blocking else self.config.compaction_deadline_s
-            deadline = now() + wait
+            deadline = now() + self.config.compaction_deadline_s
         await self.prefetcher.drain(deadline)
         attempt = await self._begin(limits, provider, force, deadline, started=started)
         steer = await self._emit_pre_compact(attempt, focus)

@@ -2,9 +2,9 @@
 
 Every compaction (in band, at the soft threshold, in the background, ``compact()``) runs here: the strategy plans
 (pure), the executor takes the step the plan asks for (a summary, a merge), applies it, and asks again, until the
-plan is complete. A job that may not call the LLM stops at the first summary only the LLM would write and says so
-(``Executed.state`` None), with the masked state that fits the budget when the plan found one. A fault in a plan
-never reaches the agent loop: the compaction drops whole groups instead.
+plan is complete. A job that writes no summary (``Job.offline``) stops at the first summary or merge the store
+has not got and says so (``Executed.state`` None), with the masked state that fits the budget when the plan found
+one. A fault in a plan never reaches the agent loop: the compaction drops whole groups instead.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ needs a few dozen at most (three summaries, their merges, the settles between)."
 
 @dataclass(frozen=True)
 class Executed:
-    """How a job ended: its state, or (``state`` None) the LLM was needed and the job may not call it."""
+    """How a job ended: its state, or (``state`` None) a summary was needed and the job writes none."""
 
     state: CompactionState | None
     fitting: CompactionState | None = None
-    """When the LLM was needed: the state masking reached that fits the budget (None when it does not fit)."""
+    """When a summary was needed: the state masking reached that fits the budget (None when it does not fit)."""
 
     @property
     def needs_summarizer(self) -> bool:
@@ -80,7 +80,7 @@ class Executor:
         raise RuntimeError(f"the {strategy.name!r} plan did not complete in {MAX_STEPS} steps")
 
     async def _take(self, job: Job, step: Step, state: CompactionState) -> Segment | None:
-        """The segment ``step`` asks for; None when the job may not call the LLM and only the LLM would write it."""
+        """The segment ``step`` asks for; None when the store has not got it and the job writes none."""
         segments = self.segments
         if isinstance(step, Merge):
             return await segments.merge(job, list(state.segments[: step.count]), step.max_tokens)
