@@ -338,7 +338,7 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
         final = await settle(manager, live, s.budget)
         check_events(run, s, live, len(history))
         await manager.close()
-        await check_resume(run, s, store, final, history, model)
+        await check_resume(run, s, store, final, history)
     return run
 
 
@@ -461,9 +461,7 @@ def check_events(run: Run, s: Scenario, live: Manager, at: int) -> None:
         run.broke("events", at, f"{pres} pre_compact, {posts} post_compact, {postponed} postponed")
 
 
-async def check_resume(
-    run: Run, s: Scenario, store: Path, live_view: list, history: list, model: GuidedModel
-) -> None:
+async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, history: list) -> None:
     resumed = Manager(s, store, guided_model(s))  # the new process's summarizer behaves as the old one's
     try:
         await resumed.manager.set_messages(history)
@@ -477,6 +475,7 @@ async def check_resume(
 
 
 # ---------------------------------------------------------------------------------------------- pending fixes
+
 
 def _any(s: Scenario, f: Finding) -> bool:
     return True
@@ -537,6 +536,10 @@ def judge(run: Run) -> None:
             failures.append(f"{promise} at message {finding.at}: {finding.detail}")
     for note in pending:
         warnings.warn(f"pending fix: {note}", stacklevel=2)
+    if log := os.environ.get("FEATURE_MATRIX_LOG"):  # one line per example: what the matrix counts for the notes
+        with open(log, "a", encoding="utf-8") as out:
+            broken = {p: pending_item(run.scenario, f) or "unknown" for p, f in run.findings.items()}
+            out.write(json.dumps({"scenario": repr(run.scenario), "broken": broken}) + "\n")
     assert not failures, "\n".join(failures)
 
 
