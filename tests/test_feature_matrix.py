@@ -74,7 +74,7 @@ SLACK_S = 0.5
 
 INJECTED = {
     "ascii": "PLAN: 1) migrate the schema 2) rerun the suite",
-    "cjk": "计划：先迁移数据库结构，再运行全部测试，最后更新部署文档。" * 40,
+    "cjk": "计划：先迁移数据库结构，再运行全部测试，最后更新部署文档。" * 100,
     "emoji": "PLAN 🚀: ship the parser 🧪 then the docs 📄",
     "surrogate": "PLAN: ship the parser \ud83d",
 }
