@@ -329,6 +329,7 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
             check_view(run, s, live, view, history[: index + 1], pinned, index)
             had_working_set = check_working_set(run, view, index, had_working_set)
             check_guidance(run, s, model.calls[calls_before:], index, in_compact=False)
+            check_events(run, live, index)
             compacted = live.count("context:post_compact") != posts_before or len(model.calls) != calls_before
             check_work(run, work, added_chars, compacted, index, manager)
         added_chars = 0
@@ -336,7 +337,7 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
             run.broke("deadline", index, f"request waited {waited:.1f} virtual s (deadline {DEADLINE_S} s)")
     with tokenizer.pause():
         final = await settle(manager, live, s.budget)
-        check_events(run, s, live, len(history))
+        check_events(run, live, len(history))
         await manager.close()
         await check_resume(run, s, store, final, history)
     return run
@@ -454,11 +455,14 @@ def check_work(run: Run, work: int, added: int, compacted: bool, at: int, manage
         run.broke("linear", at, f"tokenized {work:,} chars; new since the last request {added:,}, history {size:,}")
 
 
-def check_events(run: Run, s: Scenario, live: Manager, at: int) -> None:
+def check_events(run: Run, live: Manager, at: int) -> None:
+    """One post per pre: after a request, only a compaction still under way in the background owes its post."""
     pres, posts = live.count("context:pre_compact"), live.count("context:post_compact")
     postponed = live.count("context:compaction_postponed")
-    if pres != posts + postponed:
-        run.broke("events", at, f"{pres} pre_compact, {posts} post_compact, {postponed} postponed")
+    flight = live.manager.background.flight
+    owed = int(flight is not None and flight.owed is not None)
+    if not posts + postponed <= pres <= posts + postponed + owed:
+        run.broke("events", at, f"{pres} pre_compact, {posts} post_compact, {postponed} postponed, {owed} owed")
 
 
 async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, history: list) -> None:
@@ -489,7 +493,7 @@ PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
     ],
     "deadline": [("item 3: a summarizer swallowing CancelledError", lambda s, f: s.stall == "swallow")],
     "fits": [("item 4: injected context counted at 3 characters a token", lambda s, f: s.inject in ("cjk", "emoji"))],
-    "resume": [("item 5: injected context lost on resume", lambda s, f: s.inject is not None)],
+    "resume": [("item 5: injected context lost on resume", lambda s, f: s.inject not in (None, "surrogate"))],
     "wire": [("item 6: a lone surrogate in injected context", lambda s, f: s.inject == "surrogate")],
     "pins": [("item 7: a pinned tool output", lambda s, f: bool(s.pins & {"tool_meta", "pattern_tool"}))],
     "linear": [("item 8: pin_patterns retokenize every marked message", lambda s, f: bool(pattern_pins(s)))],
@@ -505,8 +509,9 @@ NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
         )
     ],
     "resume": [
-        ("new seam: fallback summaries after a stalled summarizer are not rebuilt", lambda s, f: s.stall is not None),
-        ("new seam: mask strategy's early truncation is not rebuilt", lambda s, f: s.strategy == "mask"),
+        ("new seam: fallback summaries are not stored, so not rebuilt", lambda s, f: s.asks_llm and bool(s.stall)),
+        ("new seam: the mask strategy's truncation is not among its records", lambda s, f: s.strategy == "mask"),
+        ("new seam: truncate stores no cut; a resume recomputes it", lambda s, f: s.strategy == "truncate"),
     ],
 }
 """Seams this matrix found beyond issue 43's items 1-19, reported there, not fixed on this branch."""
