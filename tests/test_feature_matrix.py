@@ -495,7 +495,14 @@ PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
     "fits": [("item 4: injected context counted at 3 characters a token", lambda s, f: s.inject in ("cjk", "emoji"))],
     "resume": [("item 5: injected context lost on resume", lambda s, f: s.inject not in (None, "surrogate"))],
     "wire": [("item 6: a lone surrogate in injected context", lambda s, f: s.inject == "surrogate")],
-    "pins": [("item 7: a pinned tool output", lambda s, f: bool(s.pins & {"tool_meta", "pattern_tool"}))],
+    "pins": [
+        ("item 7: a pinned tool output", lambda s, f: bool(s.pins & {"tool_meta", "pattern_tool"})),
+        (
+            "item 4, then a new seam: the plan counted at a third of its size sends the view to the truncation "
+            "marker, which drops pins with no context:pins_dropped",
+            lambda s, f: s.inject == "cjk",
+        ),
+    ],
     "linear": [("item 8: pin_patterns retokenize every marked message", lambda s, f: bool(pattern_pins(s)))],
     "working_set": [("item 14: the fit ladder cuts the working set first", lambda s, f: bool(s.large))],
 }
