@@ -59,7 +59,7 @@ from amplifier_module_context_summarize.testing.replay import request_due
 from amplifier_module_context_summarize.working_set.fold import HEADING
 
 CI_EXAMPLES = 40
-SLOW_EXAMPLES = 300
+SLOW_EXAMPLES = 200
 
 INSTRUCTIONS = "Always keep ORD-7731"
 GUIDED_FACT = "The refund id is ORD-7731 and it is pending."
