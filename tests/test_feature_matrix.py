@@ -321,7 +321,8 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
         if not request_due(history, index, at_end=True):
             continue
         calls_before = len(model.calls)
-        posts_before = live.count("context:post_compact")
+        posts_before, pres_before = live.count("context:post_compact"), live.count("context:pre_compact")
+        busy = manager.background.running  # a summary written in the background meanwhile is not this request's work
         started, work_before = clock.now, tokenizer.chars
         view = await live.request(s.budget)
         waited, work = clock.now - started, tokenizer.chars - work_before
@@ -330,7 +331,11 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
             had_working_set = check_working_set(run, view, index, had_working_set)
             check_guidance(run, s, model.calls[calls_before:], index, in_compact=False)
             check_events(run, live, index)
-            compacted = live.count("context:post_compact") != posts_before or len(model.calls) != calls_before
+            compacted = busy or manager.background.running or len(model.calls) != calls_before
+            compacted |= (live.count("context:post_compact"), live.count("context:pre_compact")) != (
+                posts_before,
+                pres_before,
+            )
             check_work(run, work, added_chars, compacted, index, manager)
         added_chars = 0
         if waited > DEADLINE_S + SLACK_S:
