@@ -1,0 +1,601 @@
+"""The feature matrix (issue 43): every break of that issue sat where two features meet, and each feature's tests
+tested it alone. Here Hypothesis draws sessions across the whole matrix and checks every promise after every
+request, together:
+
+* strategy (``summarize``, ``extractive``, ``mask``, ``truncate``) × mode (background, blocking) × summarizer (the
+  session's provider passed with the request, a direct backend, offline);
+* steering: standing instructions, a focus (by ``compact(focus=)`` or by a ``pre_compact`` hook), a denying hook,
+  pins on every message kind (``metadata.pin`` on user, assistant and tool messages; ``pin_patterns`` in a request,
+  in a tool output, and on a ``<system-reminder>`` in every request), context a ``post_compact`` hook injects in any
+  script (ASCII, CJK, emoji, a lone surrogate);
+* pressure: large new outputs, tiny budgets, merges (a small summary room), a summarizer that stalls (and one that
+  swallows its cancellation);
+* resume in a new process: a fresh manager and hook registry over the same SQLite file, given the history by
+  ``set_messages`` (as the existing resume tests do; a subprocess per example would cost seconds each).
+
+The promises (``PROMISES``) after every request: the view is valid and encodes on the wire; it fits the budget;
+every pin is in it verbatim or was reported dropped; every summarizer prompt (merges included) carries the guidance
+in force, and what the guidance keeps is in every view a summary stands in; the working set, once a view has it,
+is in every view with a summary; one ``post_compact`` per ``pre_compact``; no request waits past its deadline
+(a virtual clock: stalls cost no real time); the resumed view is the live one, injected context included; and a
+request's tokenizer work is bounded by what is new and what it shows, never by the history's length.
+
+Hooks are registered on the real amplifier-core hook registry. Runs:
+
+* ``pytest tests/test_feature_matrix.py``: the CI profile (``CI_EXAMPLES`` examples) and, marked ``slow``, the long
+  one (``SLOW_EXAMPLES``).
+* A promise broken where a fix is known to be pending on another branch (``PENDING``: the issue item, and the part
+  of the matrix it breaks in) is reported as a warning, not a failure, so the suite stays green until that fix
+  lands; ``FEATURE_MATRIX=strict`` fails on every broken promise (use it once the fixes are merged, and empty
+  ``PENDING``). ``FEATURE_MATRIX_PROMISE=<name>`` checks one promise only, strictly: Hypothesis then shrinks to the
+  smallest session that breaks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from amplifier_core.models import HookResult
+from amplifier_core.testing import MockCoordinator
+from feature_matrix_kit import GuidedBackend, GuidedModel, GuidedProvider, Tokenizer, strings, text_chars
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from virtual_clock import VirtualClock
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.core.invariants import check_view as view_rules
+from amplifier_module_context_summarize.core.state import SUMMARY_MARKER
+from amplifier_module_context_summarize.testing import FILLER, EventRecorder, tool_call, tool_result
+from amplifier_module_context_summarize.testing.replay import request_due
+from amplifier_module_context_summarize.working_set.fold import HEADING
+
+CI_EXAMPLES = 40
+SLOW_EXAMPLES = 200
+
+INSTRUCTIONS = "Always keep ORD-7731"
+GUIDED_FACT = "The refund id is ORD-7731 and it is pending."
+FOCUS = "keep MIG-4410"
+FOCUS_FACT = "The migration window is MIG-4410 on Friday."
+COMPACT_FOCUS = "keep INV-5520"
+REMINDER = "<system-reminder>Keep the todo list current.</system-reminder>"
+RULES = "RULES.md"
+DEADLINE_S = 2.0
+SLACK_S = 0.5
+"""A request may pass its deadline by the loop's own steps, never by a summarizer's."""
+
+INJECTED = {
+    "ascii": "PLAN: 1) migrate the schema 2) rerun the suite",
+    "cjk": "计划：先迁移数据库结构，再运行全部测试，最后更新部署文档。" * 100,
+    "emoji": "PLAN 🚀: ship the parser 🧪 then the docs 📄",
+    "surrogate": "PLAN: ship the parser \ud83d",
+}
+PIN_KINDS = ("user_meta", "assistant_meta", "tool_meta", "pattern_user", "pattern_tool")
+SHAPES = ("openai", "anthropic", "amplifier", "orchestrator", "streaming")
+
+WORK_PER_NEW_CHAR = 4
+WORK_FLOOR = 2_000
+"""A request that compacts nothing tokenizes at most this: each new character a few times and a constant, never
+what it already counted (measured on 5818ea8 without pins: at most 0.55 characters a new character, 293 at most a
+request, at 60 turns; with a ``<system-reminder>`` pattern every marked message again: 21,460 a request)."""
+
+
+# ---------------------------------------------------------------------------------------------- the matrix
+
+
+@dataclass(frozen=True)
+class Scenario:
+    strategy: str
+    background: bool
+    summarizer: str
+    instructions: bool
+    focus_by: str | None
+    deny: bool
+    pins: frozenset[str]
+    reminders: bool
+    inject: str | None
+    budget: int
+    summary_ratio: float
+    summary_max_tokens: int
+    pin_ratio: float
+    turns: int
+    large: dict[int, int]
+    shape_seed: int
+    stall: str | None
+    stall_every: int
+    compact_at: int
+
+    @property
+    def asks_llm(self) -> bool:
+        return self.strategy == "summarize" and self.summarizer != "offline"
+
+    @property
+    def writes_summaries(self) -> bool:
+        return self.strategy in ("summarize", "extractive")
+
+
+@st.composite
+def scenarios(draw: Any) -> Scenario:
+    turns = draw(st.integers(5, 22))
+    steering = draw(st.sampled_from([None, "hook", "compact", "deny"]))
+    large = draw(st.dictionaries(st.integers(0, turns - 1), st.sampled_from([3_000, 12_000, 40_000]), max_size=4))
+    return Scenario(
+        strategy=draw(st.sampled_from(["summarize", "summarize", "extractive", "mask", "truncate"])),
+        background=draw(st.booleans()),
+        summarizer=draw(st.sampled_from(["session", "direct", "offline"])),
+        instructions=draw(st.booleans()),
+        focus_by=steering if steering in ("hook", "compact") else None,
+        deny=steering == "deny",
+        pins=frozenset(draw(st.sets(st.sampled_from(PIN_KINDS)))),
+        reminders=draw(st.integers(0, 3)) == 0,
+        inject=draw(st.sampled_from([None, None, *INJECTED])),
+        budget=draw(st.sampled_from([1_500, 3_000, 6_000, 12_000])),
+        summary_ratio=draw(st.sampled_from([0.1, 0.3])),
+        summary_max_tokens=draw(st.sampled_from([150, 600])),
+        pin_ratio=draw(st.sampled_from([0.1, 0.2, 0.4])),
+        turns=turns,
+        large=large,
+        shape_seed=draw(st.integers(0, len(SHAPES) - 1)),
+        stall=draw(st.sampled_from([None, None, "hang", "swallow"])),
+        stall_every=draw(st.integers(1, 3)),
+        compact_at=draw(st.integers(1, turns)),
+    )
+
+
+def pin_turn(kind: str, turns: int) -> int:
+    return (1 + PIN_KINDS.index(kind)) % turns
+
+
+def pin_text(kind: str) -> str:
+    return f"PIN {kind}: every migration ships with a rollback script, and {RULES} says run make lint."
+
+
+def session(s: Scenario) -> tuple[list[dict[str, Any]], list[int]]:
+    """The history, and the indices of its pinned messages."""
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful coding agent."}]
+    pinned: list[int] = []
+    pins_at = {kind: pin_turn(kind, s.turns) for kind in s.pins}
+
+    def add(message: dict[str, Any], pin: bool = False) -> None:
+        if pin:
+            pinned.append(len(history))
+        history.append(message)
+
+    for i in range(s.turns):
+        here = {kind for kind, at in pins_at.items() if at == i}
+        shape = SHAPES[(s.shape_seed + i) % len(SHAPES)]
+        if "user_meta" in here:
+            add({"role": "user", "content": pin_text("user_meta"), "metadata": {"pin": True}}, pin=True)
+            add({"role": "assistant", "content": "Noted."})
+        request = f"Request {i}: please look at src/part_{i}.py. " + FILLER * 3
+        if "pattern_user" in here:
+            request = pin_text("pattern_user")
+        if s.reminders:
+            request += "\n" + REMINDER
+        add({"role": "user", "content": request}, pin="pattern_user" in here or s.reminders)
+        call_id = f"call_{i}"
+        add(tool_call(shape, call_id, "bash", {"command": f"cat src/part_{i}.py"}, text=f"Reading part {i}."))
+        output = f"contents of src/part_{i}.py\n" + FILLER * 6
+        if i in s.large:
+            output = f"log of part {i}\n" + (FILLER * (s.large[i] // len(FILLER) + 1))[: s.large[i]]
+        tool_pin = bool(here & {"tool_meta", "pattern_tool"})
+        if tool_pin:
+            output = pin_text("tool_meta" if "tool_meta" in here else "pattern_tool")
+        result = tool_result(shape, call_id, output)
+        if "tool_meta" in here:
+            result["metadata"] = {"pin": True}
+        add(result, pin=tool_pin)
+        answer = f"Part {i} done: src/part_{i}.py reads fine. " + FILLER * 2
+        if i == 1:
+            answer += GUIDED_FACT
+        if i == 2:
+            answer += FOCUS_FACT
+        if "assistant_meta" in here:
+            add({"role": "assistant", "content": pin_text("assistant_meta"), "metadata": {"pin": True}}, pin=True)
+        else:
+            add({"role": "assistant", "content": answer})
+    return history, pinned
+
+
+def config(s: Scenario, store: Path) -> dict[str, Any]:
+    patterns = [RULES] if s.pins & {"pattern_user", "pattern_tool"} else []
+    if s.reminders:
+        patterns.append("<system-reminder>")
+    summarizer: dict[str, Any] = {"provider": "extractive"}
+    if s.summarizer != "offline":  # the direct backend is passed to create_manager; the key is then unused
+        summarizer = {"provider": "session", "max_retries": 0, "timeout_s": DEADLINE_S}
+    cfg: dict[str, Any] = {
+        "max_tokens": s.budget,
+        "compaction_strategy": s.strategy,
+        "background_compaction": s.background,
+        "summarizer": summarizer,
+        "compaction_deadline_s": DEADLINE_S,
+        "safety_margin": 0,
+        "storage_path": str(store),
+        "summary_budget_ratio": s.summary_ratio,
+        "summary_max_tokens": s.summary_max_tokens,
+        "pin_budget_ratio": s.pin_ratio,
+        "pin_patterns": patterns,
+        "notify": False,
+    }
+    if s.instructions:
+        cfg["summary_instructions"] = INSTRUCTIONS
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------- one session
+
+EVENTS = (
+    "context:pre_compact",
+    "context:post_compact",
+    "context:compaction_postponed",
+    "context:pins_dropped",
+)
+
+
+def hooks_for(s: Scenario) -> tuple[Any, EventRecorder]:
+    """A real amplifier-core hook registry with the scenario's steering handlers and a recorder."""
+    hooks = MockCoordinator().hooks
+    recorder = EventRecorder()
+    recorder.listen(hooks, *EVENTS)
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": FOCUS})
+
+    async def deny(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="deny", reason="checkpoint first")
+
+    async def inject(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="inject_context", context_injection=INJECTED[s.inject or "ascii"])
+
+    if s.focus_by == "hook":
+        hooks.register("context:pre_compact", focus, priority=10, name="focus")
+    if s.deny:
+        hooks.register("context:pre_compact", deny, priority=10, name="deny")
+    if s.inject:
+        hooks.register("context:post_compact", inject, priority=10, name="inject")
+    return hooks, recorder
+
+
+@dataclass
+class Finding:
+    promise: str
+    at: int
+    detail: str
+
+
+@dataclass
+class Run:
+    """What one session broke: the first finding per promise."""
+
+    scenario: Scenario
+    findings: dict[str, Finding] = field(default_factory=dict)
+
+    def broke(self, promise: str, at: int, detail: str) -> None:
+        self.findings.setdefault(promise, Finding(promise, at, detail[:400]))
+
+
+class Manager:
+    """One manager of the scenario (live or resumed) with what it is driven by."""
+
+    def __init__(self, s: Scenario, store: Path, model: GuidedModel) -> None:
+        self.hooks, self.recorder = hooks_for(s)
+        backend = GuidedBackend(model) if s.summarizer == "direct" and s.strategy == "summarize" else None
+        self.manager = create_manager(config(s, store), hooks=self.hooks, backend=backend)
+        self.provider = GuidedProvider(model) if s.summarizer == "session" else None
+
+    async def request(self, budget: int) -> list[dict[str, Any]]:
+        return await self.manager.get_messages_for_request(token_budget=budget, provider=self.provider)
+
+    def count(self, event: str) -> int:
+        return len(self.recorder.payloads(event))
+
+
+async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Tokenizer) -> Run:
+    run = Run(s)
+    history, pinned = session(s)
+    store = workdir / "summaries.db"
+    model = guided_model(s)
+    live = Manager(s, store, model)
+    manager = live.manager
+    had_working_set = False
+    added_chars = 0
+    for index, message in enumerate(history):
+        await manager.add_message(message)
+        added_chars += text_chars(message)
+        if compact_due(s, history, index):
+            await settle(manager)
+            before = len(model.calls)
+            await manager.compact(focus=COMPACT_FOCUS)
+            for call in model.calls[before:]:
+                if COMPACT_FOCUS not in call.guidance:
+                    run.broke("guidance", index, f"compact(focus=) prompt without the focus: {call.guidance!r}")
+        if not request_due(history, index, at_end=True):
+            continue
+        calls_before = len(model.calls)
+        posts_before, pres_before = live.count("context:post_compact"), live.count("context:pre_compact")
+        busy = manager.background.running  # a summary written in the background meanwhile is not this request's work
+        started, work_before = clock.now, tokenizer.chars
+        view = await live.request(s.budget)
+        waited, work = clock.now - started, tokenizer.chars - work_before
+        with tokenizer.pause():
+            check_view(run, s, live, view, history[: index + 1], pinned, index)
+            had_working_set = check_working_set(run, view, index, had_working_set)
+            check_guidance(run, s, model.calls[calls_before:], index, in_compact=False)
+            check_events(run, live, index)
+            compacted = busy or manager.background.running or len(model.calls) != calls_before
+            compacted |= (live.count("context:post_compact"), live.count("context:pre_compact")) != (
+                posts_before,
+                pres_before,
+            )
+            check_work(run, work, added_chars, compacted, index, manager)
+        added_chars = 0
+        if waited > DEADLINE_S + SLACK_S:
+            run.broke("deadline", index, f"request waited {waited:.1f} virtual s (deadline {DEADLINE_S} s)")
+    with tokenizer.pause():
+        final = await settle(manager, live, s.budget)
+        check_events(run, live, len(history))
+        await manager.close()
+        await check_resume(run, s, store, final, history)
+    return run
+
+
+def compact_due(s: Scenario, history: list[dict[str, Any]], index: int) -> bool:
+    """The user calls ``compact(focus=)`` before the request after their ``compact_at``-th message."""
+    if s.focus_by != "compact" or index + 1 == len(history) or not request_due(history, index):
+        return False
+    return sum(m["role"] == "user" for m in history[: index + 1]) == s.compact_at
+
+
+def guided_model(s: Scenario) -> GuidedModel:
+    return GuidedModel(stall_every=s.stall_every if s.stall else 0, stall_s=1_000.0, swallow=s.stall == "swallow")
+
+
+async def settle(manager: Any, live: Manager | None = None, budget: int = 0) -> list[dict[str, Any]]:
+    """Let background summaries land (virtual time), then the view the session sends next."""
+    view: list[dict[str, Any]] = []
+    for _ in range(4):
+        flight = manager.background.flight
+        if flight is not None and not flight.task.done():
+            await asyncio.wait({flight.task})
+        if live is None:
+            return view
+        view = await live.request(budget)
+        if not manager.background.running:
+            break
+    return view
+
+
+# ---------------------------------------------------------------------------------------------- the promises
+
+
+def check_view(
+    run: Run, s: Scenario, live: Manager, view: list[dict[str, Any]], history: list, pinned: list[int], at: int
+) -> None:
+    problems = view_rules(view)
+    if problems:
+        run.broke("valid", at, str(problems))
+    try:
+        json.dumps(view, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        run.broke("wire", at, f"the view does not encode: {exc}")
+    tokens = live.manager.counter.count_messages(view)
+    if tokens > s.budget:
+        run.broke("fits", at, f"{tokens} tokens over the budget {s.budget}")
+    shown = strings(view)
+    dropped = {i for p in live.recorder.payloads("context:pins_dropped") for i in p.get("dropped_indices", ())}
+    for index in pinned:
+        if index >= len(history):
+            break
+        text = pinned_text(history[index])
+        if index not in dropped and not any(text in t for t in shown):
+            run.broke("pins", at, f"pin #{index} ({history[index]['role']}) neither shown verbatim nor reported")
+    summary = next((m for m in view if is_summary(m)), None)
+    if summary is None:
+        return
+    for fact, named in kept_facts(s):
+        where = next((i for i, m in enumerate(history) if named in str(m.get("content"))), None)
+        if where is not None and not any(fact in t for t in shown):
+            run.broke("kept", at, f"{fact!r} (message #{where}) is in neither the summary nor the rest of the view")
+
+
+def kept_facts(s: Scenario) -> list[tuple[str, str]]:
+    """(fact, its id) the guidance in force keeps in every summary: the instructions', a hook's focus's."""
+    if not s.writes_summaries:
+        return []
+    facts = [(GUIDED_FACT, "ORD-7731")] if s.instructions else []
+    if s.focus_by == "hook":
+        facts.append((FOCUS_FACT, "MIG-4410"))
+    return facts
+
+
+def pinned_text(message: dict[str, Any]) -> str:
+    """The pinned text a view must carry verbatim: the message's own words."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    texts = [s for s in strings(content) if RULES in s or "PIN " in s]
+    return texts[0] if texts else json.dumps(content)
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+
+
+def check_working_set(run: Run, view: list[dict[str, Any]], at: int, had: bool) -> bool:
+    summary = next((m for m in view if is_summary(m)), None)
+    if summary is None:
+        return had
+    has = HEADING in summary["content"]
+    if had and not has:
+        run.broke("working_set", at, "a view with a summary lost the working set an earlier view had")
+    return had or has
+
+
+def check_guidance(run: Run, s: Scenario, calls: list[Any], at: int, in_compact: bool) -> None:
+    for call in calls:
+        wanted = [INSTRUCTIONS] if s.instructions else []
+        if s.focus_by == "hook":
+            wanted.append(FOCUS)
+        missing = [w for w in wanted if w not in call.guidance]
+        if missing:
+            kind = "merge" if call.merge else "summary"
+            run.broke("guidance" + ("_merge" if call.merge else ""), at, f"{kind} prompt without {missing}")
+
+
+def check_work(run: Run, work: int, added: int, compacted: bool, at: int, manager: Any) -> None:
+    if compacted:
+        return  # a compaction reads its span once (amortized over the messages it covers)
+    if work > WORK_PER_NEW_CHAR * added + WORK_FLOOR:
+        size = sum(text_chars(m) for m in manager.history.messages)
+        run.broke("linear", at, f"tokenized {work:,} chars; new since the last request {added:,}, history {size:,}")
+
+
+def check_events(run: Run, live: Manager, at: int) -> None:
+    """One post per pre: after a request, only a compaction still under way in the background owes its post."""
+    pres, posts = live.count("context:pre_compact"), live.count("context:post_compact")
+    postponed = live.count("context:compaction_postponed")
+    flight = live.manager.background.flight
+    owed = int(flight is not None and flight.owed is not None)
+    if not posts + postponed <= pres <= posts + postponed + owed:
+        run.broke("events", at, f"{pres} pre_compact, {posts} post_compact, {postponed} postponed, {owed} owed")
+
+
+async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, history: list) -> None:
+    resumed = Manager(s, store, guided_model(s))  # the new process's summarizer behaves as the old one's
+    try:
+        await resumed.manager.set_messages(history)
+        view = await resumed.request(s.budget)
+    finally:
+        await resumed.manager.close()
+    if view != live_view:
+        live_texts = [str(m.get("content"))[:60] for m in live_view]
+        texts = [str(m.get("content"))[:60] for m in view]
+        run.broke("resume", len(history), f"live {len(live_view)} msgs {live_texts}; resumed {len(view)} {texts}")
+
+
+# ---------------------------------------------------------------------------------------------- pending fixes
+
+
+def _any(s: Scenario, f: Finding) -> bool:
+    return True
+
+
+PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
+    "guidance_merge": [("item 1: the merge template drops the guidance", _any)],
+    "kept": [
+        ("item 1: lost at the first merge", lambda s, f: s.asks_llm),
+        ("item 2: hook focus vs offline summaries in background", lambda s, f: s.background and s.focus_by == "hook"),
+    ],
+    "deadline": [("item 3: a summarizer swallowing CancelledError", lambda s, f: s.stall == "swallow")],
+    "fits": [("item 4: injected context counted at 3 characters a token", lambda s, f: s.inject in ("cjk", "emoji"))],
+    "resume": [("item 5: injected context lost on resume", lambda s, f: s.inject not in (None, "surrogate"))],
+    "wire": [("item 6: a lone surrogate in injected context", lambda s, f: s.inject == "surrogate")],
+    "pins": [
+        ("item 7: a pinned tool output", lambda s, f: bool(s.pins & {"tool_meta", "pattern_tool"})),
+        (
+            "item 4, then a new seam: the plan counted at a third of its size sends the view to the truncation "
+            "marker, which drops pins with no context:pins_dropped",
+            lambda s, f: s.inject == "cjk",
+        ),
+    ],
+    "linear": [("item 8: pin_patterns retokenize every marked message", lambda s, f: bool(pattern_pins(s)))],
+    "working_set": [("item 14: the fit ladder cuts the working set first", lambda s, f: bool(s.large))],
+}
+"""promise → (the issue item whose fix, on another branch, makes it hold; the part of the matrix it breaks in)."""
+
+NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
+    "guidance": [
+        (
+            "new seam: summaries prefetched for a summarizer measured slow are written before the hooks are asked",
+            lambda s, f: s.background and s.focus_by == "hook" and s.stall is not None,
+        )
+    ],
+    "resume": [
+        ("new seam: fallback summaries are not stored, so not rebuilt", lambda s, f: s.asks_llm and bool(s.stall)),
+        ("new seam: the mask strategy's truncation is not among its records", lambda s, f: s.strategy == "mask"),
+        ("new seam: truncate stores no cut; a resume recomputes it", lambda s, f: s.strategy == "truncate"),
+    ],
+}
+"""Seams this matrix found beyond issue 43's items 1-19, reported there, not fixed on this branch."""
+
+
+def pattern_pins(s: Scenario) -> bool:
+    return s.reminders or bool(s.pins & {"pattern_user", "pattern_tool"})
+
+
+PROMISES = (
+    "valid", "wire", "fits", "pins", "kept", "guidance", "guidance_merge", "working_set", "events", "deadline",
+    "resume", "linear",
+)  # fmt: skip
+
+
+def judge(run: Run) -> None:
+    mode = os.environ.get("FEATURE_MATRIX", "")
+    only = os.environ.get("FEATURE_MATRIX_PROMISE")
+    failures, pending = [], []
+    for promise, finding in run.findings.items():
+        if only and promise != only:
+            continue
+        item = pending_item(run.scenario, finding)
+        if item and mode != "strict" and not only:
+            pending.append(f"{promise} ({item}) at message {finding.at}: {finding.detail}")
+        else:
+            failures.append(f"{promise} at message {finding.at}: {finding.detail}")
+    for note in pending:
+        warnings.warn(f"pending fix: {note}", stacklevel=2)
+    if log := os.environ.get("FEATURE_MATRIX_LOG"):  # one line per example: what the matrix counts for the notes
+        with open(log, "a", encoding="utf-8") as out:
+            broken = {p: pending_item(run.scenario, f) or "unknown" for p, f in run.findings.items()}
+            out.write(json.dumps({"scenario": repr(run.scenario), "broken": broken}) + "\n")
+    assert not failures, "\n".join(failures)
+
+
+def pending_item(s: Scenario, finding: Finding) -> str | None:
+    """The known cause of a broken promise in this part of the matrix, if one is known."""
+    for table in (PENDING, NEW_SEAMS):
+        for item, applies in table.get(finding.promise, ()):
+            if applies(s, finding):
+                return item
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- the tests
+
+
+def run_scenario(s: Scenario) -> Run:
+    with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryDirectory() as workdir:
+        tokenizer = Tokenizer()
+
+        async def go() -> Run:
+            clock = VirtualClock()
+            clock.install(monkeypatch)
+            with tokenizer.installed(monkeypatch):
+                return await play(s, Path(workdir), clock, tokenizer)
+
+        return asyncio.run(go())
+
+
+MATRIX = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(MATRIX, max_examples=CI_EXAMPLES)
+@given(scenarios())
+def test_features_hold_their_promises_together(scenario: Scenario) -> None:
+    judge(run_scenario(scenario))
+
+
+@pytest.mark.slow
+@settings(MATRIX, max_examples=SLOW_EXAMPLES)
+@given(scenarios())
+def test_features_hold_their_promises_together_at_length(scenario: Scenario) -> None:
+    judge(run_scenario(scenario))
