@@ -486,31 +486,7 @@ async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, hist
 # ---------------------------------------------------------------------------------------------- pending fixes
 
 
-def _any(s: Scenario, f: Finding) -> bool:
-    return True
-
-
-PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
-    "guidance_merge": [("item 1: the merge template drops the guidance", _any)],
-    "kept": [
-        ("item 1: lost at the first merge", lambda s, f: s.asks_llm),
-        ("item 2: hook focus vs offline summaries in background", lambda s, f: s.background and s.focus_by == "hook"),
-    ],
-    "deadline": [("item 3: a summarizer swallowing CancelledError", lambda s, f: s.stall == "swallow")],
-    "fits": [("item 4: injected context counted at 3 characters a token", lambda s, f: s.inject in ("cjk", "emoji"))],
-    "resume": [("item 5: injected context lost on resume", lambda s, f: s.inject not in (None, "surrogate"))],
-    "wire": [("item 6: a lone surrogate in injected context", lambda s, f: s.inject == "surrogate")],
-    "pins": [
-        ("item 7: a pinned tool output", lambda s, f: bool(s.pins & {"tool_meta", "pattern_tool"})),
-        (
-            "item 4, then a new seam: the plan counted at a third of its size sends the view to the truncation "
-            "marker, which drops pins with no context:pins_dropped",
-            lambda s, f: s.inject == "cjk",
-        ),
-    ],
-    "linear": [("item 8: pin_patterns retokenize every marked message", lambda s, f: bool(pattern_pins(s)))],
-    "working_set": [("item 14: the fit ladder cuts the working set first", lambda s, f: bool(s.large))],
-}
+PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {}
 """promise → (the issue item whose fix, on another branch, makes it hold; the part of the matrix it breaks in)."""
 
 NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
