@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from .. import create_manager
 from ..core.budget import budget_problem
 from ..core.clip import clip_middle
+from ..core.extras import installed, key_without_sdk_note
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import CompactionState
 from ..events import COMPACTED
@@ -63,13 +64,23 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
-    """The summarizer to use, and a note for stderr when we had to fall back to the offline one."""
+def choose_summarizer(
+    requested: str | None, environ: Mapping[str, str], sdk_installed: Callable[[str], bool] = installed
+) -> tuple[str, str | None]:
+    """The summarizer to use, and a note for stderr when we had to fall back to the offline one.
+
+    Unasked, a provider is used when its key is set and its SDK (an extra) is installed: a key alone, as most
+    Amplifier users have, must not turn the quick start into an error on the default install."""
     if requested:
         return requested, None
+    unusable = []
     for name, env in KEY_ENVS.items():
-        if environ.get(env):
-            return name, None
+        if (environ.get(env) or "").strip():
+            if sdk_installed(name):
+                return name, None
+            unusable.append(key_without_sdk_note(name, env, "compact"))
+    if unusable:
+        return "extractive", unusable[0]
     return "extractive", (
         "no ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment: using the offline extractive summarizer"
     )

@@ -7,6 +7,7 @@ of them. Configuring one whose package is missing fails at mount with one line n
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 PROJECT = "amplifier-module-context-summarize"
@@ -34,3 +35,21 @@ def import_for(module: str, feature: str) -> ModuleType:
         if top not in EXTRAS:
             raise
         raise MissingExtra(missing_extra_message(top, feature)) from None
+
+
+def installed(package: str) -> bool:
+    """Whether the top-level ``package`` can be imported, found without importing it: a command that picks a
+    summarizer for the user (a key in the environment) checks this first, so a key without its SDK never stops it."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a parent that fails to import, or a module with no spec
+        return False
+
+
+def key_without_sdk_note(package: str, env: str, command: str) -> str:
+    """The one line a command prints when ``env`` is set but ``package`` (its SDK) is not installed."""
+    extra = EXTRAS.get(package, "all")
+    return (
+        f"{command}: {env} is set but the '{package}' package is not installed: using the offline extractive "
+        f"summarizer (pip install '{PROJECT}[{extra}]' for LLM summaries)"
+    )
