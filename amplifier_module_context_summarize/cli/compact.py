@@ -25,6 +25,7 @@ from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
 from .losses import Loss, ViewAccount, running
+from .progress import Progress, make_progress
 from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
@@ -59,7 +60,7 @@ def add_parser(commands: Any) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr (default: when stderr is a terminal and the session is long)",
+        help="progress bar on stderr (default: when stderr is a terminal and the replay takes over a second)",
     )
     parser.set_defaults(run=run)
 
@@ -242,15 +243,14 @@ def run(args: argparse.Namespace) -> int:
         summarizer["model"] = args.model
     if args.base_url:
         summarizer["base_url"] = args.base_url
-    bar = ProgressBar(sys.stderr) if _show_progress(args, messages) else None
+    bar = progress_from_args(args, messages)
     try:
         result = asyncio.run(replay_session(messages, args.budget, summarizer, bar))
     except ValueError as exc:  # configuration, e.g. a missing API key
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     result["report"]["format"] = session.format
     result["report"]["skipped"] = skipped_json(session)
     for line in fit_warnings(result["report"]):
@@ -301,38 +301,9 @@ def fit_warnings(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-LONG_REPLAY = 2_000
-"""Messages from which a replay shows a progress bar by default (on a terminal)."""
-
-
-def _show_progress(args: argparse.Namespace, messages: list[Message]) -> bool:
-    if args.progress is not None:
-        return args.progress
-    return len(messages) >= LONG_REPLAY and sys.stderr.isatty()
-
-
-class ProgressBar:
-    """``[#####.....] 1,200/60,000 messages  12 s`` on one stderr line, redrawn at most ten times a second."""
-
-    def __init__(self, stream: Any, width: int = 30) -> None:
-        self.stream, self.width = stream, width
-        self.started = self.drawn = time.perf_counter()
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done < total and now - self.drawn < 0.1 and self.shown:
-            return
-        self.drawn, self.shown = now, True
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {done:,}/{total:,} messages  {now - self.started:.0f} s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+def progress_from_args(args: argparse.Namespace, messages: list[Message]) -> Progress:
+    """The replay's bar: ``--progress`` / ``--no-progress``, else on a terminal once the replay has run a second."""
+    return make_progress(len(messages), "replaying", force=args.progress, unit="messages")
 
 
 def final_summary(view: list[dict[str, Any]]) -> str:
