@@ -30,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except OutputError as exc:  # any output a subcommand did not catch itself: still one line, exit 2
         return report(exc)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not the tracebacks of every task it cancelled
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command it interrupted."""
 
 
 if __name__ == "__main__":

@@ -470,7 +470,6 @@ MONOTONIC_READERS: dict[tuple[str, str], str] = {
     ("manager", "__init__"): "the default of the injected clock that times cooldowns and the breaker",
     ("compaction.cache.breaker", "__init__"): "the default of the breaker's injected clock",
     ("stores.sqlite", "__init__"): "the open backoff, read in the store's worker thread where no loop runs",
-    ("evaluation.progress", "update"): "a synchronous redraw throttle of a terminal progress bar",
     ("testing.redis_server", "start"): "a synchronous wait for a real redis-server process to answer",
 }
 

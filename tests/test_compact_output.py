@@ -6,7 +6,8 @@ import io
 import json
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.compact import ProgressBar, render_result
+from amplifier_module_context_summarize.cli.compact import render_result
+from amplifier_module_context_summarize.cli.progress import Progress
 
 
 def test_default_budget_gives_the_example_a_summary_shown_in_full(capsys):
@@ -32,18 +33,19 @@ def test_no_summary_hides_it_and_json_is_unchanged(capsys):
 def test_progress_bar_goes_to_stderr(capsys):
     assert main(["compact", "--example", "--progress", "--no-summary"]) == 0
     captured = capsys.readouterr()
-    assert "messages" in captured.err and "[##############################]" in captured.err
-    assert "\r[" not in captured.out
+    assert "replaying" in captured.err and "/123" in captured.err
+    assert "replaying" not in captured.out and "\r" not in captured.out
 
 
 def test_progress_bar_redraws_on_one_line():
     stream = io.StringIO()
-    bar = ProgressBar(stream, width=10)
+    bar = Progress(100, "replaying", True, stream, delay_s=0.0, use_tqdm=False, unit="messages")
     for done in range(1, 101):
         bar(done, 100)
     bar.close()
     text = stream.getvalue()
-    assert text.count("\n") == 1 and text.rstrip().split("\r")[-1].startswith("[##########] 100/100 messages")
+    assert text.count("\n") == 1
+    assert text.rstrip().split("\r")[-1].startswith("replaying [##############################] 100/100 messages")
 
 
 def test_each_compaction_line_says_its_change_and_counts_in_words():

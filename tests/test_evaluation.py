@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.cli.progress import make_progress
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.tokens import TokenCounter
@@ -18,7 +19,6 @@ from amplifier_module_context_summarize.evaluation import cli
 from amplifier_module_context_summarize.evaluation.cassette import Cassette, CassetteBackend, CassetteMiss
 from amplifier_module_context_summarize.evaluation.loader import CorpusError, Probe, load_corpus
 from amplifier_module_context_summarize.evaluation.models import ModelSpec
-from amplifier_module_context_summarize.evaluation.progress import make_progress
 from amplifier_module_context_summarize.evaluation.prompts import load_eval_prompts
 from amplifier_module_context_summarize.evaluation.reference import coverage, reference_view
 from amplifier_module_context_summarize.evaluation.report import (

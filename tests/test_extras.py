@@ -60,7 +60,7 @@ async def test_mount_fails_with_the_one_line(monkeypatch):
         async def mount(self, *args, **kwargs):  # pragma: no cover - never reached
             raise AssertionError("mounted despite the missing SDK")
 
-    with pytest.raises(ValueError, match=r"pip install 'amplifier-module-context-summarize\[anthropic\]'"):
+    with pytest.raises(ValueError, match=r"pip install 'anthropic>=[0-9.]+' \(the \[anthropic\] extra\)"):
         await mount(Coordinator(), {"summarizer": {"provider": "anthropic"}})
 
 
@@ -75,3 +75,35 @@ def test_default_and_extractive_import_no_sdk():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_quick_start_with_a_key_but_no_sdk_runs_offline_and_says_how_to_get_the_llm(monkeypatch, capsys):
+    """The README's ``compact --example`` on the default install, with a key set as most Amplifier users have it."""
+    from amplifier_module_context_summarize.__main__ import main
+
+    _hide(monkeypatch, "anthropic", "backends.anthropic_backend")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-printed")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["compact", "--example", "--no-summary", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "ANTHROPIC_API_KEY" in line]
+    assert len(notes) == 1 and "offline extractive" in notes[0]
+    assert "for LLM summaries: pip install 'anthropic>=" in notes[0] and "[anthropic] extra" in notes[0]
+    assert "sk-ant-test-not-printed" not in captured.err + captured.out
+    assert "% saved" in captured.out
+
+
+@pytest.mark.parametrize("installed", [["openai"], []])
+def test_a_key_without_its_sdk_is_passed_over_for_one_that_works_or_offline(monkeypatch, installed):
+    from amplifier_module_context_summarize.cli.compact import choose_summarizer as compact_choice
+    from amplifier_module_context_summarize.evaluation.models import choose_summarizer as eval_choice
+
+    for package in {"anthropic", "openai"} - set(installed):
+        _hide(monkeypatch, package, f"backends.{package}_backend")
+    env = {"ANTHROPIC_API_KEY": "sk-a", "OPENAI_API_KEY": "sk-o"}
+    expected = installed[0] if installed else "extractive"
+    assert compact_choice(None, env)[0] == expected
+    spec, note = eval_choice(None, None, env)
+    assert spec.provider == expected
+    if not installed:
+        assert note is not None and "'anthropic' package is not installed" in note and "[anthropic]" in note

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from .. import create_manager
 from ..core.budget import budget_problem
 from ..core.clip import clip_middle
+from ..core.extras import installed, key_without_sdk_note
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import CompactionState
 from ..events import COMPACTED
@@ -24,6 +25,7 @@ from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
 from .formats import Loaded, format_label, formats_read
 from .losses import Loss, ViewAccount, running
+from .progress import Progress, make_progress
 from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
@@ -58,18 +60,28 @@ def add_parser(commands: Any) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr (default: when stderr is a terminal and the session is long)",
+        help="progress bar on stderr (default: when stderr is a terminal and the replay takes over a second)",
     )
     parser.set_defaults(run=run)
 
 
-def choose_summarizer(requested: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
-    """The summarizer to use, and a note for stderr when we had to fall back to the offline one."""
+def choose_summarizer(
+    requested: str | None, environ: Mapping[str, str], sdk_installed: Callable[[str], bool] = installed
+) -> tuple[str, str | None]:
+    """The summarizer to use, and a note for stderr when we had to fall back to the offline one.
+
+    Unasked, a provider is used when its key is set and its SDK (an extra) is installed: a key alone, as most
+    Amplifier users have, must not turn the quick start into an error on the default install."""
     if requested:
         return requested, None
+    unusable = []
     for name, env in KEY_ENVS.items():
-        if environ.get(env):
-            return name, None
+        if (environ.get(env) or "").strip():
+            if sdk_installed(name):
+                return name, None
+            unusable.append(key_without_sdk_note(name, env, "compact"))
+    if unusable:
+        return "extractive", unusable[0]
     return "extractive", (
         "no ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment: using the offline extractive summarizer"
     )
@@ -231,15 +243,14 @@ def run(args: argparse.Namespace) -> int:
         summarizer["model"] = args.model
     if args.base_url:
         summarizer["base_url"] = args.base_url
-    bar = ProgressBar(sys.stderr) if _show_progress(args, messages) else None
+    bar = progress_from_args(args, messages)
     try:
         result = asyncio.run(replay_session(messages, args.budget, summarizer, bar))
     except ValueError as exc:  # configuration, e.g. a missing API key
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     result["report"]["format"] = session.format
     result["report"]["skipped"] = skipped_json(session)
     for line in fit_warnings(result["report"]):
@@ -290,38 +301,9 @@ def fit_warnings(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-LONG_REPLAY = 2_000
-"""Messages from which a replay shows a progress bar by default (on a terminal)."""
-
-
-def _show_progress(args: argparse.Namespace, messages: list[Message]) -> bool:
-    if args.progress is not None:
-        return args.progress
-    return len(messages) >= LONG_REPLAY and sys.stderr.isatty()
-
-
-class ProgressBar:
-    """``[#####.....] 1,200/60,000 messages  12 s`` on one stderr line, redrawn at most ten times a second."""
-
-    def __init__(self, stream: Any, width: int = 30) -> None:
-        self.stream, self.width = stream, width
-        self.started = self.drawn = time.perf_counter()
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done < total and now - self.drawn < 0.1 and self.shown:
-            return
-        self.drawn, self.shown = now, True
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {done:,}/{total:,} messages  {now - self.started:.0f} s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+def progress_from_args(args: argparse.Namespace, messages: list[Message]) -> Progress:
+    """The replay's bar: ``--progress`` / ``--no-progress``, else on a terminal once the replay has run a second."""
+    return make_progress(len(messages), "replaying", force=args.progress, unit="messages")
 
 
 def final_summary(view: list[dict[str, Any]]) -> str:

@@ -26,7 +26,7 @@ from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
 from ..manager import SummarizingContextManager
 from . import inspect_chart, inspect_table
 from .args import token_count
-from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, read_line, replay, session_from_args
+from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, progress_from_args, read_line, replay, session_from_args
 from .formats import formats_read
 from .losses import Loss
 from .output import OutputError, check_file, emit, report, write_file
@@ -79,14 +79,25 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
     )
-    parser.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML page of the session")
+    parser.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="write a self-contained HTML page of the session (then the Markdown is printed only with --markdown)",
+    )
+    parser.add_argument("--markdown", action="store_true", help="with --html, print the Markdown report too")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal and the replay takes over a second)",
+    )
     parser.set_defaults(run=run)
 
 
-async def inspect_session(messages: list[Message], budget: int, path: str = "") -> Inspection:
+async def inspect_session(messages: list[Message], budget: int, path: str = "", progress: Any = None) -> Inspection:
     """The session replayed as ``compact`` replays it (the same compactions, the same account of what was lost),
     with the extractive summarizer."""
-    found = await replay(messages, budget, {"provider": "extractive"})
+    found = await replay(messages, budget, {"provider": "extractive"}, progress)
     inspection = Inspection(path, budget, found.manager, found.view, requests=found.requests)
     for number, compacted in enumerate(found.compacted, start=1):
         inspection.compactions.append(_record(found.manager, compacted, number))
@@ -312,23 +323,40 @@ def _chart(found: Inspection) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         if args.html:
-            check_file(args.html)  # before the replay: a wrong path is said at once
+            check_file(args.html)  # before the replay: a path that cannot be written is said at once
         loaded = session_from_args(args)
         if loaded is None:
             return 2
         path, session = loaded
         messages = session.messages
-        found = asyncio.run(inspect_session(messages, args.budget, str(path)))
+        bar = progress_from_args(args, messages)
+        try:
+            found = asyncio.run(inspect_session(messages, args.budget, str(path), bar))
+        finally:
+            bar.close()
         # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
         # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
-        emit(read_line(path, session) + "\n\n" + render_markdown(found))
         if args.html:
             write_file(args.html, render_html(found))
+        if args.html and not args.markdown:
+            emit(read_line(path, session) + "\n" + headline(found) + "\n")
+        else:
+            emit(read_line(path, session) + "\n\n" + render_markdown(found))
     except OutputError as exc:
         return report(exc)
     if args.html:
-        print(f"\nHTML written to {scrub_text(args.html)}", file=sys.stderr)
+        print(f"HTML written to {scrub_text(args.html)}", file=sys.stderr)
     return 0
+
+
+def headline(found: Inspection) -> str:
+    """What ``inspect --html`` prints instead of the whole Markdown (``--markdown`` adds it): the session's figures
+    in one line."""
+    sent = found.manager.counter.count_messages(found.view)
+    return (
+        f"{len(found.compactions)} compaction(s) at a budget of {found.budget:,} tokens; the stored history reached "
+        f"{session_tokens(found):,} tokens, the final view is {len(found.view)} messages, {sent:,} tokens"
+    )
 
 
 SUMMARY_OPENINGS = (SUMMARY_MARKER, TRUNCATION_MARKER.split("{", 1)[0])

@@ -32,8 +32,24 @@ def _fail(path: str | Path, reason: str) -> OutputError:
 
 
 def check_file(path: str | Path) -> Path:
-    """``path`` as an output file, or ``OutputError`` saying why it cannot be one (checked before the work
-    that fills it, so a long run does not end in a wrong path)."""
+    """``path`` as an output file, or ``OutputError`` saying why it cannot be one. Called before the work that
+    fills it, so a long run does not end in a wrong path: besides its shape, the file is opened for appending (an
+    existing one is left as it was; a missing one is made and removed again), which is the only sure test of a
+    folder that cannot be written (permissions, a read-only or virtual file system, root or not)."""
+    path = _file_shape(path)
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise _fail(path, _reason(exc)) from None
+    if not existed:
+        path.unlink(missing_ok=True)
+    return path
+
+
+def _file_shape(path: str | Path) -> Path:
+    """``path`` unless it names a folder or its folder is missing or not one (no file system write)."""
     path = Path(path)
     if path.is_dir():
         raise _fail(path, "it is a folder; name a file")
@@ -63,7 +79,7 @@ def write_file(path: str | Path, text: str) -> None:
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    path = check_file(path)
+    path = _file_shape(path)  # opening it below is the writability test
     try:
         with open(path, "wb") as handle:
             handle.write(data)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..cli.args import token_count
 from ..cli.output import OutputError, check_folder, report
+from ..cli.progress import make_progress
 from ..core.budget import MAX_REPORTED_TOKENS, budget_problem
 from ..core.redact import describe
 from .cassette import Cassette, CassetteMiss
@@ -19,7 +20,6 @@ from .large_outputs import enlarge_session
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus
 from .models import SIMULATED, SUMMARIZER_CHOICES, ModelSpec, build_backend, choose_summarizer, parse_model
 from .plot import plot_view_tokens
-from .progress import make_progress
 from .prompts import load_eval_prompts
 from .report import console_summary, write_results
 from .runner import Settings, evaluate

@@ -7,12 +7,13 @@ built at all, so a replay needs neither network nor key.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..backends import registry
 from ..backends.base import Backend
 from ..backends.registry import DEFAULT_KEY_ENV, SummarizerConfig
+from ..core.extras import installed, key_without_sdk_note
 from ..core.redact import redact_url
 from .cassette import Cassette, CassetteBackend
 
@@ -45,13 +46,14 @@ def choose_summarizer(
     model: str | None,
     environ: Mapping[str, str] | None = None,
     base_url: str | None = None,
+    sdk_installed: Callable[[str], bool] = installed,
 ) -> tuple[ModelSpec, str | None]:
     """The summarizer spec, and a note for stderr when it was picked for the user.
 
     ``session`` (the default) means what a session would use; outside a session that is the direct
     backend whose key is in the environment (Anthropic first), else the offline extractive summarizer.
     ``base_url`` (an OpenAI-compatible server, as ``compact --base-url``) means ``openai`` at that server; it
-    needs no key.
+    needs no key. A key whose SDK (an extra) is not installed is passed over, with a note.
     """
     env = os.environ if environ is None else environ
     if base_url:
@@ -61,10 +63,16 @@ def choose_summarizer(
             )
         return replace(resolve(ModelSpec("openai", model)), base_url=base_url), None
     if requested in (None, "session"):
+        unusable = []
         for provider in DIRECT:
             if (env.get(DEFAULT_KEY_ENV[provider]) or "").strip():
+                if not sdk_installed(provider):  # a key without its SDK: offline, not an error
+                    unusable.append(key_without_sdk_note(provider, DEFAULT_KEY_ENV[provider], "eval"))
+                    continue
                 spec = resolve(ModelSpec(provider, model))
                 return spec, f"eval: summarizing with {spec.label} ({DEFAULT_KEY_ENV[provider]} is set)"
+        if unusable:
+            return ModelSpec("extractive"), unusable[0]
         keys = " / ".join(DEFAULT_KEY_ENV[p] for p in DIRECT)
         return ModelSpec("extractive"), (
             f"eval: no {keys} in the environment: summarizing with the offline extractive summarizer"
