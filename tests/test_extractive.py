@@ -453,3 +453,22 @@ def test_an_observer_that_raises_does_not_cost_the_summary() -> None:
     summarizer.on_extractive += [broken, lambda span, outcome: seen.append(outcome.text)]
     outcome = summarizer.extractive(session("openai"), None, None)
     assert outcome.fallback is None and outcome.text.strip() and seen == [outcome.text]
+
+
+async def test_quiet_spans_in_a_row_say_so_once():
+    """Spans of tool calls alone (a Gemini CLI session reading file after file) each summarize offline to the
+    no-requests note; two such segments in a row read once in the summary message, not as a stutter (issue 45)."""
+    from amplifier_module_context_summarize.cli.inspect import inspect_session
+    from amplifier_module_context_summarize.summarizer.extractive import EMPTY_SPAN
+    from amplifier_module_context_summarize.testing import tool_call, tool_result
+
+    history: list[dict] = [{"role": "user", "content": "Port the renderer to the new layout engine."}]
+    for t in range(60):
+        history.append(tool_call("openai", f"c{t}", "read_file", {"path": f"src/render/part_{t}.ts"}))
+        history.append(tool_result("openai", f"c{t}", "".join(f"line {i} of part {t}\n" for i in range(60))))
+    found = await inspect_session(history, 3_000)
+    segments = found.manager.state.segments
+    assert any(a.text == b.text == EMPTY_SPAN for a, b in zip(segments, segments[1:], strict=False))
+    summaries = [record.summary for record in found.compactions]
+    assert any(EMPTY_SPAN in s for s in summaries)
+    assert not any(f"{EMPTY_SPAN}\n\n{EMPTY_SPAN}" in s for s in summaries)

@@ -442,3 +442,230 @@ def test_thousands_of_unclosed_tags_in_a_cline_recording_read_in_linear_time():
 
     small, large = min(seconds(25_000) for _ in range(3)), min(seconds(100_000) for _ in range(3))
     assert large < 1.0 and large < 8 * small + 0.05, (small, large)
+
+
+# ------------------------------------------------------------------ issue 45 item 10: what recordings show in summaries
+
+EXEC_OK = (
+    "Command: /bin/bash -c 'git status --short'\nChunk ID: 4f2a1c\nWall time: 0.0521 seconds\n"
+    "Process exited with code 0\nOriginal token count: 6\nOutput:\n M src/app.py\n"
+)
+EXEC_FAILED = (
+    "Command: /bin/bash -c 'pytest -q tests/test_app.py'\nChunk ID: 9b1e07\nWall time: 1.2 seconds\n"
+    "Process exited with code 1\nOriginal token count: 20\nOutput:\nFAILED tests/test_app.py::test_home\n1 failed\n"
+)
+ENVIRONMENT = (
+    "<environment_context>\n  <cwd>/repo</cwd>\n  <approval_policy>on-request</approval_policy>\n"
+    "  <sandbox_mode>workspace-write</sandbox_mode>\n  <shell>bash</shell>\n</environment_context>"
+)
+AGENTS_MD = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nRun the tests before committing.\n</INSTRUCTIONS>"
+
+
+def _summary_of(messages):
+    """The offline summary of ``messages`` (less system text), as a compaction writes it."""
+    from amplifier_module_context_summarize.core.tokens import text_counter
+    from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
+
+    body = [m for m in messages if m["role"] != "system"]
+    return extractive_summary(body, previous_summary=None, max_tokens=2_000, count_tokens=text_counter())
+
+
+def _requests_and_progress(summary: str) -> tuple[list[str], list[str]]:
+    sections = {part.split("\n", 1)[0]: part for part in summary.split("\n\n")}
+    lines = lambda head: [x[2:] for x in sections.get(head, "").splitlines()[1:]]  # noqa: E731
+    return lines("### User requests"), lines("### Assistant progress")
+
+
+def _codex_rollout(tmp_path: Path) -> Path:
+    def item(payload):
+        return {"timestamp": "2025-11-01T10:00:00Z", "type": "response_item", "payload": payload}
+
+    def said(role, text):
+        kind = "input_text" if role == "user" else "output_text"
+        return item({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    records = [
+        {"timestamp": "2025-11-01T10:00:00Z", "type": "session_meta", "payload": {"id": "r1", "cwd": "/repo"}},
+        said("user", AGENTS_MD),
+        said("user", ENVIRONMENT),
+        said("user", "Fix the failing home test"),
+        item(
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": '{"cmd": "git status --short"}',
+                "call_id": "c1",
+            }
+        ),
+        item({"type": "function_call_output", "call_id": "c1", "output": EXEC_OK}),
+        item(
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": '{"cmd": "pytest -q tests/test_app.py"}',
+                "call_id": "c2",
+            }
+        ),
+        item(
+            {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": EXEC_FAILED}]}
+        ),
+        said("assistant", "The home test fails on the page title."),
+    ]
+    path = tmp_path / "rollout-2025-11-01.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _codex_export(tmp_path: Path) -> Path:
+    def call(call_id, command):
+        arguments = json.dumps({"cmd": command})
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "exec_command", "arguments": arguments}}
+            ],
+        }
+
+    messages = [
+        {"role": "user", "content": [{"type": "input_text", "text": ENVIRONMENT}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "Fix the failing home test"}]},
+        call("c1", "git status --short"),
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "tool_output", "text": EXEC_OK}]},
+        call("c2", "pytest -q tests/test_app.py"),
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "tool_output", "text": EXEC_FAILED}]},
+        {"role": "assistant", "content": "The home test fails on the page title."},
+    ]
+    path = tmp_path / "codex-export.json"
+    path.write_text(json.dumps({"session_id": "e1", "messages": messages}))
+    return path
+
+
+@pytest.mark.parametrize("write", [_codex_rollout, _codex_export], ids=["rollout", "messages-export"])
+def test_codex_outputs_are_unwrapped_and_its_own_context_is_no_request(write, tmp_path):
+    """Codex's ``exec_command`` output (a header of bookkeeping, then ``Output:``) reads as the output with its exit
+    code, a ``tool_output`` block as its text (not the JSON ``{"text":"Command: …``), and its
+    ``<environment_context>`` and AGENTS.md, written in the user's role, are no user request."""
+    from amplifier_module_context_summarize.working_set import facts
+
+    messages = load(write(tmp_path)).messages
+    texts = "\n".join(message_text(m) for m in messages)
+    assert '{"text"' not in texts and "Chunk ID" not in texts and "Wall time" not in texts
+    assert "FAILED tests/test_app.py::test_home" in texts
+    found = facts.extract(messages)
+    assert {o.key: o.label for o in found.outcomes} == {
+        "git status --short": "ok",
+        "pytest -q tests/test_app.py": "failed (exit 1)",
+    }
+    notes = [m for m in messages if m["role"] == "developer"]
+    assert notes and all("environment_context" in message_text(m) or "AGENTS.md" in message_text(m) for m in notes)
+    requests, progress = _requests_and_progress(_summary_of(messages))
+    assert requests == ["Fix the failing home test"]
+    assert progress == ["The home test fails on the page title."]
+
+
+def test_openhands_bookkeeping_is_neither_a_request_nor_progress(tmp_path):
+    """OpenHands records a ``recall`` action in the user's name ("Retrieving content for: …") after each request and
+    ``change_agent_state`` actions ("Agent state changed to awaiting_user_input"): no one said them to the model."""
+    ask = "Add a --version flag to cli.py"
+    events = [
+        {
+            "id": 0,
+            "source": "agent",
+            "message": "You are OpenHands agent.",
+            "action": "system",
+            "args": {"content": "You are OpenHands agent.", "tools": []},
+        },
+        {"id": 1, "source": "user", "message": ask, "action": "message", "args": {"content": ask}},
+        {
+            "id": 2,
+            "source": "user",
+            "message": f"Retrieving content for: {ask}",
+            "action": "recall",
+            "args": {"recall_type": "workspace_context", "query": ask, "thought": ""},
+        },
+        {
+            "id": 3,
+            "source": "agent",
+            "message": "Agent state changed to running",
+            "action": "change_agent_state",
+            "args": {"agent_state": "running", "thought": ""},
+        },
+        {
+            "id": 4,
+            "source": "environment",
+            "message": "Added workspace context",
+            "cause": 2,
+            "observation": "recall",
+            "content": "Added workspace context",
+            "extras": {"recall_type": "workspace_context"},
+        },
+        {
+            "id": 5,
+            "source": "agent",
+            "message": "Running command: cat -n cli.py",
+            "action": "run",
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"},
+            "args": {"command": "cat -n cli.py", "thought": "Let me read the CLI first."},
+        },
+        {
+            "id": 6,
+            "source": "agent",
+            "message": "Command executed",
+            "cause": 5,
+            "observation": "run",
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"},
+            "content": "1 import argparse",
+            "extras": {"command": "cat -n cli.py", "metadata": {"exit_code": 0}},
+        },
+        {
+            "id": 7,
+            "source": "agent",
+            "message": "I added the flag.",
+            "action": "message",
+            "args": {"content": "I added the flag.", "wait_for_response": True},
+        },
+        {
+            "id": 8,
+            "source": "agent",
+            "message": "Agent state changed to awaiting_user_input",
+            "action": "change_agent_state",
+            "args": {"agent_state": "awaiting_user_input", "thought": ""},
+        },
+        {
+            "id": 9,
+            "source": "environment",
+            "message": "",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": {"agent_state": "awaiting_user_input"},
+        },
+    ]
+    path = tmp_path / "openhands.json"
+    path.write_text(json.dumps(events))
+    messages = load(path).messages
+    texts = "\n".join(message_text(m) for m in messages)
+    assert "Retrieving content for" not in texts and "Agent state changed" not in texts
+    requests, progress = _requests_and_progress(_summary_of(messages))
+    assert requests == [ask]
+    assert progress == ["I added the flag."]  # (its announcement "Let me read…" is left out as any is)
+
+
+def test_a_file_an_agent_on_windows_names_both_ways_is_one_working_set_entry(tmp_path):
+    """Aider on Windows reports ``backend\\db_adapters.py`` where the user's ``/add`` wrote ``backend/db_adapters.py``:
+    one file, listed once (with its latest state), not twice."""
+    from amplifier_module_context_summarize.core.tokens import text_counter
+    from amplifier_module_context_summarize.working_set.fold import working_set_of
+    from amplifier_module_context_summarize.working_set.layout import render
+
+    history = (
+        "\n# aider chat started at 2025-03-01 10:00:00\n\n> Aider v0.75.1\n\n#### /add backend/db_adapters.py\n\n"
+        "> Added backend/db_adapters.py to the chat\n\n#### Make the sqlite adapter close its connection\n\n"
+        "backend\\db_adapters.py\n```python\n<<<<<<< SEARCH\n    conn = connect(path)\n=======\n"
+        "    with connect(path) as conn:\n>>>>>>> REPLACE\n```\n\n> Applied edit to backend\\db_adapters.py\n"
+    )
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(history)
+    shown = render(working_set_of(load(path).messages), 1_000, text_counter())
+    listed = [line for line in shown.splitlines() if "db_adapters" in line]
+    assert listed == ["- backend/db_adapters.py — edited"], shown

@@ -167,18 +167,20 @@ def test_html_leads_with_the_chart_then_the_table_of_losses(session_file, tmp_pa
     ]
     assert order == sorted(order)
     rows = re.findall(r'<tr id="row-(\d+)">(.*?)</tr>', page)
-    marks = re.findall(r'<a class="mark" href="#compaction-(\d+)">', page)
+    wide = re.search(r'<svg class="view-chart" .*?</svg>', page).group(0)  # the narrow frame draws the same marks
+    marks = re.findall(r'<a class="mark" href="#compaction-(\d+)">', wide)
     assert len(rows) >= 2 and [int(n) for n, _ in rows] == list(range(1, len(rows) + 1)) == [int(m) for m in marks]
     for n, row in rows:
         assert f'href="#compaction-{n}"' in row and f'id="compaction-{n}"' in page
         assert re.search(r"\d[\d,]* → \d[\d,]*", row) and re.search(r"(summarized|masked|truncated) \d+", row)
-        assert re.search(r'<td class="lost-(new">\d+: \d+ \w+[^<]*|none">0)</td>', row)  # counts, no click needed
+        cell = r'<td class="lost-(new" data-label="newly lost">\d+: \d+ \w+[^<]*|none" data-label="newly lost">0)</td>'
+        assert re.search(cell, row)  # counts, no click needed
     assert any('class="lost-new"' in row for _, row in rows)
-    assert page.count('<line class="budget"') == 1 and "budget 6,000" in page
+    assert wide.count('<line class="budget"') == 1 and "budget 6,000" in wide
 
 
 def test_the_chart_thins_long_sessions_and_keeps_spikes_in_the_frame():
-    from amplifier_module_context_summarize.cli.inspect_chart import HEIGHT, TOP, Mark, render_chart
+    from amplifier_module_context_summarize.cli.inspect_chart import WIDE, Mark, render_chart
 
     requests = [(i, 1_000 + (i % 500) * 40) for i in range(0, 60_000, 3)]
     marks = [Mark(n + 1, i, 21_000, 2_000) for n, i in enumerate(range(1497, 60_000, 1500))]
@@ -187,7 +189,7 @@ def test_the_chart_thins_long_sessions_and_keeps_spikes_in_the_frame():
     points = re.search(r'<polyline class="view" points="([^"]+)"', svg).group(1).split()
     assert len(points) < 3 * 1160 + 3 * len(marks)  # thinned, not 20,000 points
     ys = [float(p.split(",")[1]) for p in points]
-    assert min(ys) >= TOP and max(ys) <= HEIGHT
+    assert min(ys) >= WIDE.top and max(ys) <= WIDE.height
     assert svg.count('<a class="mark"') == len(marks) and "900,000 → 5,000 tokens (drawn at the top edge)" in svg
     assert "<script" not in svg
 
@@ -225,30 +227,43 @@ def test_the_first_screen_shows_the_chart_and_the_table(session_file, tmp_path):
     assert layout["conversation"][0] > table[0]
 
 
+PHONE_PROBE = """(() => {
+  const d = document.documentElement, box = e => e.getBoundingClientRect();
+  const svg = [...document.querySelectorAll('figure.chart svg')].find(e => getComputedStyle(e).display !== 'none');
+  const label = [...svg.querySelectorAll('text')].find(t => /\\d/.test(t.textContent));
+  const scroll = document.querySelector('div.table-scroll');
+  const cells = [...document.querySelectorAll('table.compactions tbody tr td:last-child')].map(c => box(c).right);
+  const span = document.querySelector('section.span.summarized');
+  return {page: [d.scrollWidth, d.clientWidth], chart: svg.getAttribute('class'), label: box(label).height,
+          table: [scroll.scrollWidth, scroll.clientWidth], lostSoFar: cells,
+          span: [box(span).width, box(span.querySelector('details')).width,
+                 box(span.querySelector('div')).bottom <= box(span.querySelector('details')).top]};
+})()"""
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary: install it with `apt-get install -y chromium`")
-def test_the_report_has_no_horizontal_page_scroll_on_a_phone(tmp_path):
-    """A phone-width window (headless Chromium lays a page out at least ~500 px wide): the page never scrolls
-    sideways; a long command in a compaction's lists wraps, the wide table scrolls inside its own box."""
+def test_the_report_reads_on_a_390px_phone(session_file, tmp_path):
+    """A 390 px phone (Chromium's mobile emulation, which obeys the viewport meta as a phone does): the page is laid
+    out at the phone's width with no sideways scroll, the chart's labels keep a readable size, every row's losses
+    are on screen without scrolling a box, and a segment's summary sits under its messages, not in a second column."""
+    from chromium_phone import measure_on_phone
+
     page = tmp_path / "report.html"
-    assert main(["inspect", "--example", "--html", str(page)]) == 0
-    measure = (
-        "<script>const d=document.documentElement,p=document.createElement('pre');p.id='width';"
-        "p.textContent=JSON.stringify([d.scrollWidth,d.clientWidth]);document.body.append(p)</script>"
-    )
-    probe = tmp_path / "measure.html"
-    probe.write_text(page.read_text().replace("</body>", measure + "</body>"), encoding="utf-8")
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=420,900"]
-    dump = subprocess.run(
-        [*flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    found = re.search(r'<pre id="width">(.*?)</pre>', dump.stdout)
-    assert dump.returncode == 0 and found, dump.stderr[-2000:]
-    scroll_width, client_width = json.loads(html.unescape(found.group(1)))
-    assert client_width <= 500
-    assert scroll_width <= client_width
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(page)]) == 0
+    found = measure_on_phone(CHROMIUM, page, PHONE_PROBE, tmp_path / "profile")
+    print(f"\n390 px phone: {found}")
+    scroll_width, client_width = found["page"]
+    assert client_width == 390 and scroll_width <= client_width, found  # 980 without a viewport meta
+    assert found["chart"] == "view-chart-narrow" and found["label"] >= 9, found  # the wide chart's were ~3.5 px
+    assert found["table"][0] <= found["table"][1], found  # the table's box does not scroll sideways
+    assert len(found["lostSoFar"]) >= 2 and max(found["lostSoFar"]) <= client_width, found
+    span_width, summary_width, stacked = found["span"]
+    assert stacked and summary_width >= 0.9 * span_width, found
+
+    example = tmp_path / "example.html"  # the quick start's page: its long commands wrap too
+    assert main(["inspect", "--example", "--html", str(example)]) == 0
+    width = "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    assert measure_on_phone(CHROMIUM, example, width, tmp_path / "profile2") == [390, 390]
 
 
 LONE = "\ud83d"

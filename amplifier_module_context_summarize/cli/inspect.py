@@ -219,7 +219,10 @@ pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;font:12px/1.4 ui-mo
 details{background:#fffdf6;border:1px solid #e5c07b;border-radius:4px;padding:.3em .6em}
 summary{cursor:pointer;font-weight:600}.lost{color:#a00}h1{overflow-wrap:anywhere}
 .span>details{position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto}
+@media (max-width:640px){body{padding:.6em}h1{font-size:1.4em}.span{grid-template-columns:1fr}
+.span>details{position:static;max-height:none}.legend span{margin:.15em .3em .15em 0}}
 """
+"""Below 640 px (a phone) a segment's summary goes under its messages: two columns there are too narrow to read."""
 
 
 def _esc(text: Any) -> str:
@@ -242,6 +245,8 @@ def render_html(found: Inspection) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        # without it a phone lays the page out 980 px wide and shrinks it to fit: every text unreadably small
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(found.name)}</title>",
         f"<style>{CSS}{inspect_chart.CSS}{inspect_table.CSS}</style></head><body>",
         f"<h1>{_esc(found.name)}</h1>",

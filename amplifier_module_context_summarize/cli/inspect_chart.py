@@ -6,6 +6,10 @@ links to the compaction's detail section (``#compaction-N``). A tooltip (SVG ``<
 Very long sessions are thinned to one point per pixel column (the view only grows between compactions, so the
 last point of a column keeps the shape); compaction points are always kept. A view far over the budget (one huge
 tool output) is drawn at the top edge rather than flattening the rest of the picture.
+
+The chart is drawn twice, in a wide and a narrow frame, and CSS shows one: an SVG scales its text with its width,
+so the wide frame's 11 px labels would shrink to 3 px on a 390 px phone; the narrow frame is drawn about as wide
+as a phone shows it, so its labels stay near their nominal size there.
 """
 
 from __future__ import annotations
@@ -14,18 +18,40 @@ import html
 import math
 from dataclasses import dataclass
 
-WIDTH, HEIGHT = 1160, 250
-LEFT, RIGHT, TOP, BOTTOM = 58, 18, 24, 36
+
+@dataclass(frozen=True)
+class Frame:
+    """The chart's geometry in SVG units: the box, the plot's margins inside it, and how many x ticks."""
+
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    x_ticks: int
+    css_class: str
+    y_label: bool = True
+
+
+WIDE = Frame(1160, 250, 58, 18, 24, 36, 8, "view-chart")
+NARROW = Frame(360, 230, 40, 10, 22, 34, 4, "view-chart-narrow", y_label=False)
+"""For screens narrower than ``NARROW_BELOW_PX``: drawn at about the width a phone shows it."""
+NARROW_BELOW_PX = 640
 CLIP_AT_BUDGETS = 2.0
 """The y axis stops at this many budgets; a larger view is drawn at the top edge."""
 
-CSS = """
+CSS = (
+    """
 .chart{margin:.4em 0 .2em}.chart svg{width:100%;height:auto;display:block;font:11px system-ui,sans-serif}
 .chart-legend{margin:.1em 0 .8em;color:#444}.chart-legend i{display:inline-block;width:1.6em;height:.5em;
 margin:0 .35em 0 .9em;vertical-align:middle}.chart-legend i.view{background:#3b6fb6}
 .chart-legend i.budget{border-top:2px dashed #c0392b;height:0}.chart-legend i.compaction{background:#e67e22;width:.6em;
 height:.6em;border-radius:50%}
 """
+    f".chart svg.{NARROW.css_class}{{display:none}}@media (max-width:{NARROW_BELOW_PX}px)"
+    f"{{.chart svg.{WIDE.css_class}{{display:none}}.chart svg.{NARROW.css_class}{{display:block}}}}\n"
+)
 
 
 @dataclass(frozen=True)
@@ -58,42 +84,48 @@ def short(tokens: float) -> str:
     return f"{tokens:g}"
 
 
-def render_chart(requests: list[tuple[int, int]], marks: list[Mark], budget: int, messages: int) -> str:
+def render_chart(
+    requests: list[tuple[int, int]], marks: list[Mark], budget: int, messages: int, frame: Frame = WIDE
+) -> str:
     """The SVG for ``requests`` ((message index, tokens sent) per request) and the compactions ``marks``."""
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    width, height, left, top = frame.width, frame.height, frame.left, frame.top
+    plot_w, plot_h = width - left - frame.right, height - top - frame.bottom
     last = max(messages - 1, 1)
     peak = max([budget, *(t for _, t in requests), *(m.tokens_before for m in marks)])
     step = nice_step(min(peak, CLIP_AT_BUDGETS * budget) * 1.05)
     ymax = step * math.ceil(min(peak, CLIP_AT_BUDGETS * budget) * 1.05 / step)
 
     def x(index: float) -> float:
-        return LEFT + plot_w * min(max(index, 0), last) / last
+        return left + plot_w * min(max(index, 0), last) / last
 
     def y(tokens: float) -> float:
-        return TOP + plot_h * (1 - min(tokens, ymax) / ymax)
+        return top + plot_h * (1 - min(tokens, ymax) / ymax)
 
     parts = [
-        f'<svg class="view-chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">',
+        f'<svg class="{frame.css_class}" role="img" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>View tokens per request against the budget of {budget:,} tokens; {len(marks)} compaction(s)</title>",
-        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fafbfd" stroke="#ccd"/>',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafbfd" stroke="#ccd"/>',
     ]
     tick = 0.0
     while tick <= ymax + 1e-9:
         ty = y(tick)
-        parts.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="#e4e6ee"/>')
-        parts.append(f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="#555">{short(tick)}</text>')
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="#e4e6ee"/>')
+        parts.append(f'<text x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="#555">{short(tick)}</text>')
         tick += step
-    xstep = max(1, int(nice_step(last, 8)))
+    xstep = max(1, int(nice_step(last, frame.x_ticks)))
     for index in range(0, last + 1, xstep):
         tx = x(index)
-        parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}" stroke="#888"/>')
-        parts.append(f'<text x="{tx:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle" fill="#555">{index}</text>')
+        parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" stroke="#888"/>')
+        parts.append(f'<text x="{tx:.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="#555">{index}</text>')
     parts.append(
-        f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" text-anchor="middle" fill="#333">'
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle" fill="#333">'
         "message after which the request was made</text>"
-        f'<text x="12" y="{TOP + plot_h / 2:.0f}" text-anchor="middle" fill="#333" '
-        f'transform="rotate(-90 12 {TOP + plot_h / 2:.0f})">tokens sent</text>'
     )
+    if frame.y_label:  # the narrow frame has no room beside its tick labels; the legend says what y is
+        parts.append(
+            f'<text x="12" y="{top + plot_h / 2:.0f}" text-anchor="middle" fill="#333" '
+            f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">tokens sent</text>'
+        )
 
     by_request: dict[int, list[Mark]] = {}
     for mark in marks:
@@ -108,7 +140,7 @@ def render_chart(requests: list[tuple[int, int]], marks: list[Mark], budget: int
         points.append((x(index), y(tokens)))
     if points:
         line = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
-        base = TOP + plot_h
+        base = top + plot_h
         parts.append(
             f'<polygon points="{points[0][0]:.1f},{base} {line} {points[-1][0]:.1f},{base}" fill="#3b6fb6" '
             'fill-opacity=".15" stroke="none"/>'
@@ -117,9 +149,9 @@ def render_chart(requests: list[tuple[int, int]], marks: list[Mark], budget: int
 
     by = y(budget)
     parts.append(
-        f'<line class="budget" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{by:.1f}" y2="{by:.1f}" stroke="#c0392b" '
+        f'<line class="budget" x1="{left}" x2="{left + plot_w}" y1="{by:.1f}" y2="{by:.1f}" stroke="#c0392b" '
         'stroke-width="1.5" stroke-dasharray="6 4"/>'
-        f'<text x="{LEFT + 6}" y="{by - 5:.1f}" fill="#c0392b">budget {budget:,}</text>'
+        f'<text x="{left + 6}" y="{by - 5:.1f}" fill="#c0392b">budget {budget:,}</text>'
     )
     label_x = -1e9
     for mark in marks:
@@ -128,12 +160,12 @@ def render_chart(requests: list[tuple[int, int]], marks: list[Mark], budget: int
         parts.append(
             f'<a class="mark" href="#compaction-{mark.number}"><title>Compaction {mark.number} at message '
             f"{mark.at_message}: {mark.tokens_before:,} → {mark.tokens_after:,} tokens{over}</title>"
-            f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#e67e22" stroke-opacity=".45" '
+            f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top}" y2="{top + plot_h}" stroke="#e67e22" stroke-opacity=".45" '
             'stroke-dasharray="2 3"/>'
             f'<circle cx="{mx:.1f}" cy="{y(mark.tokens_before):.1f}" r="4" fill="#e67e22"/>'
         )
         if mx - label_x >= 18:
-            parts.append(f'<text x="{mx:.1f}" y="{TOP - 7}" text-anchor="middle" fill="#b35a00">{mark.number}</text>')
+            parts.append(f'<text x="{mx:.1f}" y="{top - 7}" text-anchor="middle" fill="#b35a00">{mark.number}</text>')
             label_x = mx
         parts.append("</a>")
     parts.append("</svg>")
@@ -141,10 +173,11 @@ def render_chart(requests: list[tuple[int, int]], marks: list[Mark], budget: int
 
 
 def chart_section(requests: list[tuple[int, int]], marks: list[Mark], budget: int, messages: int) -> str:
-    """The chart in its figure with a one-line legend."""
+    """The chart in its figure (wide and narrow frames; CSS shows the one that fits) with a one-line legend."""
     return (
         '<figure class="chart" id="chart">'
-        + render_chart(requests, marks, budget, messages)
+        + render_chart(requests, marks, budget, messages, WIDE)
+        + render_chart(requests, marks, budget, messages, NARROW)
         + '<figcaption class="chart-legend"><i class="view"></i>view tokens each request sent (at a compaction, the '
         "line first rises to the view it would have sent)"
         f'<i class="budget"></i>budget ({budget:,})<i class="compaction"></i>compaction: the dot is the view '

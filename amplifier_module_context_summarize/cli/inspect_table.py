@@ -23,7 +23,13 @@ vertical-align:top}table.compactions th{background:#f3f4f8;font-weight:600}table
 white-space:nowrap}td.lost-new{color:#a00}td.lost-none{color:#777}td.named-again{color:#070}
 section.compaction{border:1px solid #e5c07b;border-radius:4px;padding:.2em .8em .6em;margin:.8em 0;background:#fffdf6}
 section.compaction h3{margin:.4em 0}section.compaction ul{margin:.2em 0;overflow-wrap:anywhere}a.up{font-size:.85em}
+@media (max-width:640px){table.compactions thead{display:none}table.compactions tr{display:block;padding:.3em 0;
+border-bottom:1px solid #ccc}table.compactions td,table.compactions .n{display:block;border:0;padding:.05em .2em;
+text-align:left;white-space:normal;overflow-wrap:anywhere}table.compactions td::before{content:attr(data-label) ": ";
+color:#555;font-weight:600}}
 """
+"""Below 640 px (a phone) each row becomes a card, one labelled line per column: seven columns side by side would
+put the losses off-screen."""
 
 SINGULAR = {"files": "file", "commands": "command", "urls": "URL", "identifiers": "id", "errors": "error"}
 PLURAL = {"urls": "URLs", "identifiers": "ids"}
@@ -60,23 +66,24 @@ def render_table(records: list[Any]) -> str:
     for record in records:
         p, loss = record.payload, record.loss
         lost_cell = (
-            f'<td class="lost-new">{loss.newly}: {_esc(_kinds(loss.newly_lost))}</td>'
+            f'<td class="lost-new" data-label="newly lost">{loss.newly}: {_esc(_kinds(loss.newly_lost))}</td>'
             if loss.newly
-            else '<td class="lost-none">0</td>'
+            else '<td class="lost-none" data-label="newly lost">0</td>'
         )
         again_cell = (
-            f'<td class="named-again">{loss.regained}: {_esc(_kinds(loss.named_again))}</td>'
+            f'<td class="named-again" data-label="named again">{loss.regained}: {_esc(_kinds(loss.named_again))}</td>'
             if loss.regained
-            else '<td class="lost-none">0</td>'
+            else '<td class="lost-none" data-label="named again">0</td>'
         )
         parts.append(
-            f'<tr id="row-{record.number}"><td class="n"><a href="#compaction-{record.number}">{record.number}</a></td>'
-            f'<td class="n">{record.at_message}</td>'
-            f'<td class="n">{p["tokens_before"]:,} → {p["token_count"]:,}</td>'
-            f"<td>{_esc(_hidden(record) or '—')}</td>{lost_cell}{again_cell}"
-            f'<td class="n">{loss.lost} of {loss.total}</td></tr>'
+            f'<tr id="row-{record.number}"><td class="n" data-label="compaction">'
+            f'<a href="#compaction-{record.number}">{record.number}</a></td>'
+            f'<td class="n" data-label="at message">{record.at_message}</td>'
+            f'<td class="n" data-label="view tokens">{p["tokens_before"]:,} → {p["token_count"]:,}</td>'
+            f'<td data-label="newly hidden">{_esc(_hidden(record) or "—")}</td>{lost_cell}{again_cell}'
+            f'<td class="n" data-label="lost so far">{loss.lost} of {loss.total}</td></tr>'
         )
-    parts.append("</tbody></table></div>")  # scrolls sideways on a phone-width screen, the page does not
+    parts.append("</tbody></table></div>")  # on a phone each row is a card (CSS); the box scrolls only as a last resort
     return "".join(parts)
 
 

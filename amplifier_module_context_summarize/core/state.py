@@ -82,7 +82,10 @@ class CompactionState:
 
     @property
     def summary_text(self) -> str | None:
-        return "\n\n".join(s.text for s in self.segments) or None
+        """The segment summaries in order, a text repeated by the segment right after it said once: two quiet spans
+        in a row (the offline summary's "no requests or conclusions" note) read as one, not as a stutter."""
+        texts = [s.text for n, s in enumerate(self.segments) if n == 0 or s.text != self.segments[n - 1].text]
+        return "\n\n".join(texts) or None
 
 
 Pinned = tuple[tuple[Message, int], ...]

@@ -285,8 +285,14 @@ def command_in_root(command: str, root: str | None) -> str:
     return command[len(prefix) :] if prefix and command.startswith(prefix) and len(command) > len(prefix) else command
 
 
+_WINDOWS_SEPARATOR = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
+"""A backslash between path characters: a Windows separator (``backend\\db.py``, ``C:\\src``), as ``facts`` reads it."""
+
+
 def canonical(path: str, root: str | None) -> str:
-    """The one spelling of ``path``: relative to ``root`` when under it, normalised, ``./`` dropped."""
+    """The one spelling of ``path``: relative to ``root`` when under it, normalised, ``./`` dropped, Windows
+    separators as ``/`` (an agent on Windows names ``backend\\db.py`` and ``backend/db.py``: one file)."""
+    path = _WINDOWS_SEPARATOR.sub("/", path) if "\\" in path else path
     if path.startswith("~"):
         return path
     normal = posixpath.normpath(path)

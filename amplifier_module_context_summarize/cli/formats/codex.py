@@ -13,7 +13,13 @@
   [{"tool_call_id", "function_name", "arguments"}], "observation": {"results": [{"source_call_id",
   "content"}]}}]}``), as Harbor writes for Codex and other agents.
 
-The exit code a shell result records (``metadata.exit_code``, ``Exit code: N``, ``exit_code``) is kept.
+The exit code a shell result records (``metadata.exit_code``, ``Exit code: N``, ``exit_code``, ``Process exited with
+code N``) is kept. An ``exec_command`` output's header (``Command:``, ``Chunk ID:``, ``Wall time:``, ``Original token
+count:`` ... ``Output:``) is read for its exit code and left out: the call names the command, the rest is bookkeeping.
+
+Codex writes its own context in the user's role: ``<environment_context>`` (the cwd, sandbox and shell), the
+repository's ``AGENTS.md`` (``# AGENTS.md instructions for DIR`` or ``<user_instructions>``). Such a message becomes a
+``developer`` message: kept for the model, never listed as a request of the user's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,23 @@ _ITEM_TYPES = {
     "local_shell_call_output",
 }
 _EXIT = re.compile(r"^Exit code: (-?\d{1,9})(?!\d)", re.MULTILINE)
+_HEADER_EXIT = re.compile(r"^Process exited with code (-?\d{1,9})$")
+EXEC_HEADER = (
+    "Command: ",
+    "Chunk ID: ",
+    "Wall time: ",
+    "Process exited with code ",
+    "Process running with session ID ",
+    "Original token count: ",
+    "Total output lines: ",
+)
+HARNESS_NOTES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ")
+"""How the context Codex writes in the user's role opens."""
+
+
+def is_harness_note(text: str) -> bool:
+    """Text Codex wrote in the user's role (its environment context, AGENTS.md), not the user's words."""
+    return text.lstrip().startswith(HARNESS_NOTES)
 
 
 def detect(data: Any, kind: str) -> bool:
@@ -89,8 +112,31 @@ def output_and_exit(raw: Any) -> tuple[str, int | None]:
             meta = decoded.get("metadata") or {}
             code = meta.get("exit_code") if isinstance(meta, dict) else None
             return as_text(decoded["output"]), code if isinstance(code, int) else None
+    headed = exec_output(text)
+    if headed is not None:
+        return headed
     found = _EXIT.findall(text)
     return text, int(found[0]) if found else None
+
+
+def exec_output(text: str) -> tuple[str, int | None] | None:
+    """An ``exec_command`` output (header lines, then ``Output:`` and the output) as the output and its exit code;
+    None when ``text`` does not open with that header. Reads only the header's lines: linear in the text."""
+    if not text.startswith(EXEC_HEADER):
+        return None
+    code, at = None, 0
+    while at < len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end].rstrip("\r")
+        if line == "Output:":
+            return text[end + 1 :], code
+        if not line.startswith(EXEC_HEADER):
+            return None
+        found = _HEADER_EXIT.match(line)
+        code = int(found.group(1)) if found else code
+        at = end + 1
+    return text, code  # no output section: the header is all there is (a process still running)
 
 
 def _item(b: Builder, item: dict[str, Any]) -> None:
@@ -98,7 +144,9 @@ def _item(b: Builder, item: dict[str, Any]) -> None:
     if kind == "message":
         role = item.get("role")
         text = as_text(item.get("content"))
-        if role in ("user", "assistant"):
+        if role == "user" and is_harness_note(text):
+            b.messages.append({"role": "developer", "content": text})
+        elif role in ("user", "assistant"):
             b.text(role, text)
         elif role in ("developer", "system") and text.strip():
             b.messages.append({"role": "system" if role == "system" else "developer", "content": text})
@@ -147,7 +195,10 @@ def _atif(data: dict[str, Any]) -> list[Message]:
                 b.messages.append({"role": "system", "content": as_text(step.get("message"))})
             continue
         role = "user" if source == "user" else "assistant"
-        b.text(role, step.get("message"))
+        if role == "user" and is_harness_note(as_text(step.get("message"))):
+            b.messages.append({"role": "developer", "content": as_text(step.get("message"))})
+        else:
+            b.text(role, step.get("message"))
         for call in step.get("tool_calls") or []:
             b.tool_call(str(call.get("tool_call_id") or b.new_id()), call.get("function_name"), call.get("arguments"))
         observation = step.get("observation") or {}

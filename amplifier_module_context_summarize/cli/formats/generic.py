@@ -5,8 +5,11 @@ The first list (breadth first, a list under a key named ``messages`` preferred) 
 ``role`` is the session. Roles other APIs use are mapped (``model``, ``ai``, ``bot`` -> assistant; ``human`` ->
 user) and ``exit`` entries dropped. Exports that hold content blocks next to a standard ``tool_calls`` array
 (Codex trajectory exports: a call rendered as a block without an ``id`` and as a ``tool_calls`` entry; results
-with ``tool_call_id``) have each call once, with its id. Everything else is kept as it is and checked like our
-own files.
+with ``tool_call_id``) have each call once, with its id. A tool message whose content is a list of text-carrying
+blocks of any type (``tool_output``, ``output_text`` ...) is read as the text they hold, and a Codex output envelope
+or ``exec_command`` header as the output and its exit code; a user message that is Codex's own context
+(``<environment_context>``, AGENTS.md) is a ``developer`` message. Everything else is kept as it is and checked
+like our own files.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import codex
-from ._common import Message
+from ._common import Message, as_text
 
 NAME = "messages"
 LABEL = 'chat messages in any JSON layout ({"messages": [...]} and kin)'
@@ -76,19 +79,38 @@ def _message(m: dict[str, Any]) -> Message | None:
     calls = m.get("tool_calls")
     if isinstance(calls, list):
         m["tool_calls"] = [_with_id(c, ("call_id", "tool_call_id")) if isinstance(c, dict) else c for c in calls]
+    if m["role"] == "tool" and _only_text(m.get("content")):
+        m["content"] = as_text(m["content"])
     if isinstance(m.get("content"), list):
         m["content"] = _blocks(m["content"], m["tool_calls"] if isinstance(calls, list) else [], m.get("tool_call_id"))
     if m["role"] == "tool" and isinstance(m.get("content"), str) and isinstance(m.get("tool_call_id"), str):
         m["content"] = _unwrapped(m["tool_call_id"], m["content"])
+    if m["role"] == "user" and codex.is_harness_note(as_text(m.get("content"))):
+        m["role"] = "developer"
     return m
 
 
+def _only_text(content: Any) -> bool:
+    """A list of blocks that each carry only text (a string ``text`` beside a ``type``, whatever the type is called:
+    ``tool_output``, ``output_text``): read as that text, not as the JSON of blocks no provider knows."""
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and isinstance(b.get("text"), str) and set(b) <= {"type", "text"} for b in content)
+    )
+
+
 def _unwrapped(call_id: str, content: str) -> Any:
-    """A Codex output kept as its JSON envelope (``{"output": "...", "metadata": {"exit_code": 1}}``) as the text it
-    holds and its recorded exit code, so it reads (and masks) as the output it was, not as one escaped line."""
-    if not content.lstrip().startswith("{"):
-        return content
-    text, code = codex.output_and_exit(content)
+    """A Codex output kept as its JSON envelope (``{"output": "...", "metadata": {"exit_code": 1}}``) or under its
+    ``exec_command`` header as the text it holds and its recorded exit code, so it reads (and masks) as the output it
+    was, not as one escaped line or a header of bookkeeping."""
+    if content.lstrip().startswith("{"):
+        text, code = codex.output_and_exit(content)
+    else:
+        headed = codex.exec_output(content)
+        if headed is None:
+            return content
+        text, code = headed
     if text == content:
         return content
     if code is None:

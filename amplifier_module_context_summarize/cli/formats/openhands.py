@@ -6,6 +6,11 @@ A list of events, each ``{"id", "source": "user"|"agent"|"environment", "message
 ``content``, ``extras`` (``metadata.exit_code`` for commands) and ``cause`` (the id of the action it answers).
 ``tool_call_metadata.tool_call_id`` links calls and results when present. The list may also sit under
 ``events``, ``history`` or ``trajectory`` of an object.
+
+OpenHands' own bookkeeping is left out, as its observations (``recall``, ``agent_state_changed``) are: a ``recall``
+action ("Retrieving content for: <the request, cut at 50 characters>", in the user's name) and a
+``change_agent_state`` action ("Agent state changed to awaiting_user_input") are said by no one to the model, so
+they are neither the user's request nor the assistant's progress.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from ._common import Builder, Message, as_text
 NAME = "openhands"
 LABEL = "OpenHands event export (actions and observations)"
 _KEYS = ("events", "history", "trajectory")
-_NOT_TOOLS = {"message", "system", "recall", "change_agent_state", "null"}
+_BOOKKEEPING = {"recall", "change_agent_state", "null"}
+"""Actions the harness records for itself: no one's words, no tool call."""
+_NOT_TOOLS = {"message", "system"}
 
 
 def _events(data: Any) -> list[Any] | None:
@@ -48,6 +55,8 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
         if "action" in e:
             action = e.get("action")
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            if action in _BOOKKEEPING:
+                continue
             if action == "system":
                 b.messages.append({"role": "system", "content": as_text(args.get("content") or e.get("message"))})
             elif action in _NOT_TOOLS:
