@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from amplifier_core import _async_compat
 
 
 class VirtualClock:
@@ -44,6 +45,15 @@ class VirtualClock:
             future.add_done_callback(lambda _: working.__setitem__(0, working[0] - 1))
             return future
 
+        async def foreign(awaitable: Any) -> Any:
+            """amplifier-core's hook registry answers from its own (Rust) threads: work under way, like a thread's."""
+            working[0] += 1
+            try:
+                return await awaitable
+            finally:
+                working[0] -= 1
+
+        monkeypatch.setattr(_async_compat, "_wrap", foreign)
         monkeypatch.setattr(loop, "time", self.monotonic)
         monkeypatch.setattr(selector, "select", select)
         monkeypatch.setattr(loop, "run_in_executor", run_in_executor)
