@@ -8,7 +8,6 @@ import json
 import pytest
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.args import package_version
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +17,8 @@ def no_keys(monkeypatch):
 
 
 def test_version(capsys):
+    from amplifier_module_context_summarize.cli.args import package_version
+
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0
