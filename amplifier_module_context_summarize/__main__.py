@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from .cli.args import OneLineParser, package_version
+
+    parser = OneLineParser(
         prog="context-summarize" if sys.argv[0].endswith("context-summarize") else f"python -m {__package__}",
         description="Compact, inspect, evaluate and benchmark the context-summarize module offline.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     from .benchmark.cli import add_parser as add_bench
     from .cli.compact import add_parser as add_compact

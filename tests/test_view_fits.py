@@ -160,7 +160,7 @@ def test_compact_cli_warns_when_a_message_is_clipped(tmp_path, capsys):
     out, err = capsys.readouterr()
     report = json.loads(out)["report"]
     assert report["view_tokens"] <= 100 and report["clipped_messages"] == 1
-    assert "warning: 1 message(s) could not fit the budget of 100 tokens whole" in err
+    assert "warning: 1 message could not fit the budget of 100 tokens whole" in err
 
 
 # ------------------------------------------------------------------ pins under random budgets (issue 34)

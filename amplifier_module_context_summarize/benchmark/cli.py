@@ -35,7 +35,12 @@ def _turns(value: str) -> int:
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "bench", help="benchmark per-request, compaction and memory costs with an instant fake summarizer"
+        "bench",
+        help="benchmark per-request, compaction and memory costs with an instant fake summarizer",
+        description="Measure the module's own costs with an instant fake summarizer: the time per request and per "
+        "compaction and the memory at several history sizes, a simulated session's waits, and what one compaction "
+        "costs early and late in a 50,000-message session (--compaction-only). --check exits 1 when a target "
+        "fails; docs/performance.md has the latest figures.",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes and few repetitions (seconds, indicative)")
     parser.add_argument("--sizes", type=_sizes, help="history sizes in messages (default 1000,10000,100000)")

@@ -5,6 +5,26 @@ from __future__ import annotations
 import argparse
 import re
 from decimal import Decimal
+from importlib.metadata import PackageNotFoundError, version
+
+DISTRIBUTION = "amplifier-module-context-summarize"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments end in one line and exit 2, as bad input does (``--budget abc`` as ``--budget 0``), not a
+    usage block; ``--help`` still shows it. Subcommands' parsers are of the same class (argparse's default)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}; --help lists the options\n")
+
+
+def package_version() -> str:
+    """The installed distribution's version (``--version``); ``unknown`` when run from a bare source tree."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
+
 
 _TOKENS = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([kKmM]?)\s*")
 _SCALE = {"": 1, "k": 1_000, "m": 1_000_000}

@@ -15,7 +15,6 @@ from typing import Any
 
 from .. import create_manager
 from ..core.budget import budget_problem
-from ..core.clip import clip_middle
 from ..core.extras import installed, key_without_sdk_note
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import CompactionState
@@ -23,6 +22,7 @@ from ..events import COMPACTED
 from ..manager import SummarizingContextManager
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
+from .compact_text import fallback_warning, more_line, plural, render_report, render_result, render_view
 from .formats import Loaded, format_label, formats_read
 from .losses import Loss, ViewAccount, running
 from .progress import Progress, make_progress
@@ -48,13 +48,24 @@ def add_parser(commands: Any) -> None:
     source.add_argument("session", nargs="?", help=SESSION_HELP)
     source.add_argument("--example", action="store_true", help="use the bundled example session")
     parser.add_argument(
-        "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
+        "--budget",
+        type=token_count,
+        default=DEFAULT_BUDGET,
+        help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET:,})",
     )
     parser.add_argument("--summarizer", choices=["anthropic", "openai", "extractive"], help="default: by available key")
     parser.add_argument("--model", help="summarizer model")
     parser.add_argument("--base-url", help="OpenAI-compatible server for --summarizer openai")
-    parser.add_argument("--json", action="store_true", help="print the view and the report as JSON")
-    parser.add_argument("--no-summary", action="store_true", help="do not print the final [CONTEXT SUMMARY] in full")
+    parser.add_argument(
+        "--json", action="store_true", help="print the view, the report and one entry per compaction as JSON"
+    )
+    parser.add_argument(
+        "--summary",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also print the final [CONTEXT SUMMARY] in full (default: no)",
+    )
+    parser.add_argument("--report", action="store_true", help="also print every figure of the report, one a line")
     parser.add_argument("--view", action="store_true", help="also print the final request view, message by message")
     parser.add_argument(
         "--progress",
@@ -172,14 +183,31 @@ async def replay_session(
         "cache_hits": manager.stats["cache_hits"],
         "summarizer_input_tokens": manager.stats["summarizer_input_tokens"],
         "summarizer_output_tokens": manager.stats["summarizer_output_tokens"],
-        "fallbacks": sorted({p["fallback"] for p in posts if p["fallback"]}),
+        "fallbacks": sorted({str(p["fallback"]) for p in posts if p["fallback"]}),
+        "summarizing_compactions": sum(1 for p in posts if p.get("newly_summarized") or p["fallback"]),
+        "offline_fallbacks": sum(1 for p in posts if p["fallback"]),
         "clipped_messages": len(manager.view.clipped),
         "artifacts_lost": found.compacted[-1].loss.lost if found.compacted and found.compacted[-1].loss else 0,
         "losses": [c["loss"] for c in compactions if c["loss"] is not None],
         "summarizer": manager.summarizer.name,
+        "summarized_messages": posts[-1]["summarized_messages"] if posts else 0,
+        **view_parts(manager, view),
         "seconds": round(found.seconds, 3),
     }
     return {"view": view, "report": report, "compactions": compactions}
+
+
+def view_parts(manager: SummarizingContextManager, view: list[Message]) -> dict[str, int]:
+    """How the final view stands for the session past its summary: the messages shown with their tool outputs
+    masked, and the newest sent as they were (as ``losses.standing_text`` splits the view)."""
+    state, masks = manager.state, manager.masks
+    shown = manager.view.shown()
+    masked = len(masks.span(state.boundary, state.tail_start)) if masks and state.tail_start > state.boundary else 0
+    head = len(manager.view.system_view()) + len(shown.messages) + masked
+    return {
+        "masked_messages": masked,
+        "recent_messages": max(len(view) - head, 0),
+    }
 
 
 def _compaction(post: Mapping[str, Any], loss: Loss | None) -> dict[str, Any]:
@@ -196,14 +224,6 @@ def _compaction(post: Mapping[str, Any], loss: Loss | None) -> dict[str, Any]:
         "fallback",
     )
     return {**{key: post.get(key) for key in keys}, "loss": loss.as_json() if loss is not None else None}
-
-
-def render_view(view: list[dict[str, Any]], width: int = 400) -> str:
-    lines = []
-    for i, message in enumerate(view):
-        text = clip_middle(message_text(message), width).replace("\n", "\n    ")
-        lines.append(f"[{i}] {message.get('role')}: {text}")
-    return "\n".join(lines)
 
 
 def session_from_args(args: argparse.Namespace) -> tuple[Path, Loaded] | None:
@@ -253,33 +273,39 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     result["report"]["format"] = session.format
     result["report"]["skipped"] = skipped_json(session)
-    for line in fit_warnings(result["report"]):
+    warnings = [fallback_warning(result["report"]), *fit_warnings(result["report"])]
+    for line in filter(None, warnings):
         print(line, file=sys.stderr)
     if args.json:
-        result.pop("compactions")  # --json keeps the shape it always had
-        print(json.dumps(result, indent=2, ensure_ascii=False, default=repr))
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         return 0
     print(read_line(path, session))
     print(render_result(result))
     summary = final_summary(result["view"])
-    if summary and not args.no_summary:
+    more = more_line(summary, {"summary": args.summary, "view": args.view, "report": args.report})
+    if more:
+        print(more)
+    if args.report:
         print()
-        print(f"--- the final [CONTEXT SUMMARY] in full ({len(summary):,} characters; --no-summary hides it) ---")
+        print(render_report(result["report"]))
+    if summary and args.summary:
+        print()
+        print(f"--- the final [CONTEXT SUMMARY] in full ({len(summary):,} characters) ---")
         print(summary)
     if args.view:
         print()
-        print(f"--- the final request view, {len(result['view'])} messages ---")
+        print(f"--- the final request view, {len(result['view'])} messages (long ones shortened for display) ---")
         print(render_view(result["view"]))
     return 0
 
 
 def read_line(path: Path, loaded: Loaded) -> str:
     """``read: FILE as FORMAT, N messages`` and, when parts of the file were not read, which lines."""
-    line = f"read: {scrub_text(str(path))} as {format_label(loaded.format)}, {len(loaded.messages):,} messages"
+    line = f"read: {scrub_text(str(path))} as {format_label(loaded.format)}, {plural(len(loaded.messages), 'message')}"
     if loaded.skipped:
         numbers = [str(n) for n, _ in loaded.skipped if n is not None]
         where = f" (line {', '.join(numbers[:10])}{', ...' if len(numbers) > 10 else ''})" if numbers else ""
-        line += f"; {len(loaded.skipped)} part(s) of the file skipped{where}, see the warnings"
+        line += f"; {plural(len(loaded.skipped), 'part')} of the file skipped{where}, see the warnings"
     return line
 
 
@@ -290,8 +316,8 @@ def fit_warnings(report: Mapping[str, Any]) -> list[str]:
     clipped = report.get("clipped_messages") or 0
     if clipped:
         lines.append(
-            f"warning: {clipped} message(s) could not fit the budget of {report['budget']:,} tokens whole: the final "
-            "view shows them clipped head and tail, each clip naming the handle that recalls the original"
+            f"warning: {plural(clipped, 'message')} could not fit the budget of {report['budget']:,} tokens whole: "
+            "the final view shows them clipped head and tail, each clip naming the handle that recalls the original"
         )
     if report["view_tokens"] > report["budget"]:
         lines.append(
@@ -313,59 +339,3 @@ def final_summary(view: list[dict[str, Any]]) -> str:
         if text.startswith("[CONTEXT SUMMARY]"):
             return text
     return ""
-
-
-def compaction_label(compaction: Mapping[str, Any]) -> str:
-    """What this compaction did, true to it: the messages it newly summarized (and how many the summary now stands
-    for), or that it only masked tool outputs; the strategy's name when the event does not say."""
-    newly, total = compaction.get("newly_summarized"), compaction.get("summarized_messages") or 0
-    if newly:
-        return f"{_messages(newly)} summarized (the summary stands for {total})"
-    if compaction.get("newly_masked"):
-        return "masked tool outputs only" + (f" (the summary stands for {total})" if total else "")
-    if newly is None and compaction.get("strategy") == "summarize" and not total:
-        return "masked tool outputs only"  # an event from before the ``newly_*`` fields
-    return str(compaction.get("strategy"))
-
-
-def _messages(count: int) -> str:
-    return f"{count} message" if count == 1 else f"{count} messages"
-
-
-def _change(before: int, after: int) -> str:
-    """``-48%``, or ``+1%`` for a view that grew (a compaction over the budget may only hide a large output)."""
-    if not before:
-        return "-0%"
-    cut = 100 * (before - after) / before
-    return f"-{cut:.0f}%" if cut >= 0 else f"+{-cut:.0f}%"
-
-
-def loss_words(loss: Mapping[str, Any] | None) -> str:
-    """``, 8 artifacts newly lost, 12 named again (4 of 56 lost so far)``; nothing when nothing changed."""
-    if not loss or not (loss["newly_lost"] or loss["named_again"]):
-        return ""
-    parts = [f"{loss['newly_lost']} newly lost"] if loss["newly_lost"] else []
-    parts += [f"{loss['named_again']} named again"] if loss["named_again"] else []
-    return f", artifacts: {', '.join(parts)} ({loss['lost_so_far']} of {loss['hidden_artifacts']} lost so far)"
-
-
-def render_result(result: dict[str, Any]) -> str:
-    """Tokens before -> after and % saved, one line per compaction, then the report's fields."""
-    report = result["report"]
-    before, after = report["history_tokens"], report["view_tokens"]
-    saved = 100 * (before - after) / before if before else 0.0
-    lines = [
-        f"tokens: {before:,} in the session -> {after:,} in the final view ({saved:.0f}% saved), "
-        f"budget {report['budget']:,}, {report['requests']} requests",
-    ]
-    for i, c in enumerate(result.get("compactions", []), start=1):
-        lost = loss_words(c.get("loss"))
-        fallback = f", fallback {c['fallback']}" if c.get("fallback") else ""
-        lines.append(
-            f"  compaction {i}: {c['tokens_before']:,} -> {c['token_count']:,} tokens "
-            f"({_change(c['tokens_before'], c['token_count'])}), "
-            f"{compaction_label(c)}{lost}{fallback}"
-        )
-    lines.append("report:")
-    lines += [f"  {key}: {value}" for key, value in report.items() if key != "losses"]  # told per compaction above
-    return "\n".join(lines)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text
+from .compact_text import plural
 from .formats import dump_line, format_label, formats_read
 from .output import OutputError, check_file, emit, json_line_safe, report, write_bytes
 from .session_io import SessionFileError, load_session, skipped_warnings
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         scrub_text(
             f"{Path(args.session).name}: read as {format_label(loaded.format)}, {len(loaded.messages)} messages"
             + (f", {calls} OpenAI-shape tool calls" if calls else "")
-            + (f", {len(loaded.skipped)} part(s) skipped" if loaded.skipped else "")
+            + (f", {plural(len(loaded.skipped), 'part')} skipped" if loaded.skipped else "")
             + (f" -> {args.output}" if args.output else "")
         ),
         file=sys.stderr,

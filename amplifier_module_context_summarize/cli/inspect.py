@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import html
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -27,9 +28,10 @@ from ..manager import SummarizingContextManager
 from . import inspect_chart, inspect_table
 from .args import token_count
 from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, progress_from_args, read_line, replay, session_from_args
+from .compact_text import OFFLINE, plural
 from .formats import formats_read
 from .losses import Loss
-from .output import OutputError, check_file, emit, report, write_file
+from .output import OutputError, check_file, emit, json_line_safe, report, write_file
 
 DISPLAY_CHARS = 3_000
 """Longest message text the HTML page shows (head and tail; the history itself is untouched)."""
@@ -77,7 +79,16 @@ def add_parser(commands: Any) -> None:
     source.add_argument("session", nargs="?", help=SESSION_HELP)
     source.add_argument("--example", action="store_true", help="use the bundled example session")
     parser.add_argument(
-        "--budget", type=token_count, default=DEFAULT_BUDGET, help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET})"
+        "--budget",
+        type=token_count,
+        default=DEFAULT_BUDGET,
+        help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET:,})",
+    )
+    parser.add_argument(
+        "--summarizer",
+        choices=["extractive", "anthropic", "openai"],
+        default="extractive",
+        help="who writes the summaries (default: extractive, offline, the same on every run)",
     )
     parser.add_argument(
         "--html",
@@ -85,6 +96,7 @@ def add_parser(commands: Any) -> None:
         help="write a self-contained HTML page of the session (then the Markdown is printed only with --markdown)",
     )
     parser.add_argument("--markdown", action="store_true", help="with --html, print the Markdown report too")
+    parser.add_argument("--json", action="store_true", help="print every compaction as JSON instead of Markdown")
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -94,10 +106,12 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-async def inspect_session(messages: list[Message], budget: int, path: str = "", progress: Any = None) -> Inspection:
+async def inspect_session(
+    messages: list[Message], budget: int, path: str = "", progress: Any = None, summarizer: str = "extractive"
+) -> Inspection:
     """The session replayed as ``compact`` replays it (the same compactions, the same account of what was lost),
-    with the extractive summarizer."""
-    found = await replay(messages, budget, {"provider": "extractive"}, progress)
+    with the extractive summarizer unless another is asked for."""
+    found = await replay(messages, budget, {"provider": summarizer}, progress)
     inspection = Inspection(path, budget, found.manager, found.view, requests=found.requests)
     for number, compacted in enumerate(found.compacted, start=1):
         inspection.compactions.append(_record(found.manager, compacted, number))
@@ -128,6 +142,40 @@ def _record(manager: SummarizingContextManager, compacted: Compacted, number: in
     )
 
 
+# ---------------------------------------------------------------------------------------------- JSON
+
+
+def render_json(found: Inspection, format_name: str) -> dict[str, Any]:
+    """``--json``: what the Markdown tells, as data: per compaction its request, the spans it newly took out of the
+    verbatim view, the summary that then led the view, its event's figures and the account of what was lost."""
+    return {
+        "session": found.name,
+        "format": format_name,
+        "messages": len(found.manager.history.messages),
+        "history_tokens": session_tokens(found),
+        "budget": found.budget,
+        "summarizer": found.manager.summarizer.name,
+        "requests": len(found.requests),
+        "compactions": [
+            {
+                "number": r.number,
+                "at_message": r.at_message,
+                "newly": [
+                    {"form": form, "groups": [a, b], "messages": [start, end]} for form, a, b, start, end in r.newly
+                ],
+                "hidden_messages": r.hidden_messages,
+                "tokens_before": r.payload["tokens_before"],
+                "token_count": r.payload["token_count"],
+                "summarized_messages": r.payload["summarized_messages"],
+                "fallback": r.payload["fallback"],
+                "loss": r.loss.as_json(),
+                "summary": r.summary,
+            }
+            for r in found.compactions
+        ],
+    }
+
+
 # ---------------------------------------------------------------------------------------------- Markdown
 
 
@@ -144,7 +192,7 @@ def render_markdown(found: Inspection) -> str:
         f"# Inspect: {found.name}",
         "",
         f"{len(history.messages)} messages in {len(history.groups)} groups, budget {found.budget:,} tokens, "
-        f"extractive summarizer (offline); {len(found.compactions)} compaction(s). "
+        f"{summarizer_words(found)}; {plural(len(found.compactions), 'compaction')}. "
         f"The final view: {len(found.view)} messages, {manager.counter.count_messages(found.view):,} tokens.",
     ]
     if not found.compactions:
@@ -251,7 +299,7 @@ def render_html(found: Inspection) -> str:
         f"<style>{CSS}{inspect_chart.CSS}{inspect_table.CSS}</style></head><body>",
         f"<h1>{_esc(found.name)}</h1>",
         f"<p>{len(history.messages)} messages in {len(groups)} groups, budget {found.budget:,} tokens, "
-        f"{len(found.compactions)} compaction(s), extractive summarizer (offline). The stored history reached "
+        f"{plural(len(found.compactions), 'compaction')}, {_esc(summarizer_words(found))}. The stored history reached "
         f"{session_tokens(found):,} tokens (system messages included, as compact and --json count it); the last "
         f"request sent {_last_sent(found):,}.</p>",
         _chart(found),
@@ -308,6 +356,19 @@ def render_html(found: Inspection) -> str:
     return "\n".join(parts) + "\n"
 
 
+def summarizer_words(found: Inspection) -> str:
+    """Who wrote the summaries: ``extractive summarizer (offline)``, or the LLM's name and, when some of its
+    summaries fell back offline, at how many compactions and why."""
+    name = found.manager.summarizer.name
+    if name == OFFLINE:
+        return f"{OFFLINE} summarizer (offline)"
+    faults = [str(r.payload["fallback"]) for r in found.compactions if r.payload.get("fallback")]
+    if not faults:
+        return f"{name} summarizer"
+    why = ", ".join(sorted(set(faults)))
+    return f"{name} summarizer, which failed ({why}) at {plural(len(faults), 'compaction')}: those fell back offline"
+
+
 def session_tokens(found: Inspection) -> int:
     """Tokens of the whole recorded session, counted as ``compact`` reports ``history_tokens``."""
     return found.manager.counter.count_messages(found.manager.history.messages)
@@ -336,19 +397,24 @@ def run(args: argparse.Namespace) -> int:
         messages = session.messages
         bar = progress_from_args(args, messages)
         try:
-            found = asyncio.run(inspect_session(messages, args.budget, str(path), bar))
+            found = asyncio.run(inspect_session(messages, args.budget, str(path), bar, args.summarizer))
         finally:
             bar.close()
         # Stored text may hold lone surrogates (a cut emoji) and a file name need not be UTF-8: what is printed or
         # written is scrubbed as a view sent to a provider is, and rendered in full before the file is opened.
         if args.html:
             write_file(args.html, render_html(found))
-        if args.html and not args.markdown:
+        if args.json:
+            emit(json_line_safe(json.dumps(render_json(found, session.format), indent=2, default=str)) + "\n")
+        elif args.html and not args.markdown:
             emit(read_line(path, session) + "\n" + headline(found) + "\n")
         else:
             emit(read_line(path, session) + "\n\n" + render_markdown(found))
     except OutputError as exc:
         return report(exc)
+    except ValueError as exc:  # configuration, e.g. --summarizer anthropic without its API key
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.html:
         print(f"HTML written to {scrub_text(args.html)}", file=sys.stderr)
     return 0

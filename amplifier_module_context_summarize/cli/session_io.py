@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text, validate_message
+from .compact_text import plural
 from .formats import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
 from .formats._common import parse_json  # noqa: F401  (re-exported: the evaluation loaders read with it)
 
@@ -136,7 +137,7 @@ def skipped_warnings(path: str | Path, loaded: Loaded, limit: int = 10) -> list[
     for line, why in loaded.skipped[:limit]:
         lines.append(f"warning: {where}:{line}: skipped: {why}" if line else f"warning: {where}: skipped {why}")
     if len(loaded.skipped) > limit:
-        lines.append(f"warning: {where}: {len(loaded.skipped) - limit} more part(s) skipped (see --json)")
+        lines.append(f"warning: {where}: {plural(len(loaded.skipped) - limit, 'more part')} skipped (see --json)")
     return lines
 
 

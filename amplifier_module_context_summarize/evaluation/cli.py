@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli.args import token_count
+from ..cli.compact import DEFAULT_BUDGET as COMPACT_BUDGET
 from ..cli.output import OutputError, check_folder, report
 from ..cli.progress import make_progress
 from ..core.budget import MAX_REPORTED_TOKENS, budget_problem
@@ -39,7 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus folder (default: the bundled one)")
     parser.add_argument("--out", type=Path, default=Path("eval-out"), help="results folder (default: ./eval-out)")
     parser.add_argument(
-        "--budget", type=token_count, help=f"token budget of every request, e.g. 24k (default {DEFAULT_BUDGET:,})"
+        "--budget",
+        type=token_count,
+        help=f"token budget of every request, e.g. 24k (default {DEFAULT_BUDGET:,}, the budget of the published "
+        f"figures in docs/evaluation.md; compact and inspect default to {COMPACT_BUDGET:,})",
     )
     parser.add_argument(
         "--summarizer",

@@ -27,12 +27,13 @@ NATIVE_LABEL = "our own JSON array / JSONL of Amplifier messages"
 
 
 def format_label(name: str) -> str:
-    """``NAME (what it is)`` for a ``Loaded.format``: how the commands name what they read."""
+    """``NAME — what it is`` for a ``Loaded.format``: how the commands name what they read (a dash, since a label
+    may hold parentheses of its own and the line around it adds more)."""
     if name == "native":
-        return f"native ({NATIVE_LABEL})"
+        return f"native — {NATIVE_LABEL}"
     for reader in READERS:
         if name == reader.NAME:
-            return f"{name} ({reader.LABEL})"
+            return f"{name} — {reader.LABEL}"
     return name
 
 
