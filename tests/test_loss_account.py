@@ -86,7 +86,7 @@ def test_compact_its_json_and_inspect_tell_one_account(session_file, tmp_path, c
     assert main(["compact", str(session_file), "--budget", str(BUDGET), "--no-summary"]) == 0
     text = compact_lines(capsys.readouterr().out)
     page = tmp_path / "page.html"
-    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(page)]) == 0
+    assert main(["inspect", str(session_file), "--budget", str(BUDGET), "--html", str(page), "--markdown"]) == 0
     markdown = markdown_losses(capsys.readouterr().out)
     assert text == markdown == html_losses(page.read_text())
     assert main(["compact", str(session_file), "--budget", str(BUDGET), "--json"]) == 0
@@ -100,7 +100,7 @@ def test_compact_its_json_and_inspect_tell_one_account(session_file, tmp_path, c
 def test_lost_so_far_falls_only_by_what_is_named_again_and_says_so(tmp_path, capsys):
     """The bundled example: masking cuts 12 commands (heredocs clipped), the summary then names them again."""
     page = tmp_path / "example.html"
-    assert main(["inspect", "--example", "--html", str(page)]) == 0
+    assert main(["inspect", "--example", "--html", str(page), "--markdown"]) == 0
     out = capsys.readouterr().out
     losses = markdown_losses(out)
     assert losses == html_losses(page.read_text())
