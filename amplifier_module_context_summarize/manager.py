@@ -221,12 +221,14 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()
-            if (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes:
+            prefetching = (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes
+            steer = self.compactor.prefetch_steer(self._hooks_answer_pre_compact()) if prefetching else None
+            if steer is not None:  # written with what the hooks steer with, never before they were asked
                 fixed = self.view.system_view_tokens() + self.view.shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
                 saves = self.view.mask_savings if self.masks is not None else None
                 await self.prefetcher.maybe_start(
-                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves
+                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves, steer.focus
                 )
             return view
 
@@ -346,6 +348,23 @@ class SummarizingContextManager:
                     )
                 elif not above:
                     self._crossed.discard(key)
+
+    def _hooks_answer_pre_compact(self) -> bool:
+        """Whether a ``context:pre_compact`` handler is registered, one that could steer or postpone a compaction (a
+        registry that cannot say is taken to have one)."""
+        hooks = self.hooks
+        if hooks is None:
+            return False
+        listing = getattr(hooks, "list_handlers", None)
+        if not callable(listing):
+            return True
+        try:
+            handlers = listing(events.PRE_COMPACT)
+        except Exception:  # another registry's signature: assume a handler could answer
+            return True
+        if isinstance(handlers, dict):
+            handlers = handlers.get(events.PRE_COMPACT)
+        return bool(handlers) if isinstance(handlers, (list, tuple, set, dict)) else True
 
     async def _report_pins(self) -> None:
         """``context:pins_dropped`` when pinned messages stop fitting their room, or when the request's fitted copy
