@@ -35,7 +35,7 @@ from .core.history import History
 from .core.invariants import last_allowed_cut
 from .core.messages import Message, copy_message, scrub_value, validate_message
 from .core.plan import Limits, needs_compaction
-from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher
+from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher, pin_tokens
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
 from .stores import CheckedStore, MemoryStore, Scoped, SummaryStore
@@ -113,7 +113,7 @@ class SummarizingContextManager:
         self._pin_rule = pin_matcher(c.pin_patterns)
         self._crossed: set[tuple[str, float]] = set()
         """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
-        self._dropped_pins: tuple[object, ...] = (-1, (), ())
+        self._dropped_pins: tuple[object, ...] = (None, ())
         self._closed = False
         """``close`` has closed the store and the backend (a second close only stops background work again)."""
         self._scope_store()
@@ -221,12 +221,14 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()
-            if (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes:
+            prefetching = (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes
+            steer = self.compactor.prefetch_steer(self._hooks_answer_pre_compact()) if prefetching else None
+            if steer is not None:  # written with what the hooks steer with, never before they were asked
                 fixed = self.view.system_view_tokens() + self.view.shown().summary_tokens + c.summary_output_tokens
                 span_of = self.masks.span if self.masks is not None else None
                 saves = self.view.mask_savings if self.masks is not None else None
                 await self.prefetcher.maybe_start(
-                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves
+                    self.history, self.state, limits, tokens, fixed, provider, span_of, saves, steer.focus
                 )
             return view
 
@@ -347,25 +349,45 @@ class SummarizingContextManager:
                 elif not above:
                     self._crossed.discard(key)
 
+    def _hooks_answer_pre_compact(self) -> bool:
+        """Whether a ``context:pre_compact`` handler is registered, one that could steer or postpone a compaction (a
+        registry that cannot say is taken to have one)."""
+        hooks = self.hooks
+        if hooks is None:
+            return False
+        listing = getattr(hooks, "list_handlers", None)
+        if not callable(listing):
+            return True
+        try:
+            handlers = listing(events.PRE_COMPACT)
+        except Exception:  # another registry's signature: assume a handler could answer
+            return True
+        if isinstance(handlers, dict):
+            handlers = handlers.get(events.PRE_COMPACT)
+        return bool(handlers) if isinstance(handlers, (list, tuple, set, dict)) else True
+
     async def _report_pins(self) -> None:
-        """``context:pins_dropped`` when pinned messages stop fitting their room (once per change of the set)."""
-        history, state = self.history, self.state
-        if state.boundary <= 0 or not (history.marked or history.recent_user_turns):
+        """``context:pins_dropped`` when pinned messages stop fitting their room, or when the request's fitted copy
+        of the view let pins go on a rung of the fit ladder (left out or clipped: the truncation marker's cut, the
+        pins giving way to the newest groups): once per change of the set."""
+        history, state, given_way = self.history, self.state, self.view.pins_given_way
+        if not (history.marked or history.recent_user_turns):
             return
-        end = history.groups[state.boundary - 1].end
-        choice = extra_pins(history, end)
-        if choice.signature == self._dropped_pins:
+        choice = extra_pins(history, history.groups[state.boundary - 1].end) if state.boundary > 0 else None
+        signature = (choice.signature if choice is not None else None, given_way)
+        if signature == self._dropped_pins:
             return
-        self._dropped_pins = choice.signature
-        if choice.newest_dropped >= 0:
-            dropped = choice.dropped(history.marked)
+        self._dropped_pins = signature
+        past_room = choice.dropped(history.marked) if choice is not None else []
+        if past_room or given_way:
+            kept = [i for i in choice.kept if i not in given_way] if choice is not None else []
             await self._emit(
                 events.PinsDropped(
-                    dropped=len(dropped),
-                    kept=len(choice.kept),
-                    pin_tokens=choice.kept_tokens,
+                    dropped=len(set(past_room).union(given_way)),
+                    kept=len(kept),
+                    pin_tokens=sum(pin_tokens(history, i) for i in kept),
                     pin_room=history.pin_room,
-                    dropped_indices=dropped,
+                    dropped_indices=sorted(set(past_room).union(given_way)),
                 )
             )
 

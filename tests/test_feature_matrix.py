@@ -490,12 +490,6 @@ PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {}
 """promise → (the issue item whose fix, on another branch, makes it hold; the part of the matrix it breaks in)."""
 
 NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
-    "guidance": [
-        (
-            "new seam: summaries prefetched for a summarizer measured slow are written before the hooks are asked",
-            lambda s, f: s.background and s.focus_by == "hook" and s.stall is not None,
-        )
-    ],
     "resume": [
         ("new seam: fallback summaries are not stored, so not rebuilt", lambda s, f: s.asks_llm and bool(s.stall)),
         ("new seam: the mask strategy's truncation is not among its records", lambda s, f: s.strategy == "mask"),

@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from amplifier_core.testing import EventRecorder
 from virtual_clock import VirtualClock
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
@@ -18,7 +17,12 @@ from amplifier_module_context_summarize.config import parse_config
 from amplifier_module_context_summarize.core.invariants import check_view
 from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.stores import MemoryStore
-from amplifier_module_context_summarize.testing import FakeProvider, extends, mixed_history
+from amplifier_module_context_summarize.testing import (
+    EventRecorder,  # says no handler steers: prefetch may start
+    FakeProvider,
+    extends,
+    mixed_history,
+)
 
 BUDGET = 6_000
 BACKGROUND = "context:background_compaction"

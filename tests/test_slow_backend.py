@@ -247,3 +247,36 @@ async def test_offline_replays_give_summaries_the_time_their_calls_take(monkeypa
     spec = ModelSpec(provider="openai", model="smollm2")
     evaluated = manager_config("summarize", 20_000, spec)
     assert evaluated["compaction_deadline_s"] == evaluated["summarizer"]["timeout_s"] == REPLAY_DEADLINE_S
+
+
+@pytest.mark.parametrize("blocking", [False, True], ids=["background", "blocking"])
+async def test_a_slow_summarizers_early_summaries_carry_the_focus_a_pre_compact_hook_gives(
+    monkeypatch: pytest.MonkeyPatch, blocking: bool
+):
+    """Summaries started early for a slow summarizer are written after the hooks were asked, with their focus, and
+    keyed by it, so the compaction the hooks steer takes them from the store (the feature matrix's guidance seam:
+    before, every early summary's prompt lacked the hook's focus and no focused compaction could use it)."""
+    from amplifier_core.models import HookResult
+    from amplifier_core.testing import MockCoordinator
+
+    virtual(monkeypatch)
+    hooks = MockCoordinator().hooks
+    recorder = EventRecorder()
+    for event in ("context:post_compact", "context:summary_prefetched"):
+        hooks.register(event, recorder.emit, name=f"record-{event}")
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": "keep the migration plan"})
+
+    hooks.register("context:pre_compact", focus, priority=10, name="focus")
+    server = LocalServer(seconds_per_token=0.005)
+    config = {"max_tokens": BUDGET, "observation_masking": False, "compaction_deadline_s": 5}
+    manager = create_manager({**config, "background_compaction": not blocking}, hooks=hooks)
+    for message in mixed_history(160, size=8):
+        await manager.add_message(message)
+        await manager.get_messages_for_request(BUDGET, server)
+        await asyncio.sleep(3.0)  # the agent's own step: virtual time in which background work proceeds
+    assert manager.summarizer.pace.known and recorder.get_events("context:summary_prefetched")
+    assert server.requests and all("keep the migration plan" in str(r) for r in server.requests)
+    posts = [d for _, d in recorder.get_events("context:post_compact") if d["summarized_messages"]]
+    assert any(d["cache_hits"] and not d["provider_calls"] for d in posts), "a compaction took an early summary"

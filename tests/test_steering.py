@@ -471,3 +471,31 @@ async def test_a_pre_compact_focus_steers_the_offline_summaries_in_every_mode(mo
     posts = [p for p in of(seen, "context:post_compact") if p["summarized_messages"]]
     assert len(posts) >= 2 and all(p["focus"] == "keep ORD-7731" for p in posts)
     assert summaries and all("The refund id is ORD-7731 and it is pending." in s for s in summaries)
+
+
+@pytest.mark.parametrize("background", [True, False])
+async def test_a_pre_compact_focus_steers_prefetched_summaries_and_they_are_used(background: bool):
+    """Prefetch writes no summary before the hooks are asked: it waits until they have been, then writes with the
+    focus they gave, keyed by it, so the compaction the hooks steer next finds it (never paid for twice)."""
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": "keep the migration plan"})
+
+    provider = FakeProvider(reply="### State\nsummary text")
+    hooks, seen = hooks_with(("context:pre_compact", focus))
+    prefetched: list[dict[str, Any]] = []
+    hooks.register("context:summary_prefetched", lambda e, d: _record(prefetched, e, d), priority=0, name="pf")
+    cfg = {"max_tokens": BUDGET, "safety_margin": 0, "prefetch": True, "background_compaction": background}
+    manager = create_manager(cfg, hooks=hooks)
+    for message in [m for i in range(60) for m in turn(i)]:
+        await manager.add_message(message)
+        if message["role"] == "user":
+            view = await manager.get_messages_for_request(BUDGET, provider)
+            assert manager.counter.count_messages(view) <= BUDGET
+            await manager.prefetcher.drain()  # the agent's own model call gives background work the loop
+            if manager.background.flight is not None:
+                await manager.background.flight.task
+    assert prefetched, "prefetch ran"
+    assert provider.requests and all("keep the migration plan" in str(r) for r in provider.requests)
+    posts = of(seen, "context:post_compact")
+    assert sum(p["cache_hits"] for p in posts) >= 1, "a prefetched summary served a compaction"

@@ -170,6 +170,17 @@ def pinned_indices(history: History, boundary: int) -> list[int]:
     return sorted(set(core).union(extra))
 
 
+def is_pin(history: History, index: int) -> bool:
+    """Whether the stored message at ``index`` is one ``context:pins_dropped`` answers for: marked to keep
+    (``metadata.pin``, ``pin_patterns``) or one of the last ``recent_user_turns`` user turns."""
+    marked = history.marked
+    at = bisect_left(marked, index)
+    if at < len(marked) and marked[at] == index:
+        return True
+    turns = history.recent_user_turns
+    return bool(turns) and index in history.requests[-turns:]
+
+
 PIN_MEMO_KEPT = 64
 
 

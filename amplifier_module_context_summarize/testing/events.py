@@ -1,9 +1,10 @@
 """An event recorder to pass as ``hooks=``, or to register on a real hook registry.
 
 It is ``amplifier_core.testing.EventRecorder`` (``events``, ``get_events``, ``clear``; ``emit`` records a copy
-of each payload and returns ``HookResult(action="continue")``) with three additions: ``only=`` keeps just the
-named events, ``payloads(name)`` lists one event's payloads, and ``listen(hooks, *names)`` registers the
-recorder on a ``HookRegistry`` (e.g. a ``MockCoordinator``'s) for events other modules emit there.
+of each payload and returns ``HookResult(action="continue")``) with four additions: ``only=`` keeps just the
+named events, ``payloads(name)`` lists one event's payloads, ``listen(hooks, *names)`` registers the
+recorder on a ``HookRegistry`` (e.g. a ``MockCoordinator``'s) for events other modules emit there, and
+``list_handlers`` says, as a ``HookRegistry`` does, that no handler could steer what it records.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class EventRecorder(_CoreEventRecorder):
         if self.only is not None and event not in self.only:
             return HookResult(action="continue")
         return await super().emit(event, data)
+
+    def list_handlers(self, event: str | None = None) -> dict[str, list[str]]:
+        """No handlers, as ``HookRegistry.list_handlers`` says it: the recorder answers every event with
+        ``continue``, so nothing it records waits to be steered (a ``context:pre_compact`` focus, a ``deny``)."""
+        return {event: []} if event is not None else {}
 
     def payloads(self, event: str) -> list[dict[str, Any]]:
         """The payloads of every ``event`` recorded, oldest first."""

@@ -251,14 +251,17 @@ class SegmentSource:
         previous: str | None,
         provider: Any | None,
         span_of: Callable[[int, int], list[Message]] | None = None,
+        focus: str | None = None,
     ) -> Outcome | None:
         """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted.
 
-        ``span_of`` gives the groups as a compaction's summarizer would read them (masked, when masking is on).
+        ``span_of`` gives the groups as a compaction's summarizer would read them (masked, when masking is on);
+        ``focus``, the hooks' (``Compactor.prefetch_steer``), rides in its prompt and its key, as a compaction's.
         """
-        key = self.key(history, start, end)
+        key = self.key(history, start, end, focus)
         if self.cooling_down(key) or not self.breaker.allows_call():
             return None
+        steering = FOCUS.set(focus)
         try:
             span = (span_of or history.span)(start, end)
             with self.quiet():
@@ -269,6 +272,8 @@ class SegmentSource:
             logger.warning("a background summary failed (%s)", type(exc).__name__)  # its class: the event says ERROR
             self.cool_down(key)
             return Outcome(text="", fallback=fault_of(exc))
+        finally:
+            FOCUS.reset(steering)
         self.note_health(outcome)
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
@@ -288,8 +293,8 @@ class SegmentSource:
         here, best = history.chain_at(state.boundary), None
         summary_tokens = facts.shown(state).summary_tokens
         for entry in await self.store.starting_at(here):
-            end = state.boundary + entry.groups
-            if end > history.last_cuttable or history.chain_at(end) != entry.end:
+            end = state.boundary + entry.groups  # one written with another focus (or none) is not this job's
+            if end > history.last_cuttable or focused_end(history.chain_at(end), job.focus) != entry.end:
                 continue
             tail = history.total - history.prefix[end]
             view = facts.system_tokens + summary_tokens + entry.tokens + tail

@@ -87,6 +87,8 @@ class Compactor:
     ) -> None:
         self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
         self.breaker, self.prefetcher, self.mask_settings, self.emit = breaker, prefetcher, mask_settings, emit
+        self.hooks_said: Steer | None = None
+        """What the hooks answered the last ``context:pre_compact`` (None: not asked yet); steers prefetches."""
         self.executor = Executor(segments)
         self.background = BackgroundCompactor(self._run_background)
         """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
@@ -559,7 +561,20 @@ class Compactor:
             )
         )
         owed.steer = steer = Steer.of(result, focus)
+        self.hooks_said = Steer.of(result, None)  # the hooks' own answer, without a caller's one-off focus
         return steer
+
+    def prefetch_steer(self, hooks_answer: bool) -> Steer | None:
+        """What a prefetch may write with: no summary is written before the hooks are asked (``context:pre_compact``),
+        and a prefetch writes ahead of the compaction that will ask them. So, with handlers that could answer
+        (``hooks_answer``), none is written until the hooks have been asked once; then with the focus they last
+        gave, keyed by it (``SegmentSource.key``): the compaction they steer the same way takes it from the store,
+        one they steer otherwise writes its own (a summary without its focus is never served for it). None: no
+        prefetch now (not asked yet, or their last answer postponed the compaction)."""
+        if not hooks_answer:
+            return Steer()
+        said = self.hooks_said
+        return None if said is None or said.denied else said
 
     async def _warm(self) -> None:
         await self.warmer.warm(self.view.history, self.view.masks, self.view.state)

@@ -51,9 +51,12 @@ class Prefetcher:
         provider: Any | None,
         span_of: Callable[[int, int], list[Message]] | None = None,
         mask_savings: Callable[[int], int] | None = None,
+        focus: str | None = None,
     ) -> None:
         """``fixed_tokens``: system, summary and the allowance of the summary to come. ``mask_savings(end)``: tokens
-        masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows)."""
+        masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows).
+        ``focus``: what the hooks steer compactions with (``Compactor.prefetch_steer``): the summary is asked with it
+        and keyed by it, so the compaction they steer finds it."""
         self._drop_orphans()
         if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
             return
@@ -63,10 +66,10 @@ class Prefetcher:
             return
         if mask_savings is not None and limits.compact_at - mask_savings(end) <= near_target(limits):
             return  # masking will answer the threshold compaction: a summary made now would go unused
-        key = self.segments.key(history, state.boundary, end)
+        key = self.segments.key(history, state.boundary, end, focus)
         if await self.segments.store.get(*key) is not None:
             return
-        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key, span_of))
+        task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key, span_of, focus))
         self._inflight[key] = task
         task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
 
@@ -78,6 +81,7 @@ class Prefetcher:
         provider: Any | None,
         key: tuple[str, str],
         span_of: Callable[[int, int], list[Message]] | None,
+        focus: str | None = None,
     ) -> None:
         flight = self.segments.flight
         try:
@@ -85,7 +89,7 @@ class Prefetcher:
                 return
             try:
                 outcome = await self.segments.prefetched(
-                    history, state.boundary, end, state.summary_text, provider, span_of
+                    history, state.boundary, end, state.summary_text, provider, span_of, focus
                 )
             finally:
                 await flight.release(key)

@@ -23,11 +23,13 @@ PIN_MIN_TOKENS = 48
 
 @dataclass(frozen=True)
 class Fitted:
-    """A request's copy of the view, its tokens, and the stored indices of the messages it shows clipped."""
+    """A request's copy of the view, its tokens, the stored indices of the messages it shows clipped, and of the
+    pins it left out or shows clipped (reported by ``context:pins_dropped``)."""
 
     view: list[Message]
     tokens: int
     clipped: tuple[int, ...] = ()
+    pins_given_way: tuple[int, ...] = ()
 
 
 def group_sources(history: History, group: int, shown: list[Message]) -> list[int]:

@@ -12,7 +12,16 @@ from ...core.clip import MIN_CLIP_CHARS, Note, clip_tool_outputs, clip_within
 from ...core.history import History, from_hook
 from ...core.invariants import last_allowed_cut
 from ...core.messages import Message, scrub_text
-from ...core.state import CompactionState, Shown, pinned_indices, pins_for, truncation_marker
+from ...core.state import (
+    CompactionState,
+    Shown,
+    extra_pins,
+    is_pin,
+    pin_form,
+    pinned_indices,
+    pins_for,
+    truncation_marker,
+)
 from ...core.tokens import TokenCounter
 from ...working_set.index import index_of
 from .fit import Fitted, fit_rest, group_sources, handle_notes, pins_give_way, pre_clip
@@ -62,6 +71,9 @@ class RequestView:
         self._masked: MaskedSpan | None = None
         self.clipped: tuple[int, ...] = ()
         """Stored indices of the messages the last fitted copy of the view shows clipped (recall searches them)."""
+        self.pins_given_way: tuple[int, ...] = ()
+        """Stored indices of the pins (``core.state.is_pin``) the last fitted copy of the view left out or shows
+        clipped, on any rung of the fit ladder: ``context:pins_dropped`` reports them beside those past the room."""
         self._shown_memo: ShownMemo | None = None
         self.injection: Injection | None = None
         """What a ``context:post_compact`` hook put back, shown right after the summary of the state it followed."""
@@ -176,7 +188,7 @@ class RequestView:
         """Tokens of the view a request at ``budget`` sends: the view's own, or those of its fitted copy."""
         tokens = self.tokens()
         if tokens <= budget:
-            self.clipped = ()
+            self.clipped = self.pins_given_way = ()
             return tokens
         return self.fitted(budget, tokens)[1]
 
@@ -195,10 +207,10 @@ class RequestView:
         view = self.build()
         tokens = self.tokens() if tokens is None else tokens  # the caller's count, when it has one
         if tokens <= budget:
-            self.clipped = ()
+            self.clipped = self.pins_given_way = ()
             return view, tokens
         fitted = self._fit(view, budget)
-        self.clipped = fitted.clipped
+        self.clipped, self.pins_given_way = fitted.clipped, fitted.pins_given_way
         return fitted.view, fitted.tokens
 
     def _fit(self, view: list[Message], budget: int) -> Fitted:
@@ -277,7 +289,20 @@ class RequestView:
         view = [stand_in.get(id(m), m) for m in view]
         pairs = zip(sources, view, base, strict=True)
         clipped = tuple(dict.fromkeys(s for s, a, b in pairs if s is not None and a is not b))
-        return Fitted(view, count(view), clipped)
+        return Fitted(view, count(view), clipped, self._pins_given_way(cut, sources, clipped))
+
+    def _pins_given_way(self, cut: int, sources: list[int | None], clipped: tuple[int, ...]) -> tuple[int, ...]:
+        """The pins the fitted view does not show verbatim, whichever rung let them go: those the view pinned at
+        ``cut`` (the state's boundary, or the truncation marker's cut) and left out, those the pins' room at the
+        marker's cut has no place for (the state's own are reported by the manager), and any shown clipped.
+        Linear in the pins and the view, never in the history."""
+        history = self.history
+        shown = set(sources)
+        gone = {i for i in pinned_indices(history, cut) if i not in shown and pin_form(history, i) is not None}
+        if cut > self.state.boundary and cut > 0 and (history.marked or history.recent_user_turns):
+            gone.update(extra_pins(history, history.groups[cut - 1].end).dropped(history.marked))
+        gone.update(clipped)
+        return tuple(sorted(i for i in gone if is_pin(history, i)))
 
     def _sources(self) -> list[int | None]:
         """The stored index of each message of the view ``build`` shows; None for the system part and the summary,
