@@ -496,11 +496,6 @@ NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
             lambda s, f: s.background and s.focus_by == "hook" and s.stall is not None,
         )
     ],
-    "resume": [
-        ("new seam: fallback summaries are not stored, so not rebuilt", lambda s, f: s.asks_llm and bool(s.stall)),
-        ("new seam: the mask strategy's truncation is not among its records", lambda s, f: s.strategy == "mask"),
-        ("new seam: truncate stores no cut; a resume recomputes it", lambda s, f: s.strategy == "truncate"),
-    ],
 }
 """Seams this matrix found beyond issue 43's items 1-19, reported there, not fixed on this branch."""
 
