@@ -24,11 +24,9 @@ Hooks are registered on the real amplifier-core hook registry. Runs:
 
 * ``pytest tests/test_feature_matrix.py``: the CI profile (``CI_EXAMPLES`` examples) and, marked ``slow``, the long
   one (``SLOW_EXAMPLES``).
-* A promise broken where a fix is known to be pending on another branch (``PENDING``: the issue item, and the part
-  of the matrix it breaks in) is reported as a warning, not a failure, so the suite stays green until that fix
-  lands; ``FEATURE_MATRIX=strict`` fails on every broken promise (use it once the fixes are merged, and empty
-  ``PENDING``). ``FEATURE_MATRIX_PROMISE=<name>`` checks one promise only, strictly: Hypothesis then shrinks to the
-  smallest session that breaks it.
+* Every broken promise fails the example. ``FEATURE_MATRIX_PROMISE=<name>`` checks one promise only: Hypothesis
+  then shrinks to the smallest session that breaks it. ``FEATURE_MATRIX_LOG=file.jsonl`` writes one line per
+  example (its scenario, the promises it broke) for counting.
 """
 
 from __future__ import annotations
@@ -37,8 +35,6 @@ import asyncio
 import json
 import os
 import tempfile
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -483,22 +479,6 @@ async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, hist
         run.broke("resume", len(history), f"live {len(live_view)} msgs {live_texts}; resumed {len(view)} {texts}")
 
 
-# ---------------------------------------------------------------------------------------------- pending fixes
-
-
-PENDING: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {}
-"""promise → (the issue item whose fix, on another branch, makes it hold; the part of the matrix it breaks in)."""
-
-NEW_SEAMS: dict[str, list[tuple[str, Callable[[Scenario, Finding], bool]]]] = {
-    "resume": [
-        ("new seam: fallback summaries are not stored, so not rebuilt", lambda s, f: s.asks_llm and bool(s.stall)),
-        ("new seam: the mask strategy's truncation is not among its records", lambda s, f: s.strategy == "mask"),
-        ("new seam: truncate stores no cut; a resume recomputes it", lambda s, f: s.strategy == "truncate"),
-    ],
-}
-"""Seams this matrix found beyond issue 43's items 1-19, reported there, not fixed on this branch."""
-
-
 def pattern_pins(s: Scenario) -> bool:
     return s.reminders or bool(s.pins & {"pattern_user", "pattern_tool"})
 
@@ -510,33 +490,14 @@ PROMISES = (
 
 
 def judge(run: Run) -> None:
-    mode = os.environ.get("FEATURE_MATRIX", "")
+    """Every promise broken in this session fails it (``FEATURE_MATRIX_PROMISE``: only that one, so Hypothesis
+    shrinks to the smallest session that breaks it)."""
     only = os.environ.get("FEATURE_MATRIX_PROMISE")
-    failures, pending = [], []
-    for promise, finding in run.findings.items():
-        if only and promise != only:
-            continue
-        item = pending_item(run.scenario, finding)
-        if item and mode != "strict" and not only:
-            pending.append(f"{promise} ({item}) at message {finding.at}: {finding.detail}")
-        else:
-            failures.append(f"{promise} at message {finding.at}: {finding.detail}")
-    for note in pending:
-        warnings.warn(f"pending fix: {note}", stacklevel=2)
+    broken = {p: f for p, f in run.findings.items() if not only or p == only}
     if log := os.environ.get("FEATURE_MATRIX_LOG"):  # one line per example: what the matrix counts for the notes
         with open(log, "a", encoding="utf-8") as out:
-            broken = {p: pending_item(run.scenario, f) or "unknown" for p, f in run.findings.items()}
-            out.write(json.dumps({"scenario": repr(run.scenario), "broken": broken}) + "\n")
-    assert not failures, "\n".join(failures)
-
-
-def pending_item(s: Scenario, finding: Finding) -> str | None:
-    """The known cause of a broken promise in this part of the matrix, if one is known."""
-    for table in (PENDING, NEW_SEAMS):
-        for item, applies in table.get(finding.promise, ()):
-            if applies(s, finding):
-                return item
-    return None
+            out.write(json.dumps({"scenario": repr(run.scenario), "broken": sorted(run.findings)}) + "\n")
+    assert not broken, "\n".join(f"{p} at message {f.at}: {f.detail}" for p, f in broken.items())
 
 
 # ---------------------------------------------------------------------------------------------- the tests

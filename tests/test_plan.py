@@ -185,7 +185,7 @@ def test_the_configurable_strategies_own_their_facts() -> None:
     by_name = {name: make(0.2, False) for name, make in STRATEGIES.items()}
     assert {name: s.name for name, s in by_name.items()} == {n: n for n in STRATEGIES}
     assert [n for n, s in by_name.items() if s.asks_llm] == ["summarize"]
-    assert [n for n, s in by_name.items() if not s.stores_cuts] == ["truncate"]
+    assert [n for n, s in by_name.items() if not s.stores_cuts] == []
     assert by_name["extractive"].plans_as == by_name["summarize"].plans_as == "summarize"
     assert by_name["mask"].masks(False) and not by_name["truncate"].masks(True)
     assert by_name["summarize"].masks(True) and not by_name["summarize"].masks(False)

@@ -34,6 +34,8 @@ from amplifier_module_context_summarize.stores.records import (
     WORKING_SET_MARK,
     CutKey,
     CutRecord,
+    DropKey,
+    DropRecord,
     InjectionKey,
     InjectionRecord,
     MaskEndKey,
@@ -94,10 +96,16 @@ LITERAL = [
     ),
     (CutRecord(CutKey(PLAN, "c0"), "c3", 3), CachedSummary("cut:0123456789abcdef:c0", "c3", "", 0, 3, 0)),
     (MaskEndRecord(MaskEndKey(PLAN, "c3"), "c5", 2), CachedSummary("mask:0123456789abcdef:c3", "c5", "", 0, 2, 0)),
+    (
+        CutRecord(CutKey(PLAN, "c3"), "c9", 6, "a fallback", 2, 1),
+        CachedSummary("cut:0123456789abcdef:c3", "c9", "a fallback", 2, 6, 1),
+    ),
+    (DropRecord(DropKey(PLAN, "c3"), "c7", 4), CachedSummary("drop:0123456789abcdef:c3", "c7", "", 0, 4, 0)),
 ]
+IDS = ["segment", "focused-tier", "cut", "mask-end", "cut-with-text", "drop"]
 
 
-@pytest.mark.parametrize(("record", "row"), LITERAL, ids=["segment", "focused-tier", "cut", "mask-end"])
+@pytest.mark.parametrize(("record", "row"), LITERAL, ids=IDS)
 def test_each_record_writes_the_row_stores_have_always_held(record: Any, row: CachedSummary) -> None:
     assert record.row() == row
 
@@ -109,7 +117,7 @@ def test_a_working_set_writes_its_end_and_room_before_its_text() -> None:
     assert record.row(count) == CachedSummary("ws:c1", TAG, text, count(text), 3, 0)
 
 
-@pytest.mark.parametrize(("record", "row"), LITERAL, ids=["segment", "focused-tier", "cut", "mask-end"])
+@pytest.mark.parametrize(("record", "row"), LITERAL, ids=IDS)
 async def test_rows_written_in_the_encoding_stores_hold_are_read_as_their_records(
     record: Any, row: CachedSummary
 ) -> None:
@@ -167,11 +175,15 @@ def test_every_record_round_trips_through_its_row(
     """Any chain, plan, length, room and text (newlines and spaces in the text included) reads back as written."""
     segment = SegmentRecord(start, end, text, max(count(text), 1), groups, tier, focus)
     cut = CutRecord(CutKey(plan, start), end, groups)
+    fallback = CutRecord(CutKey(plan, start), end, groups, text, max(count(text), 1), tier)
+    drop = DropRecord(DropKey(plan, start), end, groups)
     mask = MaskEndRecord(MaskEndKey(plan, start), end, groups)
     working_set = WorkingSetRecord(WorkingSetKey(start), TAG, end, room, groups, text)
 
     assert SegmentKey(start).decode(segment.row()) == segment
     assert cut.key.decode(cut.row()) == cut
+    assert fallback.key.decode(fallback.row()) == fallback
+    assert drop.key.decode(drop.row()) == drop
     assert mask.key.decode(mask.row()) == mask
     assert working_set.key.decode(working_set.row(count)) == working_set
 
@@ -186,15 +198,19 @@ async def test_the_plan_writes_the_rows_it_always_wrote() -> None:
     plan = PlanRecords(config, checked(store), "summarize", stores_cuts=True)
     tag = plan_tag("summarize", config, WIRE)
     state = CompactionState(5, (Segment(0, 3, "a", 1), Segment(3, 5, "b", 1)), mask_end=8)
+    c = made.chain_at
+    summaries = [CachedSummary(c(0), c(3), "a", 1, 3), CachedSummary(c(3), c(5), "b", 1, 2)]
+    for summary in summaries:  # the segment source stored them before the install
+        await store.put(summary)
 
     await plan.record_cuts(made, CompactionState(), state, WIRE)
     await plan.record_mask_end(made, CompactionState(), state, WIRE)
     await plan.record_working_set(made, state, 300)
 
-    c = made.chain_at
     ws_text = f"{c(5)} 300\n{index_of(made).render(5, 300, count)}"
     assert await rows(store) == sorted(
         [
+            *summaries,
             CachedSummary(f"cut:{tag}{c(0)}", c(3), "", 0, 3),
             CachedSummary(f"cut:{tag}{c(3)}", c(5), "", 0, 2),
             CachedSummary(f"mask:{tag}{c(5)}", c(8), "", 0, 3),
@@ -202,6 +218,27 @@ async def test_the_plan_writes_the_rows_it_always_wrote() -> None:
         ],
         key=lambda row: (row.start, row.end),
     )
+
+
+async def test_a_cut_carries_the_text_of_a_segment_not_stored_and_a_drop_past_it_is_recorded() -> None:
+    """A fallback is never stored as the span's summary: its cut carries the text the plan installed, the walk
+    shows it, and where truncation put the boundary past it is read back as it was written."""
+    made, store = history(), MemoryStore()
+    plan = PlanRecords(Config(), checked(store), "summarize", stores_cuts=True)
+    tag, c = plan_tag("summarize", Config(), WIRE), made.chain_at
+    state = CompactionState(6, (Segment(0, 3, "fallback", 1),))
+
+    await plan.record_cuts(made, CompactionState(), state, WIRE)
+    await plan.record_drop(made, CompactionState(), state, WIRE)
+
+    assert await rows(store) == [
+        CachedSummary(f"cut:{tag}{c(0)}", c(3), "fallback", 1, 3),
+        CachedSummary(f"drop:{tag}{c(3)}", c(6), "", 0, 3),
+    ]
+    walked = await walk(made, checked(store), made.last_cuttable, tag)
+    assert walked == CompactionState(3, state.segments)
+    assert await plan.dropped_to(made, 3, tag) == 6
+    assert await plan.dropped_to(made, 3, plan_tag("summarize", Config(), WIRE * 2)) == 3, "another plan's drop"
 
 
 async def test_the_plan_writes_only_what_changed() -> None:
@@ -213,10 +250,11 @@ async def test_the_plan_writes_only_what_changed() -> None:
     await plan.record_cuts(made, before, state, WIRE)  # only the new segment
     await plan.record_mask_end(made, before, state, WIRE)  # nothing masked past the boundary
     await plan.record_mask_end(made, before, before, WIRE)  # the same mask end as before
+    await plan.record_drop(made, before, state, WIRE)  # the boundary where the summary ends: nothing dropped
     await plan.record_working_set(made, state, 300)
     written = len(store._entries)
     await plan.record_working_set(made, state, 300)  # the same summary installed again: no second put
-    await PlanRecords(Config(), checked(store), "truncate", stores_cuts=False).record_cuts(
+    await PlanRecords(Config(), checked(store), "naive", stores_cuts=False).record_cuts(
         made, CompactionState(), state, WIRE
     )
 

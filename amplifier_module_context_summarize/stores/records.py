@@ -1,13 +1,17 @@
 """The records a summary store holds, typed, and the rows they are written as.
 
 A store holds one shape of row (``CachedSummary``: a key ``(start, end)``, text, tokens, groups, tier) and knows
-nothing of what a row means. Five kinds of record live in it, told apart by their start key's namespace; this
+nothing of what a row means. Six kinds of record live in it, told apart by their start key's namespace; this
 module is the one place that writes each as a row and reads it back, so every backend stays as it is and a store
 written by any earlier version reads the same (the rows are byte for byte those written before records were typed):
 
 - ``SegmentRecord``: start the chain at the segment's start, end the chain at its end (with ``|focus:`` and the
   focus's hash when a focus steered it), text the summary, ``groups`` the segment's length, ``tier`` its tier.
-- ``CutRecord``: start ``cut:``, the plan tag and the chain at the segment's start; end the chain at its end; no text.
+- ``CutRecord``: start ``cut:``, the plan tag and the chain at the segment's start; end the chain at its end; no
+  text when the segment's summary is the one stored for that span, else the text the plan installed (a fallback
+  summary, which is not stored as a segment: a later LLM call may still summarize the span), its tokens and tier.
+- ``DropRecord``: start ``drop:``, the plan tag and the chain where the summary ends (``C0`` without one); end the
+  chain at the boundary; no text; ``groups`` the boundary less the summary's end (the groups truncation dropped).
 - ``MaskEndRecord``: start ``mask:``, the plan tag and the chain at the boundary; end the chain at the mask end; no
   text; ``groups`` the mask end less the boundary.
 - ``WorkingSetRecord``: start ``ws:`` and the chain after the first group; end the render tag (render version,
@@ -17,9 +21,10 @@ written by any earlier version reads the same (the rows are byte for byte those 
   end the chain where the state's verbatim tail starts; text what a ``context:post_compact`` hook put back after that
   state; ``groups`` the groups before the tail.
 
-Each record is read with a key (``SegmentKey``, ``CutKey``, ``MaskEndKey``, ``WorkingSetKey``, ``InjectionKey``):
-``read`` asks the store for the rows starting at the key and decodes them, leaving out a row that is not a record of
-that key (another key, a malformed head): a hand-edited or shared store is read as a miss, never a crash.
+Each record is read with a key (``SegmentKey``, ``CutKey``, ``DropKey``, ``MaskEndKey``, ``WorkingSetKey``,
+``InjectionKey``): ``read`` asks the store for the rows starting at the key and decodes them, leaving out a row that
+is not a record of that key (another key, a malformed head): a hand-edited or shared store is read as a miss, never
+a crash.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from .base import CachedSummary, SummaryStore, is_valid_entry
 CUT_MARK = "cut:"
 """Namespace of the cuts a plan installed: a resume steps only along segments its own plan installed, since a
 session sharing the store (a sub-agent at another budget, another strategy) may have cut the same prefix elsewhere."""
+DROP_MARK = "drop:"
+"""Namespace of where a plan's truncation put the boundary past its summary: a resume drops the same groups (the
+cut a plan would recompute depends on what happened before, a denying hook's postponements among it)."""
 MASK_MARK = "mask:"
 """Namespace of mask ends: where a plan's masking reached from a boundary, so a resume shows the same masked view."""
 WORKING_SET_MARK = "ws:"
@@ -99,14 +107,47 @@ class CutKey:
         return CUT_MARK + self.plan + self.start
 
     def decode(self, row: CachedSummary) -> CutRecord | None:
-        return CutRecord(self, row.end, row.groups) if _row_of(row, self.row_start) else None
+        if not _row_of(row, self.row_start):
+            return None
+        return CutRecord(self, row.end, row.groups, row.text, row.tokens, row.tier)
 
 
 @dataclass(frozen=True)
 class CutRecord:
-    """A segment the plan installed: ``groups`` groups from the key's chain to the chain ``end``."""
+    """A segment the plan installed: ``groups`` groups from the key's chain to the chain ``end``; ``text`` (with its
+    ``tokens`` and ``tier``) when what it installed is not the summary stored for the span (a fallback), else empty."""
 
     key: CutKey
+    end: str
+    groups: int
+    text: str = ""
+    tokens: int = 0
+    tier: int = 0
+
+    def row(self) -> CachedSummary:
+        return CachedSummary(self.key.row_start, self.end, self.text, self.tokens, self.groups, self.tier)
+
+
+@dataclass(frozen=True)
+class DropKey:
+    """Where the plan ``plan`` put the boundary past a summary ending at the chain ``summary_end``."""
+
+    plan: str
+    summary_end: str
+
+    @property
+    def row_start(self) -> str:
+        return DROP_MARK + self.plan + self.summary_end
+
+    def decode(self, row: CachedSummary) -> DropRecord | None:
+        return DropRecord(self, row.end, row.groups) if _row_of(row, self.row_start) else None
+
+
+@dataclass(frozen=True)
+class DropRecord:
+    """Truncation dropped ``groups`` groups past the key's summary end, to the boundary at the chain ``end``."""
+
+    key: DropKey
     end: str
     groups: int
 

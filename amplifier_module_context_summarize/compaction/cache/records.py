@@ -1,5 +1,6 @@
 """What a session's plan stores beside its summaries, so a resumed session shows the same view: the cuts it
-installed, where its masking reached, the working set its summary shows, and what a ``context:post_compact`` hook
+installed (with their text when it is not the stored summary: a fallback), where truncation put the boundary past
+them, where its masking reached, the working set its summary shows, and what a ``context:post_compact`` hook
 put back after it (in a CLI every turn is a new process: the hook's plan must outlive it; the records are typed in
 ``stores/records.py``, which writes them as the rows stores have always held).
 
@@ -19,10 +20,13 @@ from ...stores import SummaryStore
 from ...stores.records import (
     CutKey,
     CutRecord,
+    DropKey,
+    DropRecord,
     InjectionKey,
     InjectionRecord,
     MaskEndKey,
     MaskEndRecord,
+    SegmentKey,
     WorkingSetKey,
     WorkingSetRecord,
     read,
@@ -60,15 +64,45 @@ class PlanRecords:
 
     async def record_cuts(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:
         """Store the segments ``state`` installed since ``before``, so a resume with the same plan takes them and
-        one with another does not (``truncate`` stores nothing)."""
+        one with another does not.
+
+        A segment whose text is not the one summary stored for its span (a fallback is never stored as a segment, so
+        a later LLM call may still pay for the span; a merge no smaller than its parts; a span stored under two
+        focuses) carries its text in the cut: a resume shows what this session showed, and pays for nothing.
+        """
         if not self.stores_cuts:
             return
         known, plan = set(before.segments), self.plan(wire)
         for segment in state.segments:
             if segment not in known:
-                key = CutKey(plan, history.chain_at(segment.start))
-                record = CutRecord(key, history.chain_at(segment.end), segment.end - segment.start)
+                start, end = history.chain_at(segment.start), history.chain_at(segment.end)
+                groups = segment.end - segment.start
+                same = [r for r in await read(self.store, SegmentKey(start)) if (r.end, r.groups) == (end, groups)]
+                record = CutRecord(CutKey(plan, start), end, groups)
+                if [r.text for r in same] != [segment.text]:
+                    record = CutRecord(record.key, end, groups, segment.text, segment.tokens, segment.tier)
                 await self.store.put(record.row())
+
+    async def record_drop(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:
+        """Store where truncation put the boundary past the summary, when it moved: the cut a plan would make again
+        depends on what came before (a denying hook's postponements), so a resume reads it rather than recompute it."""
+        dropped_from = state.summarized_end
+        if not self.stores_cuts or state.boundary <= dropped_from:
+            return
+        if (state.boundary, dropped_from) == (before.boundary, before.summarized_end):
+            return
+        key = DropKey(self.plan(wire), history.chain_at(dropped_from))
+        await self.store.put(DropRecord(key, history.chain_at(state.boundary), state.boundary - dropped_from).row())
+
+    async def dropped_to(self, history: History, summary_end: int, plan: str) -> int:
+        """The furthest boundary the plan ``plan`` recorded past a summary of ``history`` ending at ``summary_end``
+        (``summary_end`` when none): truncation only moves it forward while the summary stays."""
+        best = summary_end
+        for record in await read(self.store, DropKey(plan, history.chain_at(summary_end))):
+            end = summary_end + record.groups
+            if best < end <= history.last_cuttable and history.chain_at(end) == record.end:
+                best = end
+        return best
 
     async def mask_end(self, history: History, boundary: int, plan: str) -> int:
         """The furthest mask end the plan ``plan`` recorded for this history at ``boundary`` (0 when none)."""
@@ -130,8 +164,8 @@ class PlanRecords:
 
     async def record_injection(self, history: History, state: CompactionState, text: str | None, wire: int) -> None:
         """Store ``text``, shown after ``state`` until the next compaction, so a resume of the same plan shows it too.
-        Nothing without a text: a later state has another key, so a resume finds none for it (``truncate``, which
-        stores no cuts, stores none either)."""
+        Nothing without a text: a later state has another key, so a resume finds none for it; a strategy that
+        stores no cuts stores none either."""
         if not text or not self.stores_cuts or state.tail_start <= 0:
             return
         key = InjectionKey(self.plan(wire), state_key(history, state))

@@ -53,7 +53,7 @@ class Strategy(Protocol):
     asks_llm: bool
     """Its summaries are the LLM's: a summarizer backend is built for it (``extractive``: the offline one)."""
     stores_cuts: bool
-    """Its cuts are stored, so a resumed session takes the same ones (what it drops is not stored)."""
+    """Its cuts (summaries, and where truncation put the boundary) are stored, so a resumed session takes the same."""
     plans_as: str
     """The plan family in the store's plan tag: strategies that cut alike take each other's stored cuts."""
     reads_prefetched: bool
@@ -76,12 +76,12 @@ def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens:
 
 @dataclass(frozen=True)
 class TruncateStrategy:
-    """Whole oldest groups dropped; nothing summarized, masked or stored."""
+    """Whole oldest groups dropped; nothing summarized or masked (where it cut is stored, for a resume)."""
 
     name: str = "truncate"
     summarizes: bool = False
     asks_llm: bool = False
-    stores_cuts: bool = False
+    stores_cuts: bool = True
     plans_as: str = "truncate"
     reads_prefetched: bool = False
 

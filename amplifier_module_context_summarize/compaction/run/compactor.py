@@ -423,6 +423,7 @@ class Compactor:
 
     async def _after_install(self, before: CompactionState) -> None:
         await self.records.record_cuts(self.view.history, before, self.view.state, self.view.budget.wire)
+        await self.records.record_drop(self.view.history, before, self.view.state, self.view.budget.wire)
         if self.view.masks is not None:
             self.view.masks.forget_before(self.view.state.boundary)
             await self.records.record_mask_end(self.view.history, before, self.view.state, self.view.budget.wire)
@@ -728,12 +729,13 @@ class Compactor:
         return sent if sent is not None and sent.cached(now(), ttl_s) else None
 
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
-        """The state stored summaries and the mask end give ``history`` under this session's plan at ``wire_budget``
-        (none for ``truncate``: it stores nothing): only cuts and masking that plan installed are taken."""
+        """The state stored summaries, the drop past them and the mask end give ``history`` under this session's plan
+        at ``wire_budget``: only cuts, truncation and masking that plan installed are taken."""
         if not self.strategy.stores_cuts:
             return CompactionState()
         tag = self.records.plan(wire_budget)
         state = await walk(history, self.segments.store, history.last_cuttable, tag)
+        state = state.cut(await self.records.dropped_to(history, state.boundary, tag))
         if self.mask_settings is not None:
             state = state.masked_to(await self.records.mask_end(history, state.boundary, tag))
         if state.segments:
