@@ -44,6 +44,7 @@ CASES = {
     "cline_api_nags.json": ("cline", "better-sqlite3", 7),
     "aider.chat.history.md": ("aider", "treat None as 0", 4),
     "aider_whole.chat.history.md": ("aider", "load balancers", 4),
+    "aider_modes.chat.history.md": ("aider", "hash the model name too", 4),
     "amplifier_transcript.jsonl": ("native", "8080", 1),
     "amplifier_cli_transcript.jsonl": ("amplifier", "missing semicolon", 18),
     "messages_nested.json": ("messages", "version 1.2.0", 1),
@@ -353,6 +354,32 @@ def test_aider_edits_commits_and_requests_are_read_from_its_console_lines():
     messages = load(FIXTURES / "aider.chat.history.md").messages
     edit = [c for m in messages for c in m.get("tool_calls") or [] if c["function"]["name"] == "edit_file"]
     assert json.loads(edit[0]["function"]["arguments"])["new_string"].endswith("return (a or 0) + (b or 0)")
+
+
+def test_aider_chat_mode_commands_are_read_as_aider_ran_them():
+    """Aider logs ``#### /ask Q`` and then, as ``Coder.run`` sends it, ``#### Q`` again; ``/help Q`` sends a prompt
+    of retrieved docs; a bare ``/ask`` or ``/chat-mode`` switches mode and lists the modes (``> - ask : …``); ``/as``
+    is ``/ask`` (a unique prefix) and ``/code`` may stand alone on the first line of ``{`` multi-line input; the
+    architect's reply is logged again as ``#### `` lines when aider hands it to its editor. Each question is one
+    request, said once; no command, mode listing, doc or handoff is (issue 45 item 10: ``- -ask``)."""
+    from amplifier_module_context_summarize.core.messages import is_user_turn
+    from amplifier_module_context_summarize.core.tokens import text_counter
+    from amplifier_module_context_summarize.summarizer.extractive import REQUESTS, extractive_summary
+
+    messages = load(FIXTURES / "aider_modes.chat.history.md").messages
+    turns = [message_text(m) for m in messages if is_user_turn(m)]
+    assert turns == [
+        "why does the cache key ignore the model name?",
+        "and where is the budget read?",
+        "how do I undo a commit?",
+        "make key() hash the model name too",
+        "keep the hashing apart from the naming",
+    ]
+    replies = [message_text(m) for m in messages if m["role"] == "assistant" and m.get("content")]
+    assert replies[1] == "Once, in `config.load()`."  # the reply to ``/as``'s question is its own, not merged
+    summary = extractive_summary(messages, previous_summary=None, max_tokens=2000, count_tokens=text_counter())
+    listed = summary.partition(REQUESTS)[2].split("\n\n")[0].strip().splitlines()
+    assert listed == [f"- {turn}" for turn in turns], summary
 
 
 def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
