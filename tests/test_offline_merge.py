@@ -82,3 +82,25 @@ async def test_on_a_small_budget_a_new_segment_is_asked_for_a_share_of_the_summa
             summary_allowance=manager.config.summary_output_tokens,
         )
         assert strategy.segment_tokens(job) == size
+
+
+def test_what_the_guidance_keeps_gives_way_last_in_an_offline_merge():
+    """Issue 43's matrix: with an LLM that hangs, extractive fallbacks were merged offline and the older kept fact
+    (what ``summary_instructions`` says every summary keeps) went with the oldest items of every section."""
+    count = COUNT
+    older = "\n".join(
+        ["### Kept as the user asked", "- The refund id is ORD-7731 and it is pending."]
+        + ["### Assistant progress"]
+        + [f"- Step {i}: read src/part_{i}.py and checked every branch of it." for i in range(12)]
+    )
+    newer = "\n".join(
+        ["### Kept as the user asked", "- The migration window is MIG-4410 on Friday."]
+        + ["### Assistant progress"]
+        + [f"- Step {i}: read src/part_{i}.py and checked every branch of it." for i in range(12, 24)]
+    )
+    kept = "\n".join([older.splitlines()[0], older.splitlines()[1], newer.splitlines()[1]])
+    room = count(f"{kept}\n\n### Assistant progress\n{newer.splitlines()[-1]}") + 2  # both kept and one more item
+    merged = merge_summaries([older, newer], room, count)
+    assert count(merged) <= room
+    assert "ORD-7731 and it is pending" in merged and "MIG-4410 on Friday" in merged
+    assert "Step 23:" in merged and "Step 22:" not in merged  # the other sections give way, oldest first

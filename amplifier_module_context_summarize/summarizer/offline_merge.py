@@ -4,13 +4,16 @@ Re-reading the span of a tier merge costs time in proportion to the whole histor
 long session quadratic whenever no LLM wrote the merge. Summaries are Markdown sections of bullet items
 (the extractive summarizer writes them that way, and the LLM prompts ask for it), so a merge can fold them
 section by section: items of the same heading are joined oldest first, repeats keep their newest place, and
-when the result is over its size the oldest items of each section go first. Its cost is the size of the
-summaries, which the tier allowance bounds.
+when the result is over its size the oldest items of each section go first. What the user's guidance asked
+every summary to keep (the extractive summary's ``KEPT`` section) gives way last: the other sections shrink to
+nothing before it loses an item. Its cost is the size of the summaries, which the tier allowance bounds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from .extractive import KEPT
 
 PLAIN = "### Earlier summary"
 """Heading for text outside any section (an LLM summary written as prose)."""
@@ -24,19 +27,29 @@ def merge_summaries(texts: list[str], max_tokens: int, count_tokens: Callable[[s
             sections.setdefault(heading, []).extend(items)
     merged = {heading: _dedup_keep_last(items) for heading, items in sections.items()}
 
-    def render(keep: int) -> str:
-        return "\n\n".join(
-            "\n".join([heading, *items[max(len(items) - keep, 0) :]]) for heading, items in merged.items() if items
+    def render(kept: int, others: int) -> str:
+        shown = (
+            (heading, items[max(len(items) - (kept if heading == KEPT else others), 0) :])
+            for heading, items in merged.items()
         )
+        return "\n\n".join("\n".join([heading, *items]) for heading, items in shown if items)
 
-    low, high = 0, max((len(items) for items in merged.values()), default=0)
-    while low < high:  # the most items per section that still fit
-        middle = (low + high + 1) // 2
-        if count_tokens(render(middle)) <= max_tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return render(low) if low else ""
+    def most(limit: int, fits: Callable[[int], bool]) -> int:
+        """The largest count in ``[0, limit]`` that ``fits`` (it fits fewer whenever it fits more)."""
+        low, high = 0, limit
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    kept_items = len(merged.get(KEPT, ()))
+    others_items = max((len(items) for heading, items in merged.items() if heading != KEPT), default=0)
+    kept = most(kept_items, lambda k: count_tokens(render(k, 0)) <= max_tokens)
+    others = most(others_items, lambda k: count_tokens(render(kept, k)) <= max_tokens)
+    return render(kept, others) if kept or others else ""
 
 
 def _sections(text: str) -> list[tuple[str, list[str]]]:
