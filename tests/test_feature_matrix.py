@@ -26,7 +26,8 @@ Hooks are registered on the real amplifier-core hook registry. Runs:
   one (``SLOW_EXAMPLES``).
 * Every broken promise fails the example. ``FEATURE_MATRIX_PROMISE=<name>`` checks one promise only: Hypothesis
   then shrinks to the smallest session that breaks it. ``FEATURE_MATRIX_LOG=file.jsonl`` writes one line per
-  example (its scenario, the promises it broke) for counting.
+  example (its scenario, the promises it broke) for counting. The draws are the same on every run (a red suite
+  is a change's doing); ``FEATURE_MATRIX_EXPLORE=1`` draws new ones each run, to hunt the next seam.
 """
 
 from __future__ import annotations
@@ -516,7 +517,15 @@ def run_scenario(s: Scenario) -> Run:
         return asyncio.run(go())
 
 
-MATRIX = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXPLORE = bool(os.environ.get("FEATURE_MATRIX_EXPLORE"))
+"""Draw new sessions on every run (hunting the next seam); by default the draws are the same on every run, so a
+red suite means a change broke a promise, not that this run happened on an old break."""
+MATRIX = settings(
+    deadline=None,
+    derandomize=not EXPLORE,
+    database=None if not EXPLORE else settings.default.database,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @settings(MATRIX, max_examples=CI_EXAMPLES)

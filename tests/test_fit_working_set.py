@@ -144,3 +144,19 @@ async def test_a_large_new_output_beside_a_summary_is_clipped_and_the_working_se
     assert whole.count("— read") >= 30
     assert section(summary_of(view)) == whole, "the files the agent touched stay in view"
     assert HANDLE in outputs(view)[-1], "the newest output is clipped, with the handle that recalls it"
+
+
+def test_a_narrative_clipped_to_fit_keeps_the_lines_the_instructions_keep():
+    """The matrix (issue 43): a large new output made the fit ladder clip the narrative, and the fact
+    ``summary_instructions`` says every summary keeps went with the clipped middle."""
+    from amplifier_module_context_summarize.compaction.view.splice import shortened
+
+    lines = [f"- step {i}: read src/part_{i}.py and checked every branch" for i in range(40)]
+    lines[20] = "- The refund id is ORD-7731 and it is pending."
+    narrative = "\n".join(lines)
+    clipped = shortened(narrative, 600, keep=("ORD-7731",))
+    assert len(clipped) < len(narrative) and "characters of the summary's narrative left out" in clipped
+    assert "- The refund id is ORD-7731 and it is pending." in clipped
+    assert "ORD-7731" not in shortened(narrative, 600)  # without the guidance, the middle goes whole
+    left_out = shortened(narrative, 60, keep=("ord-7731",))  # no room for a head and tail: the kept line stays
+    assert left_out.startswith("- The refund id is ORD-7731") and "left out for this request" in left_out

@@ -23,6 +23,7 @@ from ...core.state import (
     truncation_marker,
 )
 from ...core.tokens import TokenCounter
+from ...summarizer.prompts import keep_names
 from ...working_set.index import index_of
 from .fit import Fitted, fit_rest, group_sources, handle_notes, pins_give_way, pre_clip
 from .masking import Masks
@@ -334,6 +335,11 @@ class RequestView:
             sources += group_sources(history, g, history.shown(g))
         return view, sources
 
+    @property
+    def keep(self) -> tuple[str, ...]:
+        """What the standing instructions say every summary keeps: a narrative clipped to fit keeps its lines."""
+        return keep_names(self.config.summary_instructions)
+
     def _narrative_within(self, room: int) -> tuple[Message, int | None]:
         """The summary message within ``room`` tokens by its narrative alone (the segment summaries clipped head
         and tail, or left out), the working set whole: the summary's lists are the last of it to give way. Returns
@@ -343,7 +349,7 @@ class RequestView:
         tool, ws, narrative = c.recall_tool_name, self.working_set_room(), state.summary_text or ""
 
         def rendered(limit: int) -> Message:
-            message = summary_message(state, history, ws, tool, narrative_chars=limit)
+            message = summary_message(state, history, ws, tool, narrative_chars=limit, keep=self.keep)
             assert message is not None  # the state has segments
             return message
 
@@ -377,7 +383,9 @@ class RequestView:
         count = self.counter.count_text
         rendered = index_of(history).render(state.summarized_end, self.working_set_room(), count)
         smaller = max(count(rendered) - excess, 0) if rendered else 0
-        message = summary_message(state, history, smaller, c.recall_tool_name, narrative_chars=narrative)
+        message = summary_message(
+            state, history, smaller, c.recall_tool_name, narrative_chars=narrative, keep=self.keep
+        )
         assert message is not None  # the state has segments
         return message
 

@@ -54,16 +54,18 @@ def summary_message(
     recall_tool: str | None = None,
     summary_room: int = 0,
     narrative_chars: int | None = None,
+    keep: tuple[str, ...] = (),
 ) -> Message | None:
     """The summary (or truncation marker) message; its last section is the working set of the summarized
     groups (``working_set/``), and with ``recall_tool`` its preamble names the recall tool. ``narrative_chars``:
-    the segment summaries clipped head and tail to about that many characters (a request's fitted copy)."""
+    the segment summaries clipped head and tail to about that many characters (a request's fitted copy), keeping
+    the lines that name what the user's guidance says to keep (``keep``)."""
     if state.segments:
         room = working_set_room(state, working_set_tokens, summary_room)
         working_set = index_of(history).render(state.segments[-1].end, room, history.counter.count_text)
         narrative = state.summary_text
         if narrative and narrative_chars is not None:
-            narrative = shortened(narrative, narrative_chars)
+            narrative = shortened(narrative, narrative_chars, keep)
         text = "\n\n".join(p for p in (narrative, working_set) if p)
         preamble = SUMMARY_PREAMBLE + ("\n" + RECALL_LINE.format(tool=recall_tool) if recall_tool else "")
         return {"role": "user", "content": f"{SUMMARY_MARKER}\n{preamble}\n\n{text}"}
@@ -84,12 +86,26 @@ def working_set_room(state: CompactionState, working_set_tokens: int, summary_ro
     return max(working_set_tokens, summary_room - sum(segment.tokens for segment in state.segments))
 
 
-def shortened(narrative: str, limit: int) -> str:
+def shortened(narrative: str, limit: int, keep: tuple[str, ...] = ()) -> str:
     """The segment summaries clipped head and tail to ``limit`` characters (the goal it opens with and the newest
-    work it ends with stay); one line saying what went when not even ``MIN_CLIP_CHARS`` are left."""
+    work it ends with stay); one line saying what went when not even ``MIN_CLIP_CHARS`` are left. Lines naming one
+    of ``keep`` (the guidance's "always keep ...") stay wherever they are: the user asked for them in every view."""
     if len(narrative) <= limit:
         return narrative
-    if limit < MIN_CLIP_CHARS:
-        return NARRATIVE_LEFT_OUT.format(chars=len(narrative))
-    half = limit // 2
-    return narrative[:half] + NARRATIVE_CLIPPED.format(chars=len(narrative) - 2 * half) + narrative[-half:]
+    kept = kept_lines(narrative, keep)
+    room = limit - sum(len(line) + 1 for line in kept)
+    if room < MIN_CLIP_CHARS:
+        return "\n".join([*kept, NARRATIVE_LEFT_OUT.format(chars=len(narrative))])
+    half = room // 2
+    head, tail = narrative[:half], narrative[-half:]
+    between = "".join(f"{line}\n" for line in kept if line not in head and line not in tail)
+    return head + NARRATIVE_CLIPPED.format(chars=len(narrative) - 2 * half) + between + tail
+
+
+def kept_lines(narrative: str, keep: tuple[str, ...]) -> list[str]:
+    """The narrative's lines that name one of ``keep`` (case-insensitive), once each, in order."""
+    if not keep:
+        return []
+    wanted = [name.lower() for name in keep]
+    lines = (line for line in narrative.splitlines() if line.strip())
+    return list(dict.fromkeys(line for line in lines if any(name in line.lower() for name in wanted)))
