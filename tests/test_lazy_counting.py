@@ -25,7 +25,9 @@ from amplifier_module_context_summarize.testing import replay
 
 COUNTER = TokenCounter()
 BUDGET = 20_000
-CONFIG = {"max_tokens": BUDGET, "compaction_strategy": "extractive"}
+CONFIG = {"max_tokens": BUDGET, "compaction_strategy": "extractive", "background_compaction": False}
+"""In band: two sessions compared request by request need their offline summaries to land alike (written after the
+hooks are asked, in the background by default, where one lands when a worker thread ends)."""
 
 
 def messages(count: int = 600) -> list[dict[str, Any]]:
