@@ -94,8 +94,6 @@ def shortened(narrative: str, limit: int, keep: tuple[str, ...] = ()) -> str:
         return narrative
     kept = kept_lines(narrative, keep)
     room = limit - sum(len(line) + 1 for line in kept)
-    while kept and room < 0:  # more kept lines than the limit holds: the newest stay
-        room += len(kept.pop(0)) + 1
     if room < MIN_CLIP_CHARS:
         return "\n".join([*kept, NARRATIVE_LEFT_OUT.format(chars=len(narrative))])
     half = room // 2
