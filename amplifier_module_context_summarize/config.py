@@ -221,13 +221,14 @@ def _check_instructions(value: Any) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise _fail(key, "must be non-empty text or @path of a text file", value)
-    if value.startswith("@"):
-        value = _instructions_file(key, Path(value[1:]).expanduser())
-        if not value.strip():
+    text: str = value
+    if text.startswith("@"):
+        text = _instructions_file(key, Path(text[1:]).expanduser())
+        if not text.strip():
             raise ValueError(f"config key '{key}': the file it names is empty")
-    if len(value) > INSTRUCTIONS_MAX_CHARS:
-        raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", value)
-    return value.strip()
+    if len(text) > INSTRUCTIONS_MAX_CHARS:
+        raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", text)
+    return text.strip()
 
 
 def _instructions_file(key: str, path: Path) -> str:
@@ -298,10 +299,12 @@ def unwrap_mount_plan(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(session, Mapping):
         context = session.get("context")
         if isinstance(context, Mapping) and isinstance(context.get("config"), Mapping):
-            return context["config"]
+            inner: Mapping[str, Any] = context["config"]
+            return inner
         top = raw.get("context")
         if isinstance(top, Mapping) and isinstance(top.get("config"), Mapping):
-            return top["config"]
+            given: Mapping[str, Any] = top["config"]
+            return given
         return {}
     return raw
 

@@ -353,10 +353,10 @@ def oneshot_summary(manager: SummarizingContextManager, span: list[Message], tex
     state = CompactionState(end, (Segment(0, end, text, manager.counter.count_text(text)),))
     config = manager.config
     budget = config.budget_fallback
-    message = summary_message(
+    shown = summary_message(
         state, history, config.working_set_tokens(budget), summary_room=config.summary_room(budget)
     )
-    return str(message["content"]) if message is not None else text
+    return str(shown["content"]) if shown is not None else text
 
 
 async def judge_runs(runs: list[Run], judge: Judge, jobs: int, tick: Tick | None = None) -> None:
@@ -390,7 +390,7 @@ async def evaluate(
     async def one(session: Session, strategy: str) -> Run:
         async with gate:
             manager = make_manager(strategy, settings.budget, settings.summarizer, backend)
-            meter = CacheMeter(manager.counter.count_message, TABLES.values())
+            meter = CacheMeter(manager.counter.count_message, tuple(TABLES.values()))
             run = await replay_session(
                 session, strategy, manager, settings.budget, tick, artifacts[session.name], meter.request
             )

@@ -9,7 +9,7 @@ from typing import Any
 from .. import create_manager
 from ..backends.base import Backend
 from ..core.messages import Message
-from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
+from ..events import POST_COMPACT, SUMMARY_FAILED
 from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
 from ..summarizer.span import Outcome
@@ -87,7 +87,7 @@ class CompactionTally:
         self.failed: Counter[str] = Counter()
 
     async def emit(self, event: str, data: dict[str, Any]) -> Any:
-        if event == CONTEXT_POST_COMPACT and data.get("outcome", "compacted") == "compacted":  # installed ones
+        if event == POST_COMPACT and data.get("outcome", "compacted") == "compacted":  # installed ones
             self.fallbacks.append(str(data.get("fallback") or "none"))
         elif event == SUMMARY_FAILED:
             self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1

@@ -299,9 +299,10 @@ def extract(messages: list[Message]) -> Facts:
             text = _body_text(body)
             urls += _urls(text)
             ids += _identifiers(text, commits=True)
-            call = waiting.pop(ref, None)
-            if call is None:
+            answered = waiting.pop(ref, None)
+            if answered is None:
                 continue
+            call = answered
             outcome = _outcome(call, body, text, flagged)
             outcomes.append(outcome)
             if outcome.ok and call.command and _GIT_HISTORY.search(call.key):
@@ -486,7 +487,8 @@ def _command_text(value: Any) -> str:
         return value.strip()
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         if len(value) >= 3 and value[0] in _SHELLS and value[1] in ("-c", "-lc", "-ic"):
-            return value[2].strip()
+            script: str = value[2]
+            return script.strip()
         return shlex.join(value)
     return ""
 
@@ -873,7 +875,7 @@ def _looks_like_path(token: str) -> bool:
     extension = _EXTENSION.search(name)
     if "/" in token or "\\" in token:
         return bool(extension) or token.startswith(("/", "./", "../", "~/", ".\\", "..\\"))
-    return bool(extension) and extension.group(1).lower() in _FILE_EXTENSIONS
+    return extension is not None and extension.group(1).lower() in _FILE_EXTENSIONS
 
 
 def _names_file(token: str) -> bool:
@@ -1222,7 +1224,9 @@ _RETURNCODE = re.compile(r"<returncode>(-?\d{1,9})</returncode>")
 def _recorded_exit(body: Any) -> int | None:
     """The exit status a result records as a field (``exit_code``) or as Gemini's ``Exit Code: N`` line."""
     if isinstance(body, dict):
-        found = [body[key] for key in _EXIT_KEYS if isinstance(body.get(key), int) and not isinstance(body[key], bool)]
+        found: list[int] = [
+            body[key] for key in _EXIT_KEYS if isinstance(body.get(key), int) and not isinstance(body[key], bool)
+        ]
         if found:
             return found[0]
         body = body.get("output")

@@ -75,7 +75,7 @@ def _message(m: dict[str, Any]) -> Message | None:
     if role == "exit":
         return None
     m = dict(m)
-    m["role"] = _ROLES.get(role, role)
+    m["role"] = _ROLES.get(role, role) if isinstance(role, str) else role
     calls = m.get("tool_calls")
     if isinstance(calls, list):
         m["tool_calls"] = [_with_id(c, ("call_id", "tool_call_id")) if isinstance(c, dict) else c for c in calls]
