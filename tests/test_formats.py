@@ -419,14 +419,14 @@ def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
     loaded = load(path)
     assert loaded.format == "swe-agent"
     assert "handler drops rows" in message_text(loaded.messages[1])
-    from amplifier_module_context_summarize.working_set import facts
+    from amplifier_module_context_summarize.working_set import facts, records
 
     found = facts.extract(loaded.messages).files
-    assert facts.FileAction("write", "repro.py") in found
-    assert facts.FileAction("read", "pkg/handler.py") in found
-    assert facts.FileAction("edit", "/repo/pkg/handler.py") in found
-    assert facts.FileAction("edit", "/repo/repro.py") in found
-    assert facts.FileAction("delete", "repro.py") in found
+    assert records.FileAction("write", "repro.py") in found
+    assert records.FileAction("read", "pkg/handler.py") in found
+    assert records.FileAction("edit", "/repo/pkg/handler.py") in found
+    assert records.FileAction("edit", "/repo/repro.py") in found
+    assert records.FileAction("delete", "repro.py") in found
     assert _calls(loaded.messages) == len(steps)
 
 

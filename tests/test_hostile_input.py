@@ -57,7 +57,8 @@ from amplifier_module_context_summarize.testing import (
     tool_result,
 )
 from amplifier_module_context_summarize.working_set.definitions import names_in
-from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.outcomes import error_line, looks_failed
 
 BUDGET = 6_000
 SECRET = "sk-ant-api03-SECRET7731xyz"

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .facts import clip
 from .fold import (
     CHANGED_ORDER,
     COMMAND_MAX_CHARS,
@@ -51,6 +50,7 @@ from .fold import (
     canonical,
 )
 from .reads import READ_GROUP
+from .records import clip
 from .shelves import FolderShelf, Recency, Shelves, shelved
 
 if TYPE_CHECKING:
