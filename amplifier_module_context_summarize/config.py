@@ -17,6 +17,9 @@ from .stores.default_path import MEMORY
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
+"""The ``compaction_strategy`` names: the keys of the one strategy registry, ``compaction/plan/strategies.py``'s
+``STRATEGIES``. Config sits below compaction, so it holds the names only (tests/test_architecture.py holds the two
+equal)."""
 RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
 ENV_NAME_KEYS = ("storage_password_env", "summarizer.api_key_env")

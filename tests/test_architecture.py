@@ -431,6 +431,27 @@ def test_no_strategy_is_recognized_by_its_name_outside_the_config_parser():
     assert compared == []
 
 
+def test_one_strategy_registry_that_config_and_the_evaluation_read():
+    """A strategy is found by name in one place, ``compaction/plan/strategies.py``'s ``STRATEGIES``: config accepts
+    exactly its names, each variant the evaluation compares is one of them (with settings beside it), and no other
+    module builds a built-in strategy."""
+    from amplifier_module_context_summarize import config
+    from amplifier_module_context_summarize.compaction.plan import strategies
+    from amplifier_module_context_summarize.evaluation.strategies import VARIANTS
+
+    assert sorted(config.STRATEGIES) == sorted(strategies.STRATEGIES)
+    assert {v.compaction_strategy for v in VARIANTS.values()} <= set(strategies.STRATEGIES)
+    built_ins = {"SummarizeStrategy", "MaskStrategy", "TruncateStrategy"}
+    builders = sorted(
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        if module != "compaction.plan.strategies"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in built_ins
+    )
+    assert builders == []
+
+
 def test_no_module_imports_another_modules_private_names():
     reaches = sorted(
         f"{module}: {alias.name}"
