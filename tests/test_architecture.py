@@ -215,10 +215,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "notify": {"events", "backends"},  # the fault categories (``backends.base.Fault``) its lines read
     "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall", "notify"},
     "testing": {"", "core", "backends", "summarizer"},
-    "cli": {"", "core", "compaction", "summarizer", "manager", "events", "testing"},
+    "readers": {"core"},  # the recording readers: below cli and evaluation, which both read with them
+    "cli": {"", "core", "compaction", "summarizer", "manager", "events", "testing", "readers"},
 }
 # On top: the harnesses and the entry point may import anything below them.
-MAY_IMPORT["evaluation"] = set(MAY_IMPORT)  # the session readers of cli/ included
+MAY_IMPORT["evaluation"] = set(MAY_IMPORT)  # the session readers (readers/) included
 MAY_IMPORT["benchmark"] = set(MAY_IMPORT)  # the evaluation's replays and its prompt-cache model included
 MAY_IMPORT["__main__"] = set(MAY_IMPORT)
 

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.formats import READERS, dump_line
-from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages
-from amplifier_module_context_summarize.cli.session_io import load_session as load
 from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.readers import READERS, dump_line
+from amplifier_module_context_summarize.readers.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.readers.session_io import load_session as load
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 
@@ -436,7 +436,7 @@ def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["<a>", "</a>", "<b>", "</b>", "<c-d>", "</c-d>", "x", "\n", "<", ">"]), max_size=40))
 def test_tag_pairs_are_what_a_lazy_regex_finds(pieces):
-    from amplifier_module_context_summarize.cli.formats._common import tagged
+    from amplifier_module_context_summarize.readers._common import tagged
 
     text = "".join(pieces)
     lazy = re.compile(r"<(a|b)>(.*?)</\1>", re.DOTALL)
@@ -450,7 +450,7 @@ def test_thousands_of_unclosed_tags_in_a_cline_recording_read_in_linear_time():
     took 17 s for 100 KB of unclosed ``<answer>``, the square of the size)."""
     import time
 
-    from amplifier_module_context_summarize.cli.formats import cline
+    from amplifier_module_context_summarize.readers import cline
 
     def session(n: int) -> list:
         hostile = "<answer> <feedback><user_message><read_file><path>" * (n // 50)

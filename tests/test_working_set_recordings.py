@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amplifier_module_context_summarize.cli.session_io import load_session as load
+from amplifier_module_context_summarize.readers.session_io import load_session as load
 from amplifier_module_context_summarize.working_set import facts as ledger
 from amplifier_module_context_summarize.working_set import records
 

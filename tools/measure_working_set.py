@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from amplifier_module_context_summarize.cli.session_io import load_session as load  # noqa: E402
 from amplifier_module_context_summarize.core.messages import message_calls  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session as load  # noqa: E402
 from amplifier_module_context_summarize.working_set import facts as ledger  # noqa: E402
 from amplifier_module_context_summarize.working_set import outcomes  # noqa: E402
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cli.session_io import UnreadableFile, parse_json, read_text
 from ..core.messages import Message, validate_message
+from ..readers.session_io import UnreadableFile, parse_json, read_text
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
 PROBE_FIELDS = ("id", "at", "kind", "question", "answer", "keys")

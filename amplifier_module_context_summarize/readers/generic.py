@@ -14,7 +14,7 @@ like our own files.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import codex
 from ._common import Message, as_text
@@ -25,7 +25,7 @@ _ROLES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "human": 
 _MAX_NODES = 10_000
 
 
-def _is_chat(value: Any) -> bool:
+def _is_chat(value: Any) -> TypeGuard[list[Any]]:
     if not isinstance(value, list) or not value:
         return False
     dicts = [v for v in value[:50] if isinstance(v, dict)]

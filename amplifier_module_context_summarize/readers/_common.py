@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.messages import MAX_NESTING, nesting_problem
+from ..core.messages import MAX_NESTING, nesting_problem
 
 Message = dict[str, Any]
 
@@ -38,8 +38,8 @@ def as_text(value: Any) -> str:
         return "\n".join(p for p in parts if p)
     if isinstance(value, dict):
         for key in ("text", "output", "content"):
-            if isinstance(value.get(key), str) and len(value) <= 3:
-                return value[key]
+            if isinstance(text := value.get(key), str) and len(value) <= 3:
+                return text
     return json.dumps(value, ensure_ascii=False)
 
 

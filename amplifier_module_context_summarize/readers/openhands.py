@@ -30,8 +30,8 @@ _NOT_TOOLS = {"message", "system"}
 def _events(data: Any) -> list[Any] | None:
     if isinstance(data, dict):
         for key in _KEYS:
-            if isinstance(data.get(key), list):
-                return data[key]
+            if isinstance(found := data.get(key), list):
+                return found
         return None
     return data if isinstance(data, list) else None
 

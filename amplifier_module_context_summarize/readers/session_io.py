@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text, validate_message
-from .compact_text import plural
-from .formats import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
-from .formats._common import parse_json  # noqa: F401  (re-exported: the evaluation loaders read with it)
+from ..core.words import plural
+from . import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
+from ._common import parse_json as parse_json  # re-exported: the evaluation loaders read with it
 
 MAX_FILE_BYTES = 256 * 2**20
 """Largest session (or corpus) file read; a larger one is refused rather than read into memory whole."""
@@ -181,4 +181,6 @@ def _checked(path: Path, line: int | None, item: Any) -> dict[str, Any]:
         validate_message(item)
     except ValueError as exc:
         raise SessionFileError(path, line, str(exc)) from None
+    if not isinstance(item, dict):  # validate_message refuses anything else: never taken
+        raise SessionFileError(path, line, f"message must be a dict, got {type(item).__name__}")
     return item
