@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     from .cli.output import OutputError, report
 
     try:
-        return args.run(args)
+        code: int = args.run(args)  # each subcommand's run returns its exit status
+        return code
     except OutputError as exc:  # any output a subcommand did not catch itself: still one line, exit 2
         return report(exc)
     except KeyboardInterrupt:  # Ctrl-C: one line, not the tracebacks of every task it cancelled

@@ -17,6 +17,9 @@ from .stores.default_path import MEMORY
 from .stores.redis_settings import url_problem
 
 STRATEGIES = ("summarize", "mask", "extractive", "truncate")
+"""The ``compaction_strategy`` names: the keys of the one strategy registry, ``compaction/plan/strategies.py``'s
+``STRATEGIES``. Config sits below compaction, so it holds the names only (tests/test_architecture.py holds the two
+equal)."""
 RECALL_TOOL_NAME = "context_recall"
 DEFAULT_BUDGET = 200_000
 ENV_NAME_KEYS = ("storage_password_env", "summarizer.api_key_env")
@@ -221,13 +224,14 @@ def _check_instructions(value: Any) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise _fail(key, "must be non-empty text or @path of a text file", value)
-    if value.startswith("@"):
-        value = _instructions_file(key, Path(value[1:]).expanduser())
-        if not value.strip():
+    text: str = value
+    if text.startswith("@"):
+        text = _instructions_file(key, Path(text[1:]).expanduser())
+        if not text.strip():
             raise ValueError(f"config key '{key}': the file it names is empty")
-    if len(value) > INSTRUCTIONS_MAX_CHARS:
-        raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", value)
-    return value.strip()
+    if len(text) > INSTRUCTIONS_MAX_CHARS:
+        raise _fail(key, f"must be at most {INSTRUCTIONS_MAX_CHARS:,} characters", text)
+    return text.strip()
 
 
 def _instructions_file(key: str, path: Path) -> str:
@@ -298,10 +302,12 @@ def unwrap_mount_plan(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(session, Mapping):
         context = session.get("context")
         if isinstance(context, Mapping) and isinstance(context.get("config"), Mapping):
-            return context["config"]
+            inner: Mapping[str, Any] = context["config"]
+            return inner
         top = raw.get("context")
         if isinstance(top, Mapping) and isinstance(top.get("config"), Mapping):
-            return top["config"]
+            given: Mapping[str, Any] = top["config"]
+            return given
         return {}
     return raw
 

@@ -24,15 +24,16 @@ PINS_DROPPED = "context:pins_dropped"
 USAGE = "context:usage"
 
 
+@dataclass(frozen=True)
 class Payload:
     event: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
     def keys(cls) -> list[str]:
-        return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        return [f.name for f in fields(cls)]
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from amplifier_core.models import HookResult
 
 from .backends.base import Fault, Skip
 from .events import COMPACTED, POST_COMPACT, SUMMARY_FAILED, SUMMARY_PREFETCHED
 
+Level = Literal["info", "warning", "error"]
+"""The levels a ``HookResult`` user message takes."""
 logger = logging.getLogger(__name__)
 
 SOURCE = "context-summarize"
@@ -77,7 +79,7 @@ class Notifier:
         self.coordinator = coordinator
         self.failing = False
         self.circuit_open = False
-        self.shown: list[tuple[str, str]] = []
+        self.shown: list[tuple[str, Level]] = []
 
     def register(self, hooks: Any) -> None:
         register = getattr(hooks, "register", None)
@@ -96,7 +98,7 @@ class Notifier:
             logger.debug("showing %s failed (%s)", event, type(exc).__name__)
         return HookResult(action="continue")
 
-    def line_for(self, event: str, data: dict[str, Any]) -> tuple[str, str] | None:
+    def line_for(self, event: str, data: dict[str, Any]) -> tuple[str, Level] | None:
         if event == SUMMARY_PREFETCHED:
             self.failing = self.circuit_open = False
             return None
@@ -116,7 +118,7 @@ class Notifier:
             return (line, "info") if line is not None else None
         return None
 
-    async def show(self, event: str, message: str, level: str) -> None:
+    async def show(self, event: str, message: str, level: Level) -> None:
         self.shown.append((message, level))
         display = getattr(self.coordinator, "display_system", None)
         if display is None:

@@ -215,10 +215,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "notify": {"events", "backends"},  # the fault categories (``backends.base.Fault``) its lines read
     "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall", "notify"},
     "testing": {"", "core", "backends", "summarizer"},
-    "cli": {"", "core", "compaction", "summarizer", "manager", "events", "testing"},
+    "readers": {"core"},  # the recording readers: below cli and evaluation, which both read with them
+    "cli": {"", "core", "compaction", "summarizer", "manager", "events", "testing", "readers"},
 }
 # On top: the harnesses and the entry point may import anything below them.
-MAY_IMPORT["evaluation"] = set(MAY_IMPORT)  # the session readers of cli/ included
+MAY_IMPORT["evaluation"] = set(MAY_IMPORT)  # the session readers (readers/) included
 MAY_IMPORT["benchmark"] = set(MAY_IMPORT)  # the evaluation's replays and its prompt-cache model included
 MAY_IMPORT["__main__"] = set(MAY_IMPORT)
 
@@ -429,6 +430,27 @@ def test_no_strategy_is_recognized_by_its_name_outside_the_config_parser():
         for line in _strategy_name_checks(ast.parse(path.read_text()))
     )
     assert compared == []
+
+
+def test_one_strategy_registry_that_config_and_the_evaluation_read():
+    """A strategy is found by name in one place, ``compaction/plan/strategies.py``'s ``STRATEGIES``: config accepts
+    exactly its names, each variant the evaluation compares is one of them (with settings beside it), and no other
+    module builds a built-in strategy."""
+    from amplifier_module_context_summarize import config
+    from amplifier_module_context_summarize.compaction.plan import strategies
+    from amplifier_module_context_summarize.evaluation.strategies import VARIANTS
+
+    assert sorted(config.STRATEGIES) == sorted(strategies.STRATEGIES)
+    assert {v.compaction_strategy for v in VARIANTS.values()} <= set(strategies.STRATEGIES)
+    built_ins = {"SummarizeStrategy", "MaskStrategy", "TruncateStrategy"}
+    builders = sorted(
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        if module != "compaction.plan.strategies"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in built_ins
+    )
+    assert builders == []
 
 
 def test_no_module_imports_another_modules_private_names():

@@ -12,7 +12,7 @@ import pytest
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.cli import compact
 from amplifier_module_context_summarize.cli.compact import render_view
-from amplifier_module_context_summarize.cli.formats import READERS, Loaded
+from amplifier_module_context_summarize.readers import READERS, Loaded
 
 
 @pytest.fixture(autouse=True)

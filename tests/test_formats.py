@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.formats import READERS, dump_line
-from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages
-from amplifier_module_context_summarize.cli.session_io import load_session as load
 from amplifier_module_context_summarize.core.messages import message_text
+from amplifier_module_context_summarize.readers import READERS, dump_line
+from amplifier_module_context_summarize.readers.session_io import SessionFileError, load_messages
+from amplifier_module_context_summarize.readers.session_io import load_session as load
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 
@@ -419,14 +419,14 @@ def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
     loaded = load(path)
     assert loaded.format == "swe-agent"
     assert "handler drops rows" in message_text(loaded.messages[1])
-    from amplifier_module_context_summarize.working_set import facts
+    from amplifier_module_context_summarize.working_set import facts, records
 
     found = facts.extract(loaded.messages).files
-    assert facts.FileAction("write", "repro.py") in found
-    assert facts.FileAction("read", "pkg/handler.py") in found
-    assert facts.FileAction("edit", "/repo/pkg/handler.py") in found
-    assert facts.FileAction("edit", "/repo/repro.py") in found
-    assert facts.FileAction("delete", "repro.py") in found
+    assert records.FileAction("write", "repro.py") in found
+    assert records.FileAction("read", "pkg/handler.py") in found
+    assert records.FileAction("edit", "/repo/pkg/handler.py") in found
+    assert records.FileAction("edit", "/repo/repro.py") in found
+    assert records.FileAction("delete", "repro.py") in found
     assert _calls(loaded.messages) == len(steps)
 
 
@@ -436,7 +436,7 @@ def test_swe_agent_traj_without_tool_calls_reads_its_actions_as_calls(tmp_path):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["<a>", "</a>", "<b>", "</b>", "<c-d>", "</c-d>", "x", "\n", "<", ">"]), max_size=40))
 def test_tag_pairs_are_what_a_lazy_regex_finds(pieces):
-    from amplifier_module_context_summarize.cli.formats._common import tagged
+    from amplifier_module_context_summarize.readers._common import tagged
 
     text = "".join(pieces)
     lazy = re.compile(r"<(a|b)>(.*?)</\1>", re.DOTALL)
@@ -450,7 +450,7 @@ def test_thousands_of_unclosed_tags_in_a_cline_recording_read_in_linear_time():
     took 17 s for 100 KB of unclosed ``<answer>``, the square of the size)."""
     import time
 
-    from amplifier_module_context_summarize.cli.formats import cline
+    from amplifier_module_context_summarize.readers import cline
 
     def session(n: int) -> list:
         hostile = "<answer> <feedback><user_message><read_file><path>" * (n // 50)

@@ -57,7 +57,8 @@ from amplifier_module_context_summarize.testing import (
     tool_result,
 )
 from amplifier_module_context_summarize.working_set.definitions import names_in
-from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.outcomes import error_line, looks_failed
 
 BUDGET = 6_000
 SECRET = "sk-ant-api03-SECRET7731xyz"
@@ -759,7 +760,7 @@ def test_fifos_devices_folders_and_huge_files_are_refused(tmp_path, capsys, monk
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero"), tmp_path):
         fails_in_one_line(capsys, ["compact", str(path)], path, "not a regular file")
-    from amplifier_module_context_summarize.cli import session_io
+    from amplifier_module_context_summarize.readers import session_io
 
     big = tmp_path / "big.jsonl"
     big.write_text(json.dumps({"role": "user", "content": "x" * 5_000}) + "\n")

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from amplifier_module_context_summarize.testing import ORCHESTRATOR_SHAPES, tool_call, tool_result
-from amplifier_module_context_summarize.working_set.facts import (
+from amplifier_module_context_summarize.working_set.facts import extract
+from amplifier_module_context_summarize.working_set.records import (
     DELETE,
     EDIT,
     MOVE,
@@ -19,7 +20,6 @@ from amplifier_module_context_summarize.working_set.facts import (
     WRITE,
     Facts,
     FileAction,
-    extract,
 )
 
 SHAPES = ("openai", "anthropic", "amplifier")

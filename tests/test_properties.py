@@ -769,7 +769,8 @@ def test_every_regex_over_message_content_is_fast_on_pathological_text(pieces, p
 
     from amplifier_module_context_summarize.summarizer.extractive import extractive_summary
     from amplifier_module_context_summarize.working_set.definitions import names_in
-    from amplifier_module_context_summarize.working_set.facts import error_line, extract, looks_failed
+    from amplifier_module_context_summarize.working_set.facts import extract
+    from amplifier_module_context_summarize.working_set.outcomes import error_line, looks_failed
     from amplifier_module_context_summarize.working_set.reads import read_form
 
     text = "".join(piece * count for piece, count in pieces)[:120_000]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from amplifier_module_context_summarize.__main__ import main
-from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_session
+from amplifier_module_context_summarize.readers.session_io import SessionFileError, load_session
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 
@@ -258,7 +258,7 @@ def test_json_nested_past_the_stack_inside_a_recording_is_read_as_text(tmp_path,
 
 
 def test_json_nested_deeper_than_a_message_may_be_is_kept_as_text():
-    from amplifier_module_context_summarize.cli.formats._common import loads_or
+    from amplifier_module_context_summarize.readers._common import loads_or
 
     assert loads_or('{"a": [1, {"b": null}]}', "text") == {"a": [1, {"b": None}]}
     assert loads_or("[" * 150 + "]" * 150, "text") == "text"  # parses, but no message may hold it

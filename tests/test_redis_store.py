@@ -19,7 +19,7 @@ import redis
 
 from amplifier_module_context_summarize import create_manager, events, parse_config
 from amplifier_module_context_summarize.benchmark.fleet import BESIDE_SUMMARIES
-from amplifier_module_context_summarize.compaction.cache.flight import SingleFlight
+from amplifier_module_context_summarize.compaction.cache.flight import BACKGROUND_CLAIM_S, CLAIM_MARGIN_S, SingleFlight
 from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, RedisSettings, SqliteStore
 from amplifier_module_context_summarize.stores.redis_store import RedisStore
 from amplifier_module_context_summarize.testing import EventRecorder, FakeProvider, RedisServer, mixed_history, replay
@@ -260,6 +260,9 @@ async def test_single_flight_is_bounded_and_a_no_op_without_claims() -> None:
     assert all(25 < ttl <= 35 for ttl in stuck.ttls)  # the time left to the deadline, plus the margin
     late = ClaimsLog()
     assert await SingleFlight(late).acquire(("s0", "e1"), time.monotonic() - 1) is None and late.calls == []
+    undated = ClaimsLog()  # a compaction without a deadline waits as long as a background claim lasts
+    assert await SingleFlight(undated).acquire(("s0", "e1"), None) is None and undated.calls == ["claim", "wait"] * 3
+    assert all(BACKGROUND_CLAIM_S < ttl <= BACKGROUND_CLAIM_S + CLAIM_MARGIN_S + 1 for ttl in undated.ttls)
     granted = ClaimsLog(grant=True)
     await granted.put(entry(1))  # stored by another worker between our miss and our claim
     flight = SingleFlight(granted)

@@ -1,4 +1,4 @@
-"""Reading session files (cli/session_io.py): JSON arrays and JSON lines, with their line numbers."""
+"""Reading session files (readers/session_io.py): JSON arrays and JSON lines, with their line numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amplifier_module_context_summarize.cli.session_io import SessionFileError, load_messages, load_session
+from amplifier_module_context_summarize.readers.session_io import SessionFileError, load_messages, load_session
 
 # ------------------------------------------------------------------------------- 8. loading a JSON array
 

@@ -16,17 +16,6 @@ import pytest
 
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.working_set import layout
-from amplifier_module_context_summarize.working_set.facts import (
-    DELETE,
-    EDIT,
-    MOVE,
-    READ,
-    USE,
-    WRITE,
-    CallOutcome,
-    Facts,
-)
-from amplifier_module_context_summarize.working_set.facts import FileAction as Action
 from amplifier_module_context_summarize.working_set.fold import (
     CHANGED_ORDER,
     DELETED,
@@ -38,6 +27,17 @@ from amplifier_module_context_summarize.working_set.fold import (
 )
 from amplifier_module_context_summarize.working_set.layout import Layout
 from amplifier_module_context_summarize.working_set.reads import READ_GROUP, read_form
+from amplifier_module_context_summarize.working_set.records import (
+    DELETE,
+    EDIT,
+    MOVE,
+    READ,
+    USE,
+    WRITE,
+    CallOutcome,
+    Facts,
+)
+from amplifier_module_context_summarize.working_set.records import FileAction as Action
 from amplifier_module_context_summarize.working_set.shelves import Shelves, definition_lines, shelved
 
 COUNT = TokenCounter().count_text

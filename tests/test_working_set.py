@@ -34,7 +34,6 @@ from amplifier_module_context_summarize.testing import (
 from amplifier_module_context_summarize.working_set import fold as working_set
 from amplifier_module_context_summarize.working_set import index as working_set_index
 from amplifier_module_context_summarize.working_set import layout
-from amplifier_module_context_summarize.working_set.facts import _shell_tokens, _short_ids, _word
 from amplifier_module_context_summarize.working_set.fold import (
     HEADING,
     _names_word,
@@ -43,6 +42,8 @@ from amplifier_module_context_summarize.working_set.fold import (
     working_set_of,
 )
 from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of, plain
+from amplifier_module_context_summarize.working_set.mentions import _short_ids
+from amplifier_module_context_summarize.working_set.shell import _shell_tokens, _word
 
 COUNTER = TokenCounter()
 COUNT = COUNTER.count_text

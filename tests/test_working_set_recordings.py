@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amplifier_module_context_summarize.cli.session_io import load_session as load
+from amplifier_module_context_summarize.readers.session_io import load_session as load
 from amplifier_module_context_summarize.working_set import facts as ledger
+from amplifier_module_context_summarize.working_set import records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 
@@ -134,9 +135,9 @@ def test_a_script_given_to_a_shell_as_one_string_is_read_for_its_files(tmp_path)
     path = tmp_path / "exec.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     files = ledger.extract(load(path).messages).files
-    assert ledger.FileAction("write", "artifacts/text.md") in files
-    assert ledger.FileAction("read", "src/app.py") in files
-    assert ledger.FileAction("delete", "old.log") in files
+    assert records.FileAction("write", "artifacts/text.md") in files
+    assert records.FileAction("read", "src/app.py") in files
+    assert records.FileAction("delete", "old.log") in files
     assert not any("quote" in f.path or "Psalm" in f.path for f in files)
 
 

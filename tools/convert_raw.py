@@ -8,7 +8,7 @@ Usage::
     python tools/convert_raw.py --check
     python tools/convert_raw.py --file ~/.claude/projects/x/session.jsonl --out session.jsonl
 
-The conversion itself is the package's session readers (``amplifier_module_context_summarize.cli.formats``, one
+The conversion itself is the package's session readers (``amplifier_module_context_summarize.readers``, one
 module per format), the same ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use; this tool
 picks the sessions, cuts them to size and writes the index. Raw files not listed in ``SESSIONS`` are named,
 not skipped silently. Nothing is written into the package unless ``--out`` says so.
@@ -90,11 +90,11 @@ BUNDLED = REPO / "amplifier_module_context_summarize" / "evaluation" / "corpus"
 if __name__ == "__main__" and (REPO / "amplifier_module_context_summarize").is_dir():
     sys.path.insert(0, str(REPO))  # run as a script from a checkout: use the checkout's package, not an installed one
 
-from amplifier_module_context_summarize.cli import formats  # noqa: E402
-from amplifier_module_context_summarize.cli.session_io import load_session as read_session  # noqa: E402
-from amplifier_module_context_summarize.cli.session_io import read_text  # noqa: E402
+from amplifier_module_context_summarize import readers as formats  # noqa: E402
 from amplifier_module_context_summarize.core.messages import message_text, validate_message  # noqa: E402
 from amplifier_module_context_summarize.core.tokens import text_counter  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session as read_session  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import read_text  # noqa: E402
 
 # --------------------------------------------------------------------------------------------------
 # The chosen sessions. ``max_messages`` cuts a session to its first N converted messages.
@@ -167,7 +167,7 @@ Message = dict[str, Any]
 
 
 # --------------------------------------------------------------------------------------------------
-# Converting: the package's own session readers (``amplifier_module_context_summarize.cli.formats``), the same
+# Converting: the package's own session readers (``amplifier_module_context_summarize.readers``), the same
 # ones ``compact``, ``inspect``, ``eval --corpus`` and ``convert`` use.
 # --------------------------------------------------------------------------------------------------
 

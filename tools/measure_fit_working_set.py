@@ -29,9 +29,9 @@ if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
 from amplifier_module_context_summarize import create_manager  # noqa: E402
-from amplifier_module_context_summarize.cli.session_io import load_session  # noqa: E402
 from amplifier_module_context_summarize.core.messages import message_text  # noqa: E402
 from amplifier_module_context_summarize.core.state import SUMMARY_MARKER  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session  # noqa: E402
 from amplifier_module_context_summarize.testing import REPLAY_DEADLINE_S, replay_steps  # noqa: E402
 from amplifier_module_context_summarize.working_set.fold import HEADING  # noqa: E402
 

@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from amplifier_module_context_summarize.cli.session_io import load_session  # noqa: E402
 from amplifier_module_context_summarize.evaluation.loader import load_corpus  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session  # noqa: E402
 from amplifier_module_context_summarize.summarizer.grounding import Source, check  # noqa: E402
 from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript  # noqa: E402
 from amplifier_module_context_summarize.testing.simulated_llm import (  # noqa: E402

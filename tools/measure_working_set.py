@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from amplifier_module_context_summarize.cli.session_io import load_session as load  # noqa: E402
 from amplifier_module_context_summarize.core.messages import message_calls  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session as load  # noqa: E402
 from amplifier_module_context_summarize.working_set import facts as ledger  # noqa: E402
+from amplifier_module_context_summarize.working_set import outcomes  # noqa: E402
 
 RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, beside the checkout
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
@@ -32,7 +33,7 @@ _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 
 def recorded_exit(body, flag: bool | None, fmt: str) -> int | None:
     """The exit status the recording itself holds (Claude Code's ``is_error`` as 1 or 0), or None."""
-    code = ledger._recorded_exit(ledger._decode_json_object(body))
+    code = outcomes._recorded_exit(outcomes.decode_json_object(body))
     found = _RETURNCODE.match(body) if isinstance(body, str) else None
     if code is None and found:
         code = int(found.group(1))
@@ -66,16 +67,16 @@ def measure(path: Path) -> tuple[str, int, int, int, int]:
         for call_id, name, raw in message_calls(message) if message.get("role") == "assistant" else ():
             if call_id:
                 waiting[call_id] = ledger._read_call(name, ledger._parse_args(raw), workdirs)
-        for ref, body, flag in ledger._results(message):
+        for ref, body, flag in outcomes.call_results(message):
             call = waiting.pop(ref, None)
             if call is None:
                 continue
             code = recorded_exit(body, flag, loaded.format)
             if code is None:
                 continue
-            decoded = ledger._decode_json_object(body)
+            decoded = outcomes.decode_json_object(body)
             total += 1
-            outcome = ledger._outcome(call, decoded, ledger._body_text(decoded), flag)
+            outcome = outcomes.outcome_of(call, decoded, outcomes.body_text(decoded), flag)
             matched += matches(outcome, code, exact=loaded.format != "claude-code")
     return loaded.format, len(messages), len(files), matched, total
 

@@ -76,7 +76,7 @@ class AnthropicBackend:
             raise _to_backend_error(exc) from None
         if response.stop_reason == "refusal":  # not in early 0.x type hints; the SDK keeps the value
             raise BackendError(Fault.REFUSAL)
-        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        text = "".join(block.text for block in response.content if block.type == "text")
         usage = response.usage
         return Completion(
             text=text,

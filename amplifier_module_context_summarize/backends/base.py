@@ -45,6 +45,8 @@ class Fault(StrEnum):
     def named(cls, category: object) -> Fault | None:
         """The fault ``category`` names (a member, or its string read back from an event or stored data), else
         None (no fault: a ``Skip``, None, or a string of no known fault)."""
+        if not isinstance(category, str):
+            return None
         try:
             return cls(category)
         except ValueError:
@@ -152,8 +154,15 @@ class Completion:
 class Backend(Protocol):
     """Something that can answer one summarization prompt."""
 
-    name: str
-    model: str | None
+    @property
+    def name(self) -> str:
+        """The backend's name (``anthropic``, ``openai``, ``session``): part of the store fingerprint."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model it asks (None: the provider's default)."""
+        ...
 
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None

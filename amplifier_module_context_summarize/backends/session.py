@@ -329,7 +329,8 @@ class SessionBackend:
                 max_output_tokens=max_output_tokens,
                 metadata=dict(STREAMED_METADATA if stream else BACKGROUND_METADATA),
             )
-            return provider.complete(request, **IN_CONTEXT_KWARGS)
+            reply: Awaitable[Any] = provider.complete(request, **IN_CONTEXT_KWARGS)  # any provider's coroutine
+            return reply
 
         response = await self._on_a_working_path(provider, send)
         return completion_of(response, tool_calls=tool_call_count(response))

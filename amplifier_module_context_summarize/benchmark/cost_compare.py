@@ -551,7 +551,7 @@ def _table_of(result: CostResult, label: str) -> PriceTable:
 def load_raw(folder: str | Path) -> list[Session]:
     """Every recorded session under ``folder``, in any format ``compact`` reads (files of no such format, a
     README for one, are passed over)."""
-    from ..cli.session_io import SessionFileError, load_session
+    from ..readers.session_io import SessionFileError, load_session
 
     if not Path(folder).is_dir():
         raise ValueError(f"--raw: {scrub_text(str(folder))} is not a folder")

@@ -141,16 +141,16 @@ def render(result: BenchResult) -> str:
     lines += ["", "Naive baseline: recount every message on every request (same turn)"]
     rows = []
     for size in result.sizes:
-        c = result.costs[size]
-        steady = c.states["compacted"].turn_s
+        naive = result.costs[size]
+        steady = naive.states["compacted"].turn_s
         rows.append(
             [
                 f"{size:,}",
-                f"{c.history_tokens:,}",
-                f"{c.naive_turn_s * MS:.1f}",
-                f"{c.naive_turn_s / steady:,.0f}x",
-                f"{c.naive_chars_turn_s * MS:.1f}",
-                f"{c.naive_chars_turn_s / steady:,.0f}x",
+                f"{naive.history_tokens:,}",
+                f"{naive.naive_turn_s * MS:.1f}",
+                f"{naive.naive_turn_s / steady:,.0f}x",
+                f"{naive.naive_chars_turn_s * MS:.1f}",
+                f"{naive.naive_chars_turn_s / steady:,.0f}x",
             ]
         )
     header = ["messages", "history tokens", "tiktoken ms", "vs module", "chars/4 ms", "vs module"]

@@ -77,8 +77,8 @@ async def simulate(plan: SimPlan, text: TextSource) -> SimResult:
     events = EventRecorder(only={"context:post_compact"})
     backend = InstantBackend(text, count_text=counter.count_text)
     # In band: the replay has no agent time between requests for background work (``bench --latency`` has).
-    config = {"max_tokens": plan.budget, "background_compaction": False}
-    manager = create_manager(config, hooks=events, backend=backend)
+    settings = {"max_tokens": plan.budget, "background_compaction": False}
+    manager = create_manager(settings, hooks=events, backend=backend)
     clock = SummarizerClock(manager)
     config = manager.config
     result = SimResult(plan.turns, plan.budget, config.compact_threshold, config.target_usage)

@@ -18,15 +18,16 @@ from ..core.budget import budget_problem
 from ..core.extras import installed, key_without_sdk_note
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import CompactionState
+from ..core.words import plural
 from ..events import COMPACTED
 from ..manager import SummarizingContextManager
+from ..readers import Loaded, format_label, formats_read
+from ..readers.session_io import SessionFileError, load_session, skipped_warnings
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
 from .args import token_count
-from .compact_text import fallback_warning, more_line, plural, render_report, render_result, render_view
-from .formats import Loaded, format_label, formats_read
+from .compact_text import fallback_warning, more_line, render_report, render_result, render_view
 from .losses import Loss, ViewAccount, running
 from .progress import Progress, make_progress
-from .session_io import SessionFileError, load_session, skipped_warnings
 
 EXAMPLE_SESSION = Path(__file__).parent.parent / "examples" / "example_session.jsonl"
 DEFAULT_BUDGET = 16_000

@@ -12,14 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.messages import Message, message_text
+from ..core.words import plural
 
 OFFLINE = "extractive"
 """The offline summarizer every failed LLM summary falls back to."""
 
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 message``, ``2 messages``: counts in words, never ``message(s)``."""
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {nouns or noun + 's'}"
 
 
 def fallback_words(report: Mapping[str, Any]) -> str | None:

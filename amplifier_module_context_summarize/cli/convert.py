@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text
-from .compact_text import plural
-from .formats import dump_line, format_label, formats_read
+from ..core.words import plural
+from ..readers import dump_line, format_label, formats_read
+from ..readers.session_io import SessionFileError, load_session, skipped_warnings
 from .output import OutputError, check_file, emit, json_line_safe, report, write_bytes
-from .session_io import SessionFileError, load_session, skipped_warnings
 
 
 def add_parser(commands: Any) -> None:

@@ -24,12 +24,13 @@ from ..compaction.view.losses import KINDS
 from ..core.clip import clip_middle
 from ..core.messages import Message, message_text, scrub_text
 from ..core.state import SUMMARY_MARKER, TRUNCATION_MARKER
+from ..core.words import plural
 from ..manager import SummarizingContextManager
+from ..readers import formats_read
 from . import inspect_chart, inspect_table
 from .args import token_count
 from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, progress_from_args, read_line, replay, session_from_args
-from .compact_text import OFFLINE, plural
-from .formats import formats_read
+from .compact_text import OFFLINE
 from .losses import Loss
 from .output import OutputError, check_file, emit, json_line_safe, report, write_file
 

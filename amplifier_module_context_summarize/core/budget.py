@@ -8,7 +8,6 @@ infinity, zero, negative, absurdly large) is ignored as if it had not been repor
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 import math
@@ -137,12 +136,23 @@ def _awaitable(value: Any) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=256)
+_FIELDS_OF: dict[type, tuple[bool, bool, bool]] = {}
+_FIELDS_OF_MAX = 256
+
+
 def _fields_of(kind: type) -> tuple[bool, bool, bool]:
     """Whether an info of type ``kind`` may have ``context_window``, ``max_output_tokens`` and ``defaults``:
     a pydantic model answers a field it does not declare through its miss path (two exceptions and a garbage
-    cycle per miss), so undeclared fields are not asked for."""
-    return tuple(not _undeclared(kind, name) for name in ("context_window", "max_output_tokens", "defaults"))
+    cycle per miss), so undeclared fields are not asked for. Cached per type (a dict: ``functools.lru_cache``'s
+    stub takes only ``Hashable`` arguments, which mypy does not grant a ``type``)."""
+    known = _FIELDS_OF.get(kind)
+    if known is None:
+        if len(_FIELDS_OF) >= _FIELDS_OF_MAX:
+            _FIELDS_OF.clear()
+        names = ("context_window", "max_output_tokens", "defaults")
+        window, output, defaults = (not _undeclared(kind, name) for name in names)
+        known = _FIELDS_OF[kind] = (window, output, defaults)
+    return known
 
 
 def _undeclared(kind: type, name: str) -> bool:

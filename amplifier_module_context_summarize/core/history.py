@@ -282,7 +282,7 @@ class History:
             )
         self._counting, self._open_counted = True, False
         self.bounded = start
-        if start > 0:
+        if start > 0 and isinstance(prefix, PrefixSums):
             prefix.waiting, prefix.fill = start, lambda: self._count_before(start)
             self.estimating = prefix.estimating = True
 

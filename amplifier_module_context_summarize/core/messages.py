@@ -492,7 +492,8 @@ def copy_message(message: Message) -> Message:
     anything else goes through ``copy.deepcopy``, and so does a message nested too deeply (or cyclic).
     """
     try:
-        return _copy_json(message)
+        copied: Message = _copy_json(message)  # a dict copies to a dict
+        return copied
     except RecursionError:
         return copy.deepcopy(message)
 

@@ -21,7 +21,9 @@ class Limits:
     preserve_recent: int
 
     @classmethod
-    def for_budget(cls, budget: int, compact_threshold: float, target_usage: float, preserve_recent_ratio: float):
+    def for_budget(
+        cls, budget: int, compact_threshold: float, target_usage: float, preserve_recent_ratio: float
+    ) -> Limits:
         return cls(
             budget=budget,
             compact_at=int(budget * compact_threshold),

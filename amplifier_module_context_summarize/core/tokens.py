@@ -11,7 +11,8 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .blocks import BLOCK_OVERHEAD, TEXT_FIELDS, carried, citation_texts
 from .messages import (
@@ -26,6 +27,9 @@ from .messages import (
     unique_content,
 )
 
+if TYPE_CHECKING:
+    from tiktoken import Encoding
+
 logger = logging.getLogger(__name__)
 
 MESSAGE_OVERHEAD = 4
@@ -38,7 +42,7 @@ _encoders: dict[str, Callable[[str], int] | None] = {}
 _lock = threading.Lock()
 
 
-def _load_encoding(name: str) -> Any | None:
+def _load_encoding(name: str) -> Encoding | None:
     import tiktoken
 
     for candidate in (f"{name}_offline", name):
@@ -46,7 +50,7 @@ def _load_encoding(name: str) -> Any | None:
             continue
         if candidate.endswith("_offline"):
             return tiktoken.get_encoding(candidate)
-        result: list[Any] = []
+        result: list[Encoding | None] = []
         worker = threading.Thread(target=_try_get, args=(tiktoken, candidate, result), daemon=True)
         worker.start()
         worker.join(LOAD_DEADLINE_S)
@@ -55,11 +59,15 @@ def _load_encoding(name: str) -> Any | None:
     return None
 
 
-def _try_get(tiktoken: Any, name: str, out: list[Any]) -> None:
+def _try_get(tiktoken: ModuleType, name: str, out: list[Encoding | None]) -> None:
     try:
         out.append(tiktoken.get_encoding(name))
     except Exception:  # network, missing file: the estimate takes over
         out.append(None)
+
+
+def _ordinary_counter(enc: Encoding) -> Callable[[str], int]:
+    return lambda text: len(enc.encode_ordinary(text))
 
 
 def _estimate(text: str) -> int:
@@ -89,7 +97,7 @@ def text_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
             else:
                 # Special tokens' text counted as ordinary text, as ``encode(text, disallowed_special=())`` counts
                 # it, without that call's search for special tokens (about a quarter of its time on prose).
-                _encoders[encoding] = lambda text, _enc=enc: len(_enc.encode_ordinary(text))
+                _encoders[encoding] = _ordinary_counter(enc)
         counter = _encoders[encoding]
     return counter or _estimate
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import Backend, BackendError, Completion
-from ..cli.session_io import UnreadableFile, parse_json, read_text
 from ..core.messages import canonical_json, content_hash
+from ..readers.session_io import UnreadableFile, parse_json, read_text
 
 FORMAT_VERSION = 1
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cli.session_io import UnreadableFile, parse_json, read_text
 from ..core.messages import Message, validate_message
+from ..readers.session_io import UnreadableFile, parse_json, read_text
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
 PROBE_FIELDS = ("id", "at", "kind", "question", "answer", "keys")
@@ -104,7 +104,8 @@ def session_names(root: Path) -> list[str]:
     for name in listed:
         if name not in found:
             raise CorpusError(f"{index}:1: lists session {name!r} but there is no {name}.jsonl")
-    return [*listed, *(n for n in found if n not in listed)]
+    ordered = [str(name) for name in listed]  # each names a file found: a string already
+    return [*ordered, *(n for n in found if n not in listed)]
 
 
 def load_session(path: Path) -> Session:

@@ -32,7 +32,7 @@ from .prompt_cache import CacheMeter
 from .reference import coverage, reference_view
 from .retention import GroupArtifacts, RetentionTracker
 from .scoring import Grade, Judge, key_score, view_text
-from .strategies import CompactionTally, ExtractiveMeter, make_manager
+from .strategies import VARIANTS, CompactionTally, ExtractiveMeter, make_manager
 
 Tick = Callable[[int], None]
 
@@ -173,9 +173,6 @@ def score_view(view: list[Message], probe: Probe, tokens: int) -> ProbeResult:
     return ProbeResult(probe.id, probe.kind, probe.at, tokens, score, found)
 
 
-ORACLE_RECALL = "summarize+recall"
-
-
 def score_with_recall(
     view: list[Message], probe: Probe, tokens: int, tool: RecallTool, counter: TokenCounter
 ) -> ProbeResult:
@@ -241,6 +238,8 @@ async def _replay(
 ) -> Run:
     started = time.perf_counter()
     run = Run(session.name, strategy, len(session.messages), assistant_turns(session.messages))
+    chosen = VARIANTS.get(strategy)
+    oracle_recall = chosen is not None and chosen.oracle_recall
     count_view = CountingView(manager.counter)
     retention = RetentionTracker(artifacts or GroupArtifacts.of_session(session.messages))
     points = probes_by_message(session.probes)
@@ -290,7 +289,7 @@ async def _replay(
             if on_request is not None:
                 on_request(view)
         for probe in points.get(i, []):
-            if strategy == ORACLE_RECALL and probe.kind == "artifact":
+            if oracle_recall and probe.kind == "artifact":
                 run.probes.append(score_with_recall(view, probe, tokens, RecallTool(manager), manager.counter))
             else:
                 run.probes.append(score_view(view, probe, tokens))
@@ -353,10 +352,10 @@ def oneshot_summary(manager: SummarizingContextManager, span: list[Message], tex
     state = CompactionState(end, (Segment(0, end, text, manager.counter.count_text(text)),))
     config = manager.config
     budget = config.budget_fallback
-    message = summary_message(
+    shown = summary_message(
         state, history, config.working_set_tokens(budget), summary_room=config.summary_room(budget)
     )
-    return str(message["content"]) if message is not None else text
+    return str(shown["content"]) if shown is not None else text
 
 
 async def judge_runs(runs: list[Run], judge: Judge, jobs: int, tick: Tick | None = None) -> None:
@@ -390,7 +389,7 @@ async def evaluate(
     async def one(session: Session, strategy: str) -> Run:
         async with gate:
             manager = make_manager(strategy, settings.budget, settings.summarizer, backend)
-            meter = CacheMeter(manager.counter.count_message, TABLES.values())
+            meter = CacheMeter(manager.counter.count_message, tuple(TABLES.values()))
             run = await replay_session(
                 session, strategy, manager, settings.budget, tick, artifacts[session.name], meter.request
             )

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import create_manager
 from ..backends.base import Backend
+from ..compaction import Strategy
 from ..core.messages import Message
-from ..events import CONTEXT_POST_COMPACT, SUMMARY_FAILED
+from ..events import POST_COMPACT, SUMMARY_FAILED
 from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
 from ..summarizer.span import Outcome
@@ -17,7 +19,29 @@ from ..testing.replay import REPLAY_DEADLINE_S
 from .models import SIMULATED, ModelSpec
 from .naive import NaiveStrategy
 
-STRATEGIES = ("summarize", "summarize+recall", "summarize-only", "mask", "naive", "truncation")
+
+@dataclass(frozen=True)
+class Variant:
+    """One strategy the evaluation compares: a compaction strategy of the one registry
+    (``compaction.plan.strategies.STRATEGIES``, by its ``compaction_strategy`` name), the settings beside it, and
+    what the evaluation adds to it."""
+
+    compaction_strategy: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    baseline: Callable[[], Strategy] | None = None
+    """A strategy object passed to ``create_manager`` instead of the configured one (the naive baseline)."""
+    oracle_recall: bool = False
+    """Artifact probes are answered from the view plus an oracle use of the ``context_recall`` tool."""
+
+
+VARIANTS: dict[str, Variant] = {
+    "summarize": Variant("summarize"),
+    "summarize+recall": Variant("summarize", oracle_recall=True),
+    "summarize-only": Variant("summarize", {"observation_masking": False}),
+    "mask": Variant("mask"),
+    "naive": Variant("summarize", baseline=NaiveStrategy),
+    "truncation": Variant("truncate"),
+}
 """``summarize``: this module as configured by default, the hybrid (old tool outputs masked first, a summary
 only when masking cannot bring the view near the target). ``summarize-only``: the same with
 ``observation_masking: false``. ``summarize+recall``: the hybrid's views, with artifact probes answered
@@ -26,13 +50,19 @@ view summarizes or masks; what it returns is charged to the probe's tokens). ``m
 dropping the oldest groups (``compaction_strategy: mask``, no summarizer). ``naive``: whole prefix
 re-summarized at each compaction, no cache. ``truncation``: oldest groups dropped (``compaction_strategy:
 truncate``)."""
+STRATEGIES = tuple(VARIANTS)
+"""The names the evaluation compares, in report order."""
 
-_COMPACTION_STRATEGY = {"truncation": "truncate", "mask": "mask"}
+
+def variant(strategy: str) -> Variant:
+    """The variant ``strategy`` names; an unknown name is a ``ValueError`` listing the known ones."""
+    if strategy not in VARIANTS:
+        raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
+    return VARIANTS[strategy]
 
 
 def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[str, Any]:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
+    chosen = variant(strategy)
     # A simulated model stands where a direct backend would (the backend itself is passed to create_manager).
     settings: dict[str, Any] = {"provider": "anthropic" if summarizer.provider == SIMULATED else summarizer.provider}
     settings["timeout_s"] = REPLAY_DEADLINE_S  # one call of a small local model on a busy machine: minutes
@@ -40,15 +70,14 @@ def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[st
         settings["model"] = summarizer.model
     config: dict[str, Any] = {
         "max_tokens": budget,
-        "compaction_strategy": _COMPACTION_STRATEGY.get(strategy, "summarize"),
+        "compaction_strategy": chosen.compaction_strategy,
         "summarizer": settings,
         # A replay has no agent time between requests for background work to run in: compact in band, so the
         # views scored are the ones compaction makes (when they arrive is what ``bench --latency`` measures).
         "background_compaction": False,
         "compaction_deadline_s": REPLAY_DEADLINE_S,  # nobody waits for a replay: summaries get their calls' time
     }
-    if strategy == "summarize-only":
-        config["observation_masking"] = False
+    config.update(chosen.settings)
     return config
 
 
@@ -87,7 +116,7 @@ class CompactionTally:
         self.failed: Counter[str] = Counter()
 
     async def emit(self, event: str, data: dict[str, Any]) -> Any:
-        if event == CONTEXT_POST_COMPACT and data.get("outcome", "compacted") == "compacted":  # installed ones
+        if event == POST_COMPACT and data.get("outcome", "compacted") == "compacted":  # installed ones
             self.fallbacks.append(str(data.get("fallback") or "none"))
         elif event == SUMMARY_FAILED:
             self.failed[str(data.get("fallback") or data.get("reason") or "unknown")] += 1
@@ -108,6 +137,7 @@ def make_manager(
     fork = getattr(backend, "fork", None)
     if callable(fork):
         backend = fork()
-    baseline = NaiveStrategy() if strategy == "naive" else None
+    make_baseline = variant(strategy).baseline
+    baseline = make_baseline() if make_baseline is not None else None
     tally = hooks if isinstance(hooks, CompactionTally) else CompactionTally(hooks)
     return create_manager(config, backend=backend, store=MemoryStore(), hooks=tally, strategy=baseline)

@@ -321,13 +321,13 @@ def _parsed(pattern: str) -> Any:
 
     flags = SEARCH_FLAGS
     for _ in range(8):  # each pass can only add global flags, and there are few
-        source = core.Source(pattern)
-        info = core.Info(flags, source.char_type, {})
+        source = core.Source(pattern)  # type: ignore[attr-defined]  # types-regex stubs omit the private parser
+        info = core.Info(flags, source.char_type, {})  # type: ignore[attr-defined]  # types-regex stubs omit the private parser
         info.guess_encoding = core.UNICODE
         source.ignore_space = bool(info.flags & core.VERBOSE)
         try:
-            return core._parse_pattern(source, info)
-        except core._UnscopedFlagSet:
+            return core._parse_pattern(source, info)  # type: ignore[attr-defined]  # types-regex stubs omit the private parser
+        except core._UnscopedFlagSet:  # type: ignore[attr-defined]  # types-regex stubs omit the private parser
             flags = info.global_flags
     raise ValueError("its inline flags do not settle")
 
@@ -335,7 +335,7 @@ def _parsed(pattern: str) -> Any:
 def _cost(node: Any) -> int:
     """Items ``node`` unrolls to: leaves count one, sequences and alternatives add, a counted repeat
     multiplies its body by its largest count (an unbounded ``*``/``+`` loops over one copy)."""
-    from regex._regex_core import RegexBase
+    from regex._regex_core import RegexBase  # type: ignore[attr-defined]  # types-regex stubs omit the private parser
 
     kind = type(node).__name__
     if kind in _REFUSED_NODES:
@@ -361,15 +361,14 @@ def _cost(node: Any) -> int:
 def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:
     message = messages[index]
     content = message.get("content")
-    results: list[int] = []
-    if isinstance(content, list):
-        results = [i for i, b in enumerate(content) if isinstance(b, dict) and b.get("type") == RESULT_BLOCK_TYPE]
-    own = message if not results else {**message, "content": [b for i, b in enumerate(content) if i not in results]}
+    blocks: list[Any] = content if isinstance(content, list) else []
+    results = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == RESULT_BLOCK_TYPE]
+    own = message if not results else {**message, "content": [b for i, b in enumerate(blocks) if i not in results]}
     text = message_text(own)
     if text:
         yield Piece(handle_for(messages, index), index, None, text)
     for i in results:
-        text = block_text(content[i])
+        text = block_text(blocks[i])
         if text:
             yield Piece(handle_for(messages, index, i), index, i, text)
 

@@ -53,4 +53,5 @@ def open_store(
     from ..core.extras import import_for  # imports redis only for a fleet; missing, one line names the extra
 
     redis_store = import_for(f"{__package__}.redis_store", "storage_url (a Redis store)")
-    return redis_store.RedisStore(redis, local=local, hooks=hooks)
+    shared: SummaryStore = redis_store.RedisStore(redis, local=local, hooks=hooks)  # a module found at run time
+    return shared

@@ -217,13 +217,15 @@ class RedisStore:
         pipe = self._client.pipeline(transaction=False)
         pipe.hget(self.summaries_key(start), end)
         self._touch(pipe, start)
-        return (await pipe.execute())[0]
+        found: bytes | None = (await pipe.execute())[0]  # a pipeline's replies are untyped: HGET's is bytes or nil
+        return found
 
     async def _starting_at(self, start: str) -> dict[bytes, bytes]:
         pipe = self._client.pipeline(transaction=False)
         pipe.hgetall(self.summaries_key(start))
         self._touch(pipe, start)
-        return (await pipe.execute())[0]
+        rows: dict[bytes, bytes] = (await pipe.execute())[0]  # HGETALL's reply
+        return rows
 
     async def _put(self, entry: CachedSummary) -> None:
         value = {"text": entry.text, "tokens": entry.tokens, "groups": entry.groups, "tier": entry.tier}

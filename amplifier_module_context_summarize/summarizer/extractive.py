@@ -30,7 +30,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ..core.messages import RESULT_BLOCK_TYPE, Message, block_text, is_user_turn, message_text
-from ..working_set.facts import authored_text, clip
+from ..working_set.facts import authored_text
+from ..working_set.records import clip
 
 REQUEST_CLIPS = (300, 150, 80, 40)
 """Lengths earlier requests are shortened to, in turn, before the oldest are dropped."""

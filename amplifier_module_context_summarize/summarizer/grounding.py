@@ -206,7 +206,7 @@ def check(summary: str, source: Source) -> Check:
     for key in counts:  # a sentence the span says n times may be said n times
         counts[key] -= source.repeated.get(key, 1) - 1
     total = sum(len(s.text) for sentences in lines for s in sentences) or 1
-    repeated_chars = 0
+    repeated_chars = 0.0
     for sentences, row in zip(lines, keys, strict=True):
         for sentence, key in zip(sentences, row, strict=True):
             if key is not None and counts[key] > 1:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..backends.base import AcceptsMessages, SessionCacheSharing
+from ..core.history import History
 from ..core.messages import Message
 
 INSTRUCTION_KIND = "context-summarize:instruction"
@@ -65,7 +66,15 @@ class InContext:
         return sum(1 for m in self.prefix[: index + 1] if m.get("role") != "system")
 
 
-def locate(sent: SentView | None, history: Any, masks: Any, start: int, end: int) -> InContext | None:
+class MaskedGroups(Protocol):
+    """Groups as a view shows them masked (``compaction.view.masking.Masks``)."""
+
+    def group(self, index: int) -> list[Message]: ...
+
+
+def locate(
+    sent: SentView | None, history: History, masks: MaskedGroups | None, start: int, end: int
+) -> InContext | None:
     """Groups ``[start, end)`` in ``sent``, shown as that view showed them (masked before its ``tail_start``).
 
     Every message of the span is compared with the form the view would show it in (identity first, so the usual
@@ -90,7 +99,7 @@ def locate(sent: SentView | None, history: Any, masks: Any, start: int, end: int
     return InContext(list(view[: sent.length]), first, position)
 
 
-def _shown(history: Any, masks: Any, sent: SentView, group: int) -> list[Message]:
+def _shown(history: History, masks: MaskedGroups | None, sent: SentView, group: int) -> list[Message]:
     if masks is not None and group < sent.tail_start:
         return masks.group(group)
     return history.shown(group)

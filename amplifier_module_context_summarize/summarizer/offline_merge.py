@@ -55,7 +55,8 @@ def merge_summaries(texts: list[str], max_tokens: int, count_tokens: Callable[[s
 def _sections(text: str) -> list[tuple[str, list[str]]]:
     """(heading, items) in order; an item is a bullet with its continuation lines, or a paragraph."""
     found: list[tuple[str, list[str]]] = []
-    heading, items, open_item = PLAIN, [], False
+    items: list[str] = []
+    heading, open_item = PLAIN, False
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):

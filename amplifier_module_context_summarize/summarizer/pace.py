@@ -87,13 +87,14 @@ class SlowWarning:
 
     def fell_back(self, category: str | None) -> None:
         """``category``: a payload's ``fallback`` (a ``Fault`` or ``Skip``, or its string)."""
-        if category not in self.KEYS:
+        fault = Fault.named(category)
+        if fault is None or fault not in self.KEYS:
             return
         self.cuts += 1
         if self.cuts < CUTS_BEFORE_WARNING or self.warned is not None:
             return
-        key = self.KEYS[category]
-        given = self.deadline_s if category == Fault.DEADLINE else self.timeout_s
+        key = self.KEYS[fault]
+        given = self.deadline_s if fault == Fault.DEADLINE else self.timeout_s
         ms = self.pace.seconds_per_token * 1000
         pace = f"it reads about {ms:.1f} ms per input token" if ms else "no summary call has finished yet"
         self.warned = (

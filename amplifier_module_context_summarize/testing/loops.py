@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amplifier_core.message_models import ChatRequest, Message, ToolSpec
+from amplifier_core.message_models import ChatRequest, Message, TextBlock, ToolSpec
 
 from .providers import AnthropicLikeProvider
 
@@ -35,7 +35,7 @@ class LoopLike:
 
             request = ChatRequest(messages=[Message(**m) for m in view], tools=specs)
             response = await self.provider.complete(request)
-            text = "".join(b.text for b in response.content)
+            text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
             if not response.tool_calls:
                 await self.context.add_message({"role": "assistant", "content": text})
                 return

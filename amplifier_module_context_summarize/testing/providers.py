@@ -142,11 +142,13 @@ class AnthropicLikeProvider:
                 await asyncio.sleep(self.retry_delay * 2**attempt)
         if streaming:
             for block in response.content:
-                self.stream_deltas.append(block.text)
-                await self.hooks.emit("llm:stream_block_delta", {"provider": self.name, "delta": block.text})
+                if isinstance(block, TextBlock):  # this provider answers in text blocks only
+                    self.stream_deltas.append(block.text)
+                    await self.hooks.emit("llm:stream_block_delta", {"provider": self.name, "delta": block.text})
+        usage = response.usage.model_dump() if response.usage is not None else None
         await self.hooks.emit(
             "llm:response",
-            {"provider": self.name, "model": model, "status": "ok", "usage": response.usage.model_dump()},
+            {"provider": self.name, "model": model, "status": "ok", "usage": usage},
         )
         return response
 

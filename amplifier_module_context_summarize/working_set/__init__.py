@@ -4,7 +4,10 @@ Read it in this order; each module imports only those before it:
 
 1. **Facts** (``facts.py``, with ``definitions.py`` and ``reads.py``): what one group records, extracted
    deterministically from the group as a view shows it: file actions, command and tool outcomes, ids, URLs,
-   workdirs, definitions written or removed.
+   workdirs, definitions written or removed. ``facts.py`` pairs each call with its result and asks the parts,
+   each with one job: ``records.py`` (the records facts are made of), ``paths.py`` (what names a file),
+   ``patches.py`` (files a patch or a change list names), ``shell.py`` (the shell parser: what a command line
+   reads, writes and runs), ``mentions.py`` (ids and URLs) and ``outcomes.py`` (how a call ended).
 2. **Fold** (``fold.py``): how facts fold, group after group, into one ``WorkingSet`` of records keyed by
    spelling (a path as written, a command with its ``cd``); ``touched`` notes the keys each fold changed.
 3. **Shelves** (``shelves.py``): the records arranged as the layout reads them, under the workspace root and

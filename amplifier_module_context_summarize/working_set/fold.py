@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from ..core.messages import Message
 from ..core.substrings import Substrings
-from .facts import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts, extract
+from .facts import extract
+from .records import DELETE, EDIT, MOVE, READ, USE, WRITE, Facts
 
 HEADING = "### Working set"
 FOLD_KEEP = 3

@@ -14,9 +14,10 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..core.history import History
-from .facts import CallOutcome, Facts, FileAction, extract
+from .facts import extract
 from .fold import WorkingSet
 from .layout import estimated_text, render
+from .records import CallOutcome, Facts, FileAction
 
 RENDER_VERSION = "1"
 """Names what a render writes for given groups, room and counter in a store (``compaction/run/compactor.py`` keeps the

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .facts import clip
 from .fold import (
     CHANGED_ORDER,
     COMMAND_MAX_CHARS,
@@ -51,6 +50,7 @@ from .fold import (
     canonical,
 )
 from .reads import READ_GROUP
+from .records import clip
 from .shelves import FolderShelf, Recency, Shelves, shelved
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class Layout:
             self.unshown["id", DROP], ids = len(ids), []
         self.gone["id"] = len(ws.ids) - len(ids)
         paths = islice(shelves.definition_recency.newest(), limit)
-        made = [Item(text, last, short) for text, short, last in map(shelves.definition_items.get, paths)]
+        made = [Item(text, last, short) for text, short, last in map(shelves.definition_items.__getitem__, paths)]
         definitions, tokens = self._fitting("definitions", made, max_tokens - later, len(shelves.definition_items))
         self.definitions = sorted(definitions, key=lambda item: item.text)
         later += tokens
@@ -382,12 +382,12 @@ class Layout:
         of per-rung changes, the count lines depend only on how many of a kind were dropped by then."""
         measure = self.measure
         shapes: dict[Piece, str] = {}
-        changes = []
+        changes: list[int] = []
         for rung, piece in self.ladder:
             changes.append(piece.sizes.get(rung, 0) - piece.sizes.get(shapes.get(piece, ""), 0))
             shapes[piece] = rung
         shown = sum(piece.sizes.get("", 0) for pieces in self.kinds.values() for piece in pieces)
-        running = list(accumulate(changes, initial=sum(measure(line) for line in self._heading()) + shown))
+        running: list[int] = list(accumulate(changes, initial=sum(measure(line) for line in self._heading()) + shown))
         at = {piece: step for step, (rung, piece) in enumerate(self.ladder) if rung == DROP}
         drops: dict[str, tuple[list[int], list[int]]] = {}
         for kind in self.present:

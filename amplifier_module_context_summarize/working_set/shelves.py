@@ -304,7 +304,7 @@ class Shelves:
             del self.read_file[shown], self.file_reads[was][shown]
             self.commands[0].remove(shown)  # shelved on its own while it was the file's only read
             self._file_line(was)
-        if form is None:
+        if form is None or path is None:
             self._rank(self.commands, self.command_rank, shown, rank, seq, row)
             return
         before = self.command_rank.pop(shown, None)

@@ -31,12 +31,17 @@ class SingleFlight:
         self.served = 0
         """Summaries another worker paid for while this one waited or had just missed them."""
 
-    async def acquire(self, key: tuple[str, str], until: float) -> CachedSummary | None:
+    async def acquire(self, key: tuple[str, str], until: float | None) -> CachedSummary | None:
         """The summary of ``key`` when another worker makes it meanwhile; else None, with this worker holding
-        the claim when it could get one before ``until`` (call ``release`` after storing the summary)."""
+        the claim when it could get one before ``until`` (call ``release`` after storing the summary).
+
+        ``until`` None: a compaction without a deadline (a manual or background one) waits as long as a
+        background claim lasts (``BACKGROUND_CLAIM_S``), rather than without end."""
         claims = self.claims
         if claims is None:
             return None
+        if until is None:
+            until = now() + BACKGROUND_CLAIM_S
         for _ in range(MAX_TURNS):
             left = until - now()
             if left <= 0:

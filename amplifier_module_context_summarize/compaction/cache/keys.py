@@ -26,7 +26,7 @@ FINGERPRINT_VERSION = "3"
 def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None) -> str:
     """``C0``: what shapes a summary (summarizer, model, prompts, summary size, system handling, masking, recall)."""
     c = config
-    shape = {
+    shape: dict[str, object] = {
         "v": FINGERPRINT_VERSION,
         "summarizer": summarizer.name,
         "model": summarizer.model,

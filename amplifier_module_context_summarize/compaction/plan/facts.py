@@ -13,6 +13,7 @@ import asyncio
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from ...core.history import History
 from ...core.invariants import last_allowed_cut
@@ -225,7 +226,13 @@ class ShownPrefix(Sequence[int]):
     def __len__(self) -> int:
         return len(self.prefix)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = index + len(self) if index < 0 else index

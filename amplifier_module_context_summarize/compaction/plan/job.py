@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...backends.base import Fault, Skip
 from ...core.history import History
 from ...core.messages import Message
 from ...core.plan import Limits
@@ -27,11 +28,11 @@ class CompactionReport:
     """Summaries and tier merges written (by the LLM or extractively), not served from the cache."""
     input_tokens: int = 0
     output_tokens: int = 0
-    fallback: str | None = None
-    failures: list[tuple[str, int]] = field(default_factory=list)
+    fallback: Fault | Skip | None = None
+    failures: list[tuple[Fault | Skip, int]] = field(default_factory=list)
     """(category, provider calls) of each summary the LLM was asked for and that fell back."""
 
-    def note_fallback(self, category: str | None) -> None:
+    def note_fallback(self, category: Fault | Skip | None) -> None:
         self.fallback = self.fallback or category
 
 

@@ -14,7 +14,7 @@ groups, then drop whole groups (truncation) as the last rung.
 * ``mask`` — masking, then whole oldest groups dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 * ``truncate`` — whole oldest groups are dropped behind a ``[CONTEXT TRUNCATED]`` marker.
 
-Add a strategy: a class with the attributes and the ``plan`` of ``Strategy``, and a line in ``STRATEGIES``.
+Add a strategy: a class with the read-only attributes and the ``plan`` of ``Strategy``, and a line in ``STRATEGIES``.
 """
 
 from __future__ import annotations
@@ -46,18 +46,36 @@ EXTRA_SUMMARY_PASSES = 2
 class Strategy(Protocol):
     """Decides each compaction: its facts, and a pure plan."""
 
-    name: str
-    """What events report (``strategy`` in ``context:pre_compact`` / ``context:post_compact``)."""
-    summarizes: bool
-    """Writes summaries: prefetching ahead of its compactions is worth it."""
-    asks_llm: bool
-    """Its summaries are the LLM's: a summarizer backend is built for it (``extractive``: the offline one)."""
-    stores_cuts: bool
-    """Its cuts (summaries, and where truncation put the boundary) are stored, so a resumed session takes the same."""
-    plans_as: str
-    """The plan family in the store's plan tag: strategies that cut alike take each other's stored cuts."""
-    reads_prefetched: bool
-    """Takes a stored segment from the boundary (a prefetch) when one brings the view near the target."""
+    @property
+    def name(self) -> str:
+        """What events report (``strategy`` in ``context:pre_compact`` / ``context:post_compact``)."""
+        ...
+
+    @property
+    def summarizes(self) -> bool:
+        """Writes summaries: prefetching ahead of its compactions is worth it."""
+        ...
+
+    @property
+    def asks_llm(self) -> bool:
+        """Its summaries are the LLM's: a summarizer backend is built for it (``extractive``: the offline one)."""
+        ...
+
+    @property
+    def stores_cuts(self) -> bool:
+        """Its cuts (summaries, and where truncation put the boundary) are stored, so a resumed session takes the
+        same."""
+        ...
+
+    @property
+    def plans_as(self) -> str:
+        """The plan family in the store's plan tag: strategies that cut alike take each other's stored cuts."""
+        ...
+
+    @property
+    def reads_prefetched(self) -> bool:
+        """Takes a stored segment from the boundary (a prefetch) when one brings the view near the target."""
+        ...
 
     def masks(self, observation_masking: bool) -> bool:
         """Whether its compactions mask old tool outputs, given the ``observation_masking`` setting."""

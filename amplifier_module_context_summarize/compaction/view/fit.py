@@ -101,9 +101,10 @@ def pins_give_way(
     out, kept = [], []
     for i, message in enumerate(view):
         if i in chosen:
-            if fitted[i] is None:
+            clipped = fitted[i]
+            if clipped is None:
                 continue
-            message = fitted[i]
+            message = clipped
         out.append(message)
         kept.append(i)
     return out, kept

@@ -18,10 +18,11 @@ from ...core.history import History
 from ...core.messages import Message
 from ...core.state import CompactionState
 from ...core.substrings import Substrings
-from ...working_set.facts import Facts, clip, extract
+from ...working_set.facts import extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
 from ...working_set.index import index_of
 from ...working_set.reads import named_reads, read_form
+from ...working_set.records import Facts, clip
 
 ITEM_MAX_CHARS = 200
 

@@ -26,7 +26,7 @@ from ...core.messages import (
     parse_embedded_json,
     result_ids,
 )
-from ...working_set.facts import error_line, looks_failed
+from ...working_set.outcomes import error_line, looks_failed
 
 if TYPE_CHECKING:
     from ...core.history import History

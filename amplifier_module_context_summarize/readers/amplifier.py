@@ -39,7 +39,7 @@ _DICT_TOOLS = frozenset({"bash", "read_file", "write_file", "edit_file"})
 
 def _records(data: Any, kind: str) -> list[Any] | None:
     if kind == "jsonl":
-        return data
+        return data if isinstance(data, list) else None  # a JSONL file parses as a list of its records
     if kind == "json" and isinstance(data, dict):  # a transcript of one line parses as one document
         return [data]
     return None

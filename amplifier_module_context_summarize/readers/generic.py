@@ -14,7 +14,7 @@ like our own files.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import codex
 from ._common import Message, as_text
@@ -25,7 +25,7 @@ _ROLES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "human": 
 _MAX_NODES = 10_000
 
 
-def _is_chat(value: Any) -> bool:
+def _is_chat(value: Any) -> TypeGuard[list[Any]]:
     if not isinstance(value, list) or not value:
         return False
     dicts = [v for v in value[:50] if isinstance(v, dict)]
@@ -75,7 +75,7 @@ def _message(m: dict[str, Any]) -> Message | None:
     if role == "exit":
         return None
     m = dict(m)
-    m["role"] = _ROLES.get(role, role)
+    m["role"] = _ROLES.get(role, role) if isinstance(role, str) else role
     calls = m.get("tool_calls")
     if isinstance(calls, list):
         m["tool_calls"] = [_with_id(c, ("call_id", "tool_call_id")) if isinstance(c, dict) else c for c in calls]

@@ -1,14 +1,17 @@
 """Session readers: every common agent recording, auto-detected, as messages the manager takes.
 
-``session_io.load_session(path)`` reads our own JSON / JSONL and, when a file is not that, asks each reader
-in ``READERS`` (``convert_text``) whether it recognises the file and converts it. One small module per format;
-each has ``NAME``, ``LABEL``, ``detect(data, kind)`` and ``convert(data, kind) -> (messages, reference)`` where
-``kind`` says how the file parsed: ``"json"`` (one document), ``"jsonl"`` (a record per line) or ``"text"``. A
+Below the command line and the evaluation, which both read recordings with them (and ``tools/``). ``session_io``
+reads a file: ``session_io.load_session(path)`` reads our own JSON / JSONL and, when a file is not that, asks each
+reader in ``READERS`` (``convert_text``) whether it recognises the file and converts it. One small module per
+format; each has ``NAME``, ``LABEL``, ``detect(data, kind)`` and ``convert(data, kind) -> (messages, reference)``
+where ``kind`` says how the file parsed: ``"json"`` (one document), ``"jsonl"`` (a record per line) or ``"text"``. A
 file no reader recognises gets one line naming what was seen and the formats that are read.
 
 The readers: ``amplifier`` (the Amplifier CLI's ``transcript.jsonl``), ``claude_code``, ``codex``, ``gemini``,
 ``cline``, ``aider``, ``openhands``, ``swe_agent`` and ``generic`` (role/content messages under any of the usual
 keys); ``_common`` holds what several share.
+
+May import: ``core`` only.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.messages import MAX_NESTING, nesting_problem
+from ..core.messages import MAX_NESTING, nesting_problem
 
 Message = dict[str, Any]
 
@@ -38,12 +38,13 @@ def as_text(value: Any) -> str:
         return "\n".join(p for p in parts if p)
     if isinstance(value, dict):
         for key in ("text", "output", "content"):
-            if isinstance(value.get(key), str) and len(value) <= 3:
-                return value[key]
+            if isinstance(text := value.get(key), str) and len(value) <= 3:
+                return text
     return json.dumps(value, ensure_ascii=False)
 
 
-def call(call_id: str, name: str, args: Any) -> dict[str, Any]:
+def call(call_id: str, name: object, args: Any) -> dict[str, Any]:
+    """``name``: as the recording holds it (missing or not text in some: then ``tool``)."""
     return {
         "id": str(call_id),
         "type": "function",
@@ -72,7 +73,7 @@ class Builder:
             return
         self.messages.append({"role": role, "content": text})
 
-    def tool_call(self, call_id: str, name: str, args: Any) -> None:
+    def tool_call(self, call_id: str, name: object, args: Any) -> None:
         last = self.messages[-1] if self.messages else None
         if last is not None and last["role"] == "assistant":
             last.setdefault("tool_calls", []).append(call(call_id, name, args))
@@ -109,8 +110,8 @@ def describe(data: Any, kind: str) -> str:
         first = str(data).strip().splitlines()[0] if str(data).strip() else ""
         return f"text that is not JSON (first line {first[:60]!r})"
     if kind == "jsonl":
-        first = data[0] if data else None
-        return f"JSONL whose first record is {_shape(first)}"
+        record = data[0] if data else None
+        return f"JSONL whose first record is {_shape(record)}"
     return f"a JSON document that is {_shape(data)}"
 
 

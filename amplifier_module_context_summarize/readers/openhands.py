@@ -30,8 +30,8 @@ _NOT_TOOLS = {"message", "system"}
 def _events(data: Any) -> list[Any] | None:
     if isinstance(data, dict):
         for key in _KEYS:
-            if isinstance(data.get(key), list):
-                return data[key]
+            if isinstance(found := data.get(key), list):
+                return found
         return None
     return data if isinstance(data, list) else None
 
@@ -51,10 +51,10 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
     for e in events or []:
         if not isinstance(e, dict):
             continue
-        meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+        meta = found if isinstance(found := e.get("tool_call_metadata"), dict) else {}
         if "action" in e:
             action = e.get("action")
-            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            args = given if isinstance(given := e.get("args"), dict) else {}
             if action in _BOOKKEEPING:
                 continue
             if action == "system":
@@ -69,16 +69,16 @@ def convert(data: Any, kind: str) -> tuple[list[Message], None]:
                 name = meta.get("function_name") or action
                 b.tool_call(call_id, name, {k: v for k, v in args.items() if k != "thought"})
         else:
-            call_id = meta.get("tool_call_id") or call_of.get(e.get("cause"))
+            answers = meta.get("tool_call_id") or call_of.get(e.get("cause"))
             content = e.get("content") if e.get("content") is not None else e.get("message")
-            if call_id is None:
+            if answers is None:
                 if e.get("observation") not in ("agent_state_changed", "null", "recall"):
                     b.text("user", content)
                 continue
-            extras = e.get("extras") if isinstance(e.get("extras"), dict) else {}
-            metadata = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            extras = more if isinstance(more := e.get("extras"), dict) else {}
+            metadata = inner if isinstance(inner := extras.get("metadata"), dict) else {}
             code = metadata.get("exit_code", extras.get("exit_code"))
             code = code if isinstance(code, int) and code != -1 else None
             error = True if e.get("observation") == "error" else None
-            b.tool_result(str(call_id), content, code, error)
+            b.tool_result(str(answers), content, code, error)
     return b.result(), None

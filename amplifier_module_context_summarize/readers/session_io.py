@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import scrub_text, validate_message
-from .compact_text import plural
-from .formats import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
-from .formats._common import parse_json  # noqa: F401  (re-exported: the evaluation loaders read with it)
+from ..core.words import plural
+from . import Loaded, Parsed, ReadFailed, claimed, convert_text, formats_read, parse
+from ._common import parse_json as parse_json  # re-exported: the evaluation loaders read with it
 
 MAX_FILE_BYTES = 256 * 2**20
 """Largest session (or corpus) file read; a larger one is refused rather than read into memory whole."""
@@ -93,6 +93,7 @@ def load_session(path: str | Path) -> Loaded:
     if not text.strip("\ufeff \t\r\n"):
         raise SessionFileError(path, None, "the file is empty: no messages to read")
     parsed = parse(text)
+    found: tuple[str, list[dict[str, Any]], dict[str, Any] | None] | str | None
     try:
         found = claimed(parsed)
         if found is None:
@@ -119,7 +120,8 @@ def load_session(path: str | Path) -> Loaded:
     name, converted, reference = found
     if not converted:
         raise SessionFileError(path, None, f"read as {name} but it holds no messages") from None
-    checked, skipped = [], list(parsed.skipped)
+    checked: list[dict[str, Any]] = []
+    skipped: list[tuple[int | None, str]] = list(parsed.skipped)
     for i, m in enumerate(converted):
         try:
             checked.append(_checked(path, None, m))
@@ -146,15 +148,18 @@ def native_messages(path: Path, text: str) -> list[dict[str, Any]]:
     return _native(path, parse(text), strict=True)[0]
 
 
-def _native(path: Path, parsed: Parsed, strict: bool) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+def _native(
+    path: Path, parsed: Parsed, strict: bool
+) -> tuple[list[dict[str, Any]], list[tuple[int | None, str]]]:
     """Our own messages in ``parsed`` and (line, why) of each item that is not one; ``strict``: the first
     invalid item is the error. Nothing valid is always an error, naming the first line that is wrong."""
     if parsed.kind == "text":
         line, problem = parsed.error or (None, "not JSON")
         raise SessionFileError(path, line, problem)
     items = parsed.data if isinstance(parsed.data, list) else [parsed.data]  # one object: a JSONL of one line
-    lines = parsed.lines or [None] * len(items)
-    messages, bad = [], []
+    lines: list[int | None] = [*parsed.lines] if parsed.lines else [None] * len(items)
+    messages: list[dict[str, Any]] = []
+    bad: list[tuple[int | None, str]] = []
     for item, line in zip(items, lines, strict=False):
         try:
             messages.append(_checked(path, line, item))
@@ -176,4 +181,6 @@ def _checked(path: Path, line: int | None, item: Any) -> dict[str, Any]:
         validate_message(item)
     except ValueError as exc:
         raise SessionFileError(path, line, str(exc)) from None
+    if not isinstance(item, dict):  # validate_message refuses anything else: never taken
+        raise SessionFileError(path, line, f"message must be a dict, got {type(item).__name__}")
     return item

@@ -156,7 +156,7 @@ def _xml_calls(content: Any, n: int) -> Any:
     for text in texts:
         for k, found in enumerate(tagged(text, _TOOLS.__contains__)):
             body = found.inner(text)
-            params = {p.name: _param_value(p.inner(body)) for p in tagged(body, _PARAM_NAME.fullmatch)}
+            params = {p.name: _param_value(p.inner(body)) for p in tagged(body, _is_param_name)}
             calls.append({"type": "tool_use", "id": f"cline_{n}_{k}", "name": found.name, "input": params})
     if not calls:
         return content
@@ -212,7 +212,7 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
             open_result = {"type": "tool_result", "tool_use_id": call[0], "content": body}
             status = _EXIT_STATUS.match(body)
             if failed or status:  # the status Cline recorded, else only a failure it reported
-                open_result["is_error"] = failed or status.group(1) != "0"
+                open_result["is_error"] = failed or (status is not None and status.group(1) != "0")
             results.append(open_result)
             continue
         if body.startswith(_NOTES) or _RESULT_HEAD.match(body):  # (an answer to no call left is Cline's too)
@@ -238,7 +238,7 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
     if not results and not notes:
         return [{"role": "user", "content": words or blocks}]
     # The user's answer to a completion, a question or a denied call rides in a result: their words, a turn.
-    said = [
+    answered = [
         {"type": "text", "text": words_said}
         for r in results
         for found in tagged(r["content"], _FEEDBACK.__contains__)
@@ -247,11 +247,15 @@ def _user_side(blocks: list[Any], pending: list[tuple[str, str]]) -> list[Messag
     out: list[Message] = []
     if results:
         out.append({"role": "user", "content": results})
-    if said or words:
-        out.append({"role": "user", "content": said + words})
+    if answered or words:
+        out.append({"role": "user", "content": answered + words})
     if notes:
         out.append({"role": "developer", "content": "\n\n".join(notes)})
     return out
+
+
+def _is_param_name(name: str) -> bool:
+    return _PARAM_NAME.fullmatch(name) is not None
 
 
 def _param_value(inner: str) -> str:
