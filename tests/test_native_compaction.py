@@ -378,3 +378,37 @@ async def test_an_artefact_record_reads_back_verbatim_under_its_own_namespace() 
     assert await read(store, ArtefactKey("c3")) == [record]
     assert json.loads((await read(store, ArtefactKey("c3")))[0].text)["content"] == "caf\u00e9 \ud800"
     assert await read(store, SegmentKey("c3")) == [] and await read(store, ArtefactKey("c4")) == []
+
+
+# --- eval and bench --cost take the native choice -----------------------------------------------------------------
+
+
+def test_eval_chooses_native_and_its_stand_in() -> None:
+    from amplifier_module_context_summarize.evaluation.models import (
+        SIMULATED_NATIVE,
+        choose_summarizer,
+    )
+    from amplifier_module_context_summarize.evaluation.models import (
+        build_backend as eval_backend,
+    )
+    from amplifier_module_context_summarize.evaluation.strategies import manager_config
+
+    spec, note = choose_summarizer("native", None, environ={})
+    assert (spec.provider, spec.model, note) == ("native", ANTHROPIC_MODEL, None)
+    with pytest.raises(ValueError, match="summarizer.api_key_env"):  # the real one needs its key
+        eval_backend(spec, environ={})
+    stand_in, _ = choose_summarizer(SIMULATED_NATIVE, OPENAI_MODEL)
+    backend = eval_backend(stand_in)
+    assert backend is not None and backend.name == "native:openai" and backend.model == OPENAI_MODEL
+    assert manager_config("summarize", BUDGET, stand_in)["summarizer"]["provider"] == "native"
+
+
+async def test_bench_cost_native_policy_is_billed_beside_ours() -> None:
+    from amplifier_module_context_summarize.benchmark.cost_compare import compare, simulated_session
+
+    result = await compare(
+        {"simulation": [simulated_session(60)]}, budgets=[20_000], policies=["summarize"], native=True
+    )
+    native_rows = [row for row in result.rows if row.policy == "native"]
+    assert {row.policy for row in result.rows} >= {"summarize", "native"} and native_rows
+    assert all(row.summarizer_input > 0 for row in native_rows)  # its compactions were billed
