@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import itertools
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Protocol
@@ -74,7 +75,7 @@ def _sign(*parts: str) -> str:
     return hmac.new(_KEY, "\x00".join(parts).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
-class _StandIn:
+class _StandIn(ABC):
     """What both stand-ins share: the writer, the modes, what was asked."""
 
     def __init__(self, writer: Writer | None = None, *, mode: str = "ok", script: list[str] | None = None):
@@ -104,11 +105,13 @@ class _StandIn:
             return self.invalid("expected a JSON object POSTed")
         return await self.answer(path, lowered, body)
 
+    @abstractmethod
     async def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> StandInAnswer:
-        raise NotImplementedError
+        """The answer to a well-formed JSON request."""
 
+    @abstractmethod
     def invalid(self, message: str) -> StandInAnswer:
-        raise NotImplementedError
+        """A refusal as the provider words it (status, error body), recorded in ``rejections``."""
 
     async def write(self, system: str, prompt: str, max_tokens: int) -> Completion:
         """The writer's summary; its empty answers and refusals come back as such (the text says which)."""
