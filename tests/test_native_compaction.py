@@ -412,3 +412,114 @@ async def test_bench_cost_native_policy_is_billed_beside_ours() -> None:
     native_rows = [row for row in result.rows if row.policy == "native"]
     assert {row.policy for row in result.rows} >= {"summarize", "native"} and native_rows
     assert all(row.summarizer_input > 0 for row in native_rows)  # its compactions were billed
+
+
+# --- the view carries the signed block to a provider module that can send it ---------------------------------------
+
+CARRIER = "anthropic:compaction"
+
+
+class CarrierProvider:
+    """provider-anthropic as its ``compaction.py`` carries a block (read at 2bd27a3): ``validate_compacted_context``
+    accepts a message whose ``metadata["anthropic:compaction"]`` is ``{"version": 1, "model": <its model>, "block":
+    <a complete signed block>}``, and its assembly sends that block first, as the assistant's, with the beta header
+    (``extract_checkpoint``, ``add_beta``). The other messages go as text here: the stand-in judges the block."""
+
+    name = "anthropic"
+
+    def __init__(self, stand_in: AnthropicCompactionStandIn, model: str = ANTHROPIC_MODEL) -> None:
+        self.default_model = model
+        self.client = anthropic.AsyncAnthropic(api_key="k", max_retries=0, http_client=http_client(stand_in, anthropic))
+
+    def signed_block(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        state = (message.get("metadata") or {}).get(CARRIER, ...)
+        if state is ...:
+            return None
+        if not isinstance(state, dict) or state.get("version") != 1 or state.get("model") != self.default_model:
+            raise ValueError("Native Anthropic context has an incompatible model or format")
+        block = state.get("block")
+        if not (
+            isinstance(block, dict)
+            and block.get("type") == "compaction"
+            and block.get("content")
+            and block.get("signature")
+        ):
+            raise ValueError("Native Anthropic context requires a complete signed block")
+        return dict(block)
+
+    def validate_compacted_context(self, message: dict[str, Any]) -> bool:
+        return self.signed_block(message) is not None
+
+    async def send(self, view: list[dict[str, Any]]) -> dict[str, Any]:
+        block, messages, seen = None, [], False
+        for message in view:
+            found = self.signed_block(message)
+            if found is not None:
+                if block is not None or seen:
+                    raise ValueError("Native Anthropic context must precede conversation history")
+                block = found
+                continue
+            if message["role"] == "system":
+                continue
+            seen = True
+            role = "assistant" if message["role"] == "assistant" else "user"
+            text = json.dumps(message.get("content"))[:200] or "-"
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"] += "\n" + text
+            else:
+                messages.append({"role": role, "content": text})
+        if block is not None:
+            messages.insert(0, {"role": "assistant", "content": [block]})
+        body = {"model": self.default_model, "max_tokens": 100, "messages": messages}
+        return await post(self.client, "/v1/messages", body, beta=block is not None)
+
+
+class PlainWriter:
+    """A model whose summary the grounding check keeps whole (names only what the span names)."""
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int) -> Any:
+        from amplifier_module_context_summarize.backends.base import Completion
+
+        return Completion(
+            "### Goal\nInspect the modules.\n\n### Progress\nRead module_0.py and ran the tests.", 900, 20
+        )
+
+
+async def carried_view(
+    provider: Any, stand_in: AnthropicCompactionStandIn, model: str = ANTHROPIC_MODEL, store: Any = None
+) -> Any:
+    manager = manager_with(stand_in, store, EventRecorder(), model=model)
+    await manager.set_messages(mixed_history(60))
+    return manager, await manager.get_messages_for_request(BUDGET, provider)
+
+
+async def test_a_provider_that_carries_the_block_gets_it_first_once_and_byte_exact(tmp_path: Any) -> None:
+    stand_in = AnthropicCompactionStandIn(PlainWriter())
+    provider = CarrierProvider(stand_in)
+    store = SqliteStore(str(tmp_path / "s.db"))
+    manager, view = await carried_view(provider, stand_in, store=store)
+    [carrier] = [m for m in view if CARRIER in (m.get("metadata") or {})]
+    assert carrier["metadata"][CARRIER]["block"] == stand_in.issued[0]
+    at = view.index(carrier)
+    assert all(m["role"] == "system" for m in view[:at])
+    summary = view[at + 1]["content"]
+    assert summary.startswith("[CONTEXT SUMMARY]") and "Inspect the modules." not in summary  # said once, by the block
+    assert "### Working set" in summary  # what the view restates stays on top
+    assert manager.counter.count_messages(view) <= BUDGET
+    answer = await provider.send(view)
+    assert answer["stop_reason"] == "end_turn" and stand_in.rejections == []
+    sent = stand_in.requests[-1][2]["messages"][0]["content"][0]
+    assert sent == stand_in.issued[0]
+    calls = len(stand_in.requests)
+    _, resumed = await carried_view(provider, stand_in, store=SqliteStore(str(tmp_path / "s.db")))
+    assert resumed == view and len(stand_in.requests) == calls  # a resume carries the same block, for nothing
+
+
+async def test_the_readable_summary_stays_for_other_provider_modules_and_models() -> None:
+    stand_in = AnthropicCompactionStandIn(PlainWriter())
+    _, view = await carried_view(None, stand_in)  # no provider module: the readable view
+    assert not any(CARRIER in (m.get("metadata") or {}) for m in view)
+    assert "Inspect the modules." in next(m["content"] for m in view if m["role"] == "user")
+    other = CarrierProvider(stand_in, model="claude-opus-4-6")  # another model than the block's
+    _, view = await carried_view(other, stand_in)
+    assert not any(CARRIER in (m.get("metadata") or {}) for m in view)
