@@ -377,7 +377,9 @@ class SpanSummarizer:
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
             sent = self.count_text(system) + self.count_text(prompt)
-            sent_guidance = SUMMARY_GUIDANCE.set(guidance)  # a native compaction's ``instructions`` carry it too
+            # A native compaction's ``instructions`` carry it too. Set before every call and never reset: a reset
+            # raises when a cancelled call unwinds in another context, and its one reader is called from here.
+            SUMMARY_GUIDANCE.set(guidance)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
@@ -389,8 +391,6 @@ class SpanSummarizer:
             except asyncio.CancelledError:  # a request past the budget stopped waiting: as slow as that, at least
                 self.pace.cut(now() - began, sent)
                 raise
-            finally:
-                SUMMARY_GUIDANCE.reset(sent_guidance)
             self.pace.answered(now() - began, sent)
             outcome.input_tokens += completion.input_tokens
             outcome.output_tokens += completion.output_tokens
