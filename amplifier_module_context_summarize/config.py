@@ -339,6 +339,13 @@ def parse_summarizer(value: Any) -> SummarizerConfig:
             raise _fail(f"summarizer.{key}", "must be a non-empty string", options[key])
     if options.get("api_key_env") is not None:
         env_name_key("summarizer.api_key_env", options["api_key_env"])
+    if provider == "native":
+        from .backends.native_wire import DEFAULT_MODEL, NOT_NATIVE, family_of
+
+        try:
+            family_of(options.get("model") or DEFAULT_MODEL)
+        except ValueError:
+            raise _fail("summarizer.model", NOT_NATIVE, options.get("model")) from None
     return SummarizerConfig(**options)
 
 

@@ -26,6 +26,7 @@ from .compaction.plan.strategies import Strategy, strategy_for
 from .compaction.plan.warm import let_loop_run
 from .compaction.run.compactor import FOCUS_MAX_CHARS, Compactor
 from .compaction.run.prefetch import Prefetcher
+from .compaction.view.carrier import NativeCarrier
 from .compaction.view.masking import Masks, MaskSettings
 from .compaction.view.request import RequestView
 from .config import Config
@@ -105,6 +106,7 @@ class SummarizingContextManager:
         masking = strategy.masks(c.observation_masking)
         self.mask_settings = MaskSettings(c.mask_min_chars, c.mask_keep_recent, c.recall_tool_name) if masking else None
         self.view = RequestView(c, self.counter, self.budget)
+        self.carrier = NativeCarrier(self.store, summarizer.name, summarizer.model, self.counter.count_messages)
         self.compactor = Compactor(
             c, self.view, strategy, self.segments, self.breaker, self.prefetcher, self.mask_settings, self._emit
         )
@@ -230,7 +232,7 @@ class SummarizingContextManager:
                 await self.prefetcher.maybe_start(
                     self.history, self.state, limits, tokens, fixed, provider, span_of, saves, steer.focus
                 )
-            return view
+            return await self.carrier.apply(view, provider, self.history, self.state, limits.budget)
 
     async def get_token_count(self) -> int:
         """Tokens of the view the next request would send, before any further compaction."""

@@ -1,5 +1,6 @@
 """What the feature matrix (``test_feature_matrix.py``) drives and measures: a summarizer that does what the user's
-guidance asks (as a provider in the session and as a direct backend), the tokenizer's work, and the views' strings.
+guidance asks (as a provider in the session, as a direct backend, and writing for the stand-in of Anthropic's own
+compaction behind ``summarizer.provider: native``), the tokenizer's work, and the views' strings.
 
 The guided model keeps, from everything fenced as transcript or summaries (or from the conversation, when asked in
 the session's own context), each sentence naming an id the guidance names (``ORD-7731``): a model that follows the
@@ -20,7 +21,9 @@ from amplifier_core.message_models import ChatRequest, ChatResponse, TextBlock, 
 from amplifier_core.models import ProviderInfo
 
 from amplifier_module_context_summarize.backends.base import Completion
+from amplifier_module_context_summarize.backends.registry import SummarizerConfig, build_backend
 from amplifier_module_context_summarize.core import tokens as tokens_module
+from amplifier_module_context_summarize.testing.native_standins import AnthropicCompactionStandIn, http_client
 from amplifier_module_context_summarize.testing.providers import in_context_summary
 
 NAMED_ID = re.compile(r"\b[A-Z]{3}-\d{4}\b")
@@ -85,6 +88,17 @@ class GuidedBackend:
         guidance, span = split_prompt(prompt)
         text = await self.guided.write(guidance, span, merge="Merge these" in prompt)
         return Completion(text, len(prompt) // 4, len(text) // 4)
+
+
+def native_backend(model: GuidedModel) -> Any:
+    """``summarizer.provider: native`` through the real anthropic SDK against the compaction stand-in, whose
+    summaries the guided model writes from what the request carries (the prompt; the guidance also in
+    ``instructions``)."""
+    import anthropic
+
+    stand_in = AnthropicCompactionStandIn(GuidedBackend(model))
+    config = SummarizerConfig(provider="native", max_retries=0)
+    return build_backend(config, http_client=http_client(stand_in, anthropic), environ={"ANTHROPIC_API_KEY": "k"})
 
 
 class GuidedProvider:

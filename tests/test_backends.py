@@ -484,7 +484,7 @@ def test_registry_openai_without_key_needs_base_url() -> None:
 
 
 def test_registry_rejects_unknown_providers() -> None:
-    with pytest.raises(ValueError, match="'gemini' is not one of session, anthropic, openai, extractive"):
+    with pytest.raises(ValueError, match="'gemini' is not one of session, anthropic, openai, native, extractive"):
         build_backend(SummarizerConfig(provider="gemini"), environ={"ANTHROPIC_API_KEY": "x"})
 
 

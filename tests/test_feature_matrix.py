@@ -3,7 +3,8 @@ tested it alone. Here Hypothesis draws sessions across the whole matrix and chec
 request, together:
 
 * strategy (``summarize``, ``extractive``, ``mask``, ``truncate``) × mode (background, blocking) × summarizer (the
-  session's provider passed with the request, a direct backend, offline);
+  session's provider passed with the request, a direct backend, the provider's own compaction (``native``, against
+  its HTTP stand-in), offline);
 * steering: standing instructions, a focus (by ``compact(focus=)`` or by a ``pre_compact`` hook), a denying hook,
   pins on every message kind (``metadata.pin`` on user, assistant and tool messages; ``pin_patterns`` in a request,
   in a tool output, and on a ``<system-reminder>`` in every request), context a ``post_compact`` hook injects in any
@@ -43,7 +44,15 @@ from typing import Any
 import pytest
 from amplifier_core.models import HookResult
 from amplifier_core.testing import MockCoordinator
-from feature_matrix_kit import GuidedBackend, GuidedModel, GuidedProvider, Tokenizer, strings, text_chars
+from feature_matrix_kit import (
+    GuidedBackend,
+    GuidedModel,
+    GuidedProvider,
+    Tokenizer,
+    native_backend,
+    strings,
+    text_chars,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from virtual_clock import VirtualClock
@@ -127,7 +136,7 @@ def scenarios(draw: Any) -> Scenario:
     return Scenario(
         strategy=draw(st.sampled_from(["summarize", "summarize", "extractive", "mask", "truncate"])),
         background=draw(st.booleans()),
-        summarizer=draw(st.sampled_from(["session", "direct", "offline"])),
+        summarizer=draw(st.sampled_from(["session", "direct", "native", "offline"])),
         instructions=draw(st.booleans()),
         focus_by=steering if steering in ("hook", "compact") else None,
         deny=steering == "deny",
@@ -285,7 +294,9 @@ class Manager:
 
     def __init__(self, s: Scenario, store: Path, model: GuidedModel) -> None:
         self.hooks, self.recorder = hooks_for(s)
-        backend = GuidedBackend(model) if s.summarizer == "direct" and s.strategy == "summarize" else None
+        backend = None
+        if s.strategy == "summarize" and s.summarizer in ("direct", "native"):
+            backend = GuidedBackend(model) if s.summarizer == "direct" else native_backend(model)
         self.manager = create_manager(config(s, store), hooks=self.hooks, backend=backend)
         self.provider = GuidedProvider(model) if s.summarizer == "session" else None
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .registry import SummarizerConfig
 
 
-def _to_backend_error(exc: Exception) -> BackendError:
+def to_backend_error(exc: Exception) -> BackendError:
     """Map an SDK exception to a category; the message and body are read, never kept."""
     if isinstance(exc, anthropic.APITimeoutError):  # subclass of APIConnectionError: test first
         return BackendError(Fault.TIMEOUT)
@@ -73,7 +73,7 @@ class AnthropicBackend:
                 messages=[{"role": "user", "content": prompt}],
             )
         except anthropic.AnthropicError as exc:
-            raise _to_backend_error(exc) from None
+            raise to_backend_error(exc) from None
         if response.stop_reason == "refusal":  # not in early 0.x type hints; the SDK keeps the value
             raise BackendError(Fault.REFUSAL)
         text = "".join(block.text for block in response.content if block.type == "text")

@@ -149,6 +149,9 @@ class Completion:
     """The model the response says answered, when it says."""
     tool_calls: int = 0
     """Tool calls in the answer (only a request that carries tools can get any): such an answer is no summary."""
+    artefact: str | None = None
+    """A provider's native compaction artefact for the span (its signed block or encrypted item, as JSON), kept
+    verbatim beside the summary so a provider module that can carry it may send it back (``native_backend.py``)."""
 
 
 class Backend(Protocol):

@@ -21,7 +21,7 @@ NO_KEY_PLACEHOLDER = "not-needed"
 _TOO_LONG_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 
 
-def _to_backend_error(exc: Exception) -> BackendError:
+def to_backend_error(exc: Exception) -> BackendError:
     """Map an SDK exception to a category; the message and body are read, never kept."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
         return BackendError(Fault.TIMEOUT)
@@ -100,7 +100,7 @@ class OpenAIBackend:
                 ],
             )
         except openai.OpenAIError as exc:
-            raise _to_backend_error(exc) from None
+            raise to_backend_error(exc) from None
         usage = response.usage
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice is not None else ""

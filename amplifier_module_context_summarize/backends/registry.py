@@ -58,6 +58,7 @@ KINDS: dict[str, Kind] = {
     "session": Kind(_lazy("session")),
     "anthropic": Kind(_lazy("anthropic_backend"), "claude-haiku-4-5", "ANTHROPIC_API_KEY"),
     "openai": Kind(_lazy("openai_backend"), "gpt-4o-mini", "OPENAI_API_KEY"),
+    "native": Kind(_lazy("native_backend")),
     "extractive": Kind(_no_backend),
 }
 NAMES: tuple[str, ...] = tuple(KINDS)
@@ -84,7 +85,8 @@ def build_backend(
 @dataclass(frozen=True)
 class SummarizerConfig:
     provider: str = "session"
-    """Which backend writes summaries: the session's provider, a direct SDK, or the offline extractor."""
+    """Which backend writes summaries: the session's provider, a direct SDK, a provider's own compaction
+    (``native``: the model's provider, Anthropic or OpenAI), or the offline extractor."""
     model: str | None = None
     """Model for the direct backends (and a hint passed to the session provider)."""
     base_url: str | None = None
@@ -113,7 +115,14 @@ class SummarizerConfig:
 
     @property
     def key_env(self) -> str | None:
-        return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+        if self.api_key_env or self.provider != "native":
+            return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+        from .native_wire import DEFAULT_MODEL, family_of  # the native family's key: the model's provider
+
+        try:
+            return DEFAULT_KEY_ENV[family_of(self.model or DEFAULT_MODEL)]
+        except ValueError:
+            return None
 
     def __repr__(self) -> str:
         """Fields as the dataclass shows them, but a ``base_url``'s credentials and a key pasted as
@@ -125,4 +134,8 @@ class SummarizerConfig:
 
     @property
     def effective_model(self) -> str | None:
+        if self.provider == "native" and not self.model:
+            from .native_wire import DEFAULT_MODEL
+
+            return DEFAULT_MODEL
         return self.model or DEFAULT_MODELS.get(self.provider)

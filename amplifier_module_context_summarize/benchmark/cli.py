@@ -82,6 +82,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--raw", help="--cost: also the recorded sessions under this folder, in any format read")
     parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
     parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="--cost: also the 'native' policy: summaries written by the provider's own compaction (its offline "
+        "stand-in, through the real SDK)",
+    )
     parser.set_defaults(run=run)
 
 

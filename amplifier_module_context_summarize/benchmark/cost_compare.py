@@ -18,6 +18,8 @@ Policies:
 ``truncation``          the oldest groups dropped
 ``none-200k``           no compaction, a 200k window (only where the whole session fits in it)
 ``claude-code-style``   nothing until 95% of the window, then one summary of all but the last turns
+``native``              with ``--native``: ``summarize`` with ``summarizer.provider: native``, the provider's own
+                        compaction (``testing.native_standins``, Anthropic's, through the real SDK) writing summaries
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -35,7 +37,7 @@ from ..backends.base import Completion
 from ..core.messages import scrub_text
 from ..core.tables import markdown_table
 from ..evaluation.loader import Session
-from ..evaluation.models import SIMULATED, ModelSpec, build_backend
+from ..evaluation.models import SIMULATED, SIMULATED_NATIVE, ModelSpec, build_backend, simulated_native
 from ..evaluation.prices import CHEAP_SUMMARIZER, PRICES_DATE, SOURCES, PriceTable, table
 from ..evaluation.prompt_cache import CacheMeter, CacheUsage, InContextSummaries, bill, key
 from ..evaluation.retention import GroupArtifacts
@@ -56,6 +58,8 @@ CLAUDE_CODE = {
 """Claude Code's auto-compact: the whole history until ~95% of the window, then one summary standing for all
 of it but the most recent turns (here: the newest 5% of the window), merged into the next one."""
 SPEC = ModelSpec(SIMULATED)
+NATIVE = "native"
+NATIVE_SPEC = ModelSpec(SIMULATED_NATIVE, "claude-sonnet-4-6")
 
 
 class SessionModelLLM:
@@ -120,6 +124,8 @@ def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, 
         config = {**manager_config(policy, budget, SPEC), **overrides}
     elif policy == "claude-code-style":
         config = {**manager_config("summarize-only", budget, SPEC), **CLAUDE_CODE}
+    elif policy == NATIVE:
+        config = {**manager_config("summarize", budget, NATIVE_SPEC), **(overrides or {})}
     elif policy == "none-200k":
         config = {**manager_config("summarize-only", NONE_WINDOW, SPEC), "compact_threshold": 0.999}
     else:
@@ -399,11 +405,14 @@ async def compare(
     tools_tokens: int = 0,
     seed: int = 0,
     progress: Any | None = None,
+    native: bool = False,
 ) -> CostResult:
-    """Every session of every corpus, under every policy at every budget, billed at every price table."""
+    """Every session of every corpus, under every policy at every budget, billed at every price table; ``native``
+    adds the ``native`` policy."""
     started = time.perf_counter()
     chosen = list(tables or default_tables())
     backend = SessionModelLLM(build_backend(ModelSpec(SIMULATED, seed=seed)))
+    policies = (*policies, NATIVE) if native and NATIVE not in policies else tuple(policies)
     result = CostResult(chosen, sessions={name: [s.name for s in group] for name, group in corpora.items()})
     costs: list[SessionCost] = []
     for corpus, sessions in corpora.items():
@@ -415,7 +424,10 @@ async def compare(
                     if policy == "none-200k" and none_cost is not None:  # the same run at every budget
                         costs.append(_at_budget(none_cost, budget))
                         continue
-                    cost = await replay_cost(session, corpus, policy, budget, backend, chosen, tools_tokens, artifacts)
+                    summarizer = simulated_native(replace(NATIVE_SPEC, seed=seed)) if policy == NATIVE else backend
+                    cost = await replay_cost(
+                        session, corpus, policy, budget, summarizer, chosen, tools_tokens, artifacts
+                    )
                     if policy == "none-200k":
                         none_cost = cost
                     costs.append(cost)
@@ -588,7 +600,12 @@ def run_cost(args: Any) -> int:
     budgets = tuple(args.budgets or BUDGETS)
     quiet = args.json
     result = asyncio.run(
-        compare(corpora, budgets, progress=None if quiet else lambda line: print(line, file=sys.stderr, flush=True))
+        compare(
+            corpora,
+            budgets,
+            progress=None if quiet else lambda line: print(line, file=sys.stderr, flush=True),
+            native=getattr(args, "native", False),
+        )
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
     return 0

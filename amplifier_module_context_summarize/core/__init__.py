@@ -7,8 +7,8 @@ frozen compaction state and the splice it shows (``state``), what a pin keeps of
 (``pins``), the rules every view obeys (``invariants``), the boundary plan (``plan``), clipping (``clip``), handles
 to masked outputs (``handles``), secret redaction (``redact``), searching one text for thousands of strings
 (``substrings``), writing a Markdown table (``tables``), counts in words (``words``), the clock that deadlines and
-waited times read (``clock``: the running event loop's), the optional SDKs (``extras``) and the configuration keys
-of the peer context modules (``peer_keys``).
+waited times read (``clock``: the running event loop's), the optional SDKs (``extras``), the user's guidance of the
+summary being asked (``guidance``) and the configuration keys of the peer context modules (``peer_keys``).
 
 May import: the standard library and third-party packages only, nothing else of this package. Everything
 else builds on it.

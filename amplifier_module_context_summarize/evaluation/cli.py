@@ -19,7 +19,15 @@ from ..core.redact import describe
 from .cassette import Cassette, CassetteMiss
 from .large_outputs import enlarge_session
 from .loader import PROBE_KINDS, CorpusError, Probe, Session, load_corpus
-from .models import SIMULATED, SUMMARIZER_CHOICES, ModelSpec, build_backend, choose_summarizer, parse_model
+from .models import (
+    SIMULATED,
+    SIMULATED_NATIVE,
+    SUMMARIZER_CHOICES,
+    ModelSpec,
+    build_backend,
+    choose_summarizer,
+    parse_model,
+)
 from .plot import plot_view_tokens
 from .prompts import load_eval_prompts
 from .report import console_summary, write_results
@@ -58,7 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(implies --summarizer openai; no key needed)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="--summarizer simulated: the seed its answers derive from (default 0)"
+        "--seed",
+        type=int,
+        default=0,
+        help="--summarizer simulated / simulated-native: the seed its answers derive from (default 0)",
     )
     parser.add_argument(
         "--latency-ms",
@@ -131,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     sessions = _sessions(args)
     grown = sum(enlarge_session(s) for s in sessions) if getattr(args, "large_outputs", False) else 0
     summarizer, note = choose_summarizer(args.summarizer, args.model, base_url=getattr(args, "base_url", None))
-    if summarizer.provider == SIMULATED:
+    if summarizer.provider in (SIMULATED, SIMULATED_NATIVE):
         summarizer = replace(summarizer, seed=getattr(args, "seed", 0) or 0)
     if note and not (cassette and cassette.mode == "replay"):
         print(note, file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from importlib import import_module
 
 from ..backends import registry
 from ..backends.base import Backend
@@ -17,16 +18,21 @@ from ..core.extras import installed, key_without_sdk_note
 from ..core.redact import redact_url
 from .cassette import Cassette, CassetteBackend
 
-SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "extractive", "simulated")
+SUMMARIZER_CHOICES = ("session", "anthropic", "openai", "native", "extractive", "simulated", "simulated-native")
 DIRECT = ("anthropic", "openai")
+NATIVE = "native"
 SIMULATED = "simulated"
+SIMULATED_NATIVE = "simulated-native"
+"""The provider's own compaction as ``testing.native_standins`` answers it (through the real SDK), the summaries
+written by ``SimulatedLLM``: ``native`` compared with ours offline."""
 _OPENAI_PREFIXES = ("gpt", "o1", "o3", "o4", "chatgpt", "text-")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     provider: str
-    """``anthropic``, ``openai``, ``extractive`` (no model at all) or ``simulated`` (``testing.SimulatedLLM``)."""
+    """``anthropic``, ``openai``, ``native`` (the model's provider compacts), ``extractive`` (no model at all),
+    ``simulated`` (``testing.SimulatedLLM``) or ``simulated-native`` (``native`` against its stand-in)."""
     model: str | None = None
     seed: int | None = None
     """``simulated``: the seed its answers derive from."""
@@ -35,8 +41,9 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
-        if self.provider == SIMULATED:
-            return f"{SIMULATED}(seed={self.seed or 0})"
+        if self.provider in (SIMULATED, SIMULATED_NATIVE):
+            name = self.provider if self.provider == SIMULATED else f"{self.provider}:{self.model}"
+            return f"{name}(seed={self.seed or 0})"
         name = self.provider if self.model is None else f"{self.provider}:{self.model}"
         return f"{name} at {redact_url(self.base_url)}" if self.base_url else name
 
@@ -81,6 +88,8 @@ def choose_summarizer(
         return ModelSpec("extractive"), None
     if requested == SIMULATED:
         return ModelSpec(SIMULATED, "simulated-llm", seed=0), None
+    if requested in (NATIVE, SIMULATED_NATIVE):
+        return ModelSpec(requested, SummarizerConfig(provider=NATIVE, model=model).effective_model, seed=0), None
     if requested in DIRECT:
         return resolve(ModelSpec(requested, model)), None
     raise ValueError(f"--summarizer must be one of {', '.join(SUMMARIZER_CHOICES)}, got {requested!r}")
@@ -122,7 +131,9 @@ def build_backend(
         from ..testing.simulated_llm import SimulatedLLM
 
         return SimulatedLLM(spec.seed or 0, model=spec.model or "simulated-llm", latency_s=max(latency_ms, 0) / 1000)
-    if spec.provider not in DIRECT:
+    if spec.provider == SIMULATED_NATIVE:
+        return simulated_native(spec)
+    if spec.provider not in (*DIRECT, NATIVE):
         return None
     inner: Backend | None = None
     if cassette is None or cassette.mode == "record":
@@ -131,3 +142,21 @@ def build_backend(
     if cassette is None:
         return inner
     return CassetteBackend(cassette, inner, spec.provider, spec.model)
+
+
+def simulated_native(spec: ModelSpec) -> Backend:
+    """``native`` as it runs, through the real SDK, against the stand-in of the model's provider (no network, no
+    key: the stand-in takes any), its summaries written by ``SimulatedLLM`` from ``spec.seed``."""
+    from ..backends.native_wire import family_of
+    from ..testing.native_standins import AnthropicCompactionStandIn, OpenAICompactionStandIn, http_client
+    from ..testing.simulated_llm import SimulatedLLM
+
+    model = spec.model or SummarizerConfig(provider=NATIVE).effective_model or ""
+    family = family_of(model)
+    writer = SimulatedLLM(spec.seed or 0, model=model)
+    stand_in = AnthropicCompactionStandIn(writer) if family == "anthropic" else OpenAICompactionStandIn(writer)
+    client = http_client(stand_in, import_module(family))
+    config = SummarizerConfig(provider=NATIVE, model=model)
+    backend = registry.build_backend(config, http_client=client, environ={DEFAULT_KEY_ENV[family]: "stand-in"})
+    assert backend is not None
+    return backend

@@ -16,7 +16,7 @@ from ..manager import SummarizingContextManager
 from ..stores import MemoryStore
 from ..summarizer.span import Outcome
 from ..testing.replay import REPLAY_DEADLINE_S
-from .models import SIMULATED, ModelSpec
+from .models import SIMULATED, SIMULATED_NATIVE, ModelSpec
 from .naive import NaiveStrategy
 
 
@@ -64,7 +64,8 @@ def variant(strategy: str) -> Variant:
 def manager_config(strategy: str, budget: int, summarizer: ModelSpec) -> dict[str, Any]:
     chosen = variant(strategy)
     # A simulated model stands where a direct backend would (the backend itself is passed to create_manager).
-    settings: dict[str, Any] = {"provider": "anthropic" if summarizer.provider == SIMULATED else summarizer.provider}
+    stands_for = {SIMULATED: "anthropic", SIMULATED_NATIVE: "native"}
+    settings: dict[str, Any] = {"provider": stands_for.get(summarizer.provider, summarizer.provider)}
     settings["timeout_s"] = REPLAY_DEADLINE_S  # one call of a small local model on a busy machine: minutes
     if summarizer.model:
         settings["model"] = summarizer.model

@@ -1,7 +1,7 @@
 """The records a summary store holds, typed, and the rows they are written as.
 
 A store holds one shape of row (``CachedSummary``: a key ``(start, end)``, text, tokens, groups, tier) and knows
-nothing of what a row means. Six kinds of record live in it, told apart by their start key's namespace; this
+nothing of what a row means. Seven kinds of record live in it, told apart by their start key's namespace; this
 module is the one place that writes each as a row and reads it back, so every backend stays as it is and a store
 written by any earlier version reads the same (the rows are byte for byte those written before records were typed):
 
@@ -21,10 +21,14 @@ written by any earlier version reads the same (the rows are byte for byte those 
   end the chain where the state's verbatim tail starts; text what a ``context:post_compact`` hook put back after that
   state; ``groups`` the groups before the tail.
 
+- ``ArtefactRecord``: start ``native:`` and the chain at the segment's start; end the segment's end key (as its
+  ``SegmentRecord``'s); text a provider's native compaction artefact for the span, verbatim; ``groups`` the
+  segment's length.
+
 Each record is read with a key (``SegmentKey``, ``CutKey``, ``DropKey``, ``MaskEndKey``, ``WorkingSetKey``,
-``InjectionKey``): ``read`` asks the store for the rows starting at the key and decodes them, leaving out a row that
-is not a record of that key (another key, a malformed head): a hand-edited or shared store is read as a miss, never
-a crash.
+``InjectionKey``, ``ArtefactKey``): ``read`` asks the store for the rows starting at the key and decodes them,
+leaving out a row that is not a record of that key (another key, a malformed head): a hand-edited or shared store is
+read as a miss, never a crash.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ WORKING_SET_MARK = "ws:"
 """Namespace of the summary's working set: one row per session line, rewritten at each compaction."""
 INJECTION_MARK = "inject:"
 """Namespace of injected context: what a post_compact hook put back after a state, so a resume shows it again."""
+ARTEFACT_MARK = "native:"
+"""Namespace of native compaction artefacts: a provider's signed block or encrypted item beside a segment's summary."""
 FOCUS_MARK = "|focus:"
 """A segment summarized with a focus ends its key with this and the focus's hash."""
 MAX_ROOM_DIGITS = 12
@@ -247,6 +253,36 @@ class InjectionRecord:
     ``end``."""
 
     key: InjectionKey
+    end: str
+    groups: int
+    text: str
+
+    def row(self, count_text: Callable[[str], int]) -> CachedSummary:
+        return CachedSummary(self.key.row_start, self.end, self.text, count_text(self.text), self.groups)
+
+
+@dataclass(frozen=True)
+class ArtefactKey:
+    """The native compaction artefacts stored for the segments starting at the chain ``start``."""
+
+    start: str
+
+    @property
+    def row_start(self) -> str:
+        return ARTEFACT_MARK + self.start
+
+    def decode(self, row: CachedSummary) -> ArtefactRecord | None:
+        return ArtefactRecord(self, row.end, row.groups, row.text) if _row_of(row, self.row_start) else None
+
+
+@dataclass(frozen=True)
+class ArtefactRecord:
+    """The provider's own artefact (``Completion.artefact``: its signed block or encrypted item as JSON, verbatim)
+    for the segment of ``groups`` groups from the key's chain to the segment end key ``end`` (focus included), kept
+    beside that segment's summary. The store's root (``C0``) names the provider and model, so another model's
+    session never reads it."""
+
+    key: ArtefactKey
     end: str
     groups: int
     text: str

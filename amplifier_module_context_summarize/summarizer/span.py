@@ -23,6 +23,7 @@ from typing import Any
 from ..backends.base import Backend, BackendError, Fault, Skip
 from ..backends.retrying import RetryingBackend, retries_for
 from ..core.clock import now
+from ..core.guidance import SUMMARY_GUIDANCE
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
@@ -58,6 +59,9 @@ class Outcome:
     LLM was not asked (``Skip``)."""
     foreign_model: str | None = None
     """Set when the response says another model answered than the one the cache key names."""
+    artefacts: list[str] = field(default_factory=list)
+    """The native compaction artefacts of the answers kept (``Completion.artefact``), in order: stored beside the
+    summary when it is one answer's."""
 
     @property
     def cacheable(self) -> bool:
@@ -373,6 +377,9 @@ class SpanSummarizer:
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
             sent = self.count_text(system) + self.count_text(prompt)
+            # A native compaction's ``instructions`` carry it too. Set before every call and never reset: a reset
+            # raises when a cancelled call unwinds in another context, and its one reader is called from here.
+            SUMMARY_GUIDANCE.set(guidance)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
@@ -401,6 +408,8 @@ class SpanSummarizer:
                     )
                 text, rejection = grounded(completion.text.strip(), source)
                 if rejection is None:
+                    if completion.artefact is not None:
+                        outcome.artefacts.append(completion.artefact)
                     return scrub_text(text)
             if rejection is Fault.NOT_SMALLER:
                 tokens = max(tokens // 2, 1)

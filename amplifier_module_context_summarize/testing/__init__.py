@@ -22,6 +22,9 @@ The module's own tests, evaluation and benchmark use it; it is public for people
 * ``simulated_llm``: ``SimulatedLLM``, a summarizer ``Backend`` that writes summaries the way models do, flaws
   included (loose length, preambles, restatements, omissions, empty answers, refusals, latency, faults),
   deterministic from a seed; ``eval --summarizer simulated`` uses it.
+* ``native_standins``: ``AnthropicCompactionStandIn`` and ``OpenAICompactionStandIn``, the providers' own compaction
+  at the HTTP level (the real SDKs talk to them through ``http_client``), refusing what the real APIs refuse;
+  ``eval --summarizer simulated-native`` and ``bench --cost --native`` use them.
 * ``sdk_paths``: provider-anthropic's request paths as each anthropic SDK generation leaves them (the
   non-streaming path broken on one), for the module's provider-path fallback.
 * ``redis_server``: ``RedisServer``, a throwaway ``redis-server`` on a free loopback port that can be killed and

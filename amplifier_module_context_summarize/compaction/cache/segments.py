@@ -18,6 +18,7 @@ from ...core.history import History
 from ...core.messages import Message
 from ...core.state import Segment
 from ...stores import CachedSummary, SummaryStore
+from ...stores.records import ArtefactKey, ArtefactRecord
 from ...summarizer.offline_merge import merge_summaries
 from ...summarizer.prompts import FOCUS
 from ...summarizer.span import Outcome, SpanSummarizer
@@ -278,6 +279,7 @@ class SegmentSource:
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
             await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start))
+            await self._keep_artefact(key, end - start, outcome)
             self.prefetched_any = True
         else:
             self.cool_down(key)
@@ -323,9 +325,17 @@ class SegmentSource:
         if outcome.cacheable and keep:
             self._failed.pop(key, None)
             await self.store.put(CachedSummary(key[0], key[1], outcome.text, tokens, end - start, tier))
+            await self._keep_artefact(key, end - start, outcome)
         elif not isinstance(outcome.fallback, Skip):  # the LLM was not asked: nothing new failed
             self.cool_down(key)
         return Segment(start, end, outcome.text, tokens, tier)
+
+    async def _keep_artefact(self, key: tuple[str, str], groups: int, outcome: Outcome) -> None:
+        """A provider's native artefact beside the summary it was read from, when the summary is that one answer
+        (a span cut into fragments has several, none standing for the whole span)."""
+        if len(outcome.artefacts) == 1:
+            record = ArtefactRecord(ArtefactKey(key[0]), key[1], groups, outcome.artefacts[0])
+            await self.store.put(record.row(self.summarizer.count_text))
 
     def note_health(self, outcome: Outcome) -> None:
         """Feed the breaker from a summary's outcome (``_note_health``)."""
