@@ -24,8 +24,9 @@ from .compaction.cache.keys import fingerprint as fingerprint_of
 from .compaction.cache.segments import SegmentSource
 from .compaction.plan.strategies import Strategy, strategy_for
 from .compaction.plan.warm import let_loop_run
-from .compaction.run.compactor import FOCUS_MAX_CHARS, Compactor
+from .compaction.run.compactor import Compactor
 from .compaction.run.prefetch import Prefetcher
+from .compaction.run.steer import FOCUS_MAX_CHARS
 from .compaction.view.masking import Masks, MaskSettings
 from .compaction.view.request import RequestView
 from .config import Config
@@ -149,7 +150,7 @@ class SummarizingContextManager:
 
     @state.setter
     def state(self, state: CompactionState) -> None:
-        self.view.state = state
+        self.compactor.installer.place(state)
 
     async def add_message(self, message: dict[str, Any]) -> None:
         try:
@@ -172,8 +173,8 @@ class SummarizingContextManager:
         async with self._lock:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
             history = self._history_of([copy_message(m) for m in messages], counting=False)
-            state = await self.compactor.resumed(history, self.budget.wire)
-            injected = await self.compactor.resumed_injection(history, state, self.budget.wire)
+            state = await self.compactor.resumer.resumed(history, self.budget.wire)
+            injected = await self.compactor.resumer.resumed_injection(history, state, self.budget.wire)
             # What the state summarizes is counted only if a plan reads it; with nothing stored, only the newest
             # groups are counted and the older ones bounded for the first plan (``_first_plan_horizon``).
             cold = not state.segments and state.tail_start == 0
@@ -182,7 +183,7 @@ class SummarizingContextManager:
             self._install(history, state)
             self.view.inject(injected)
             self._resumed_at = self.budget.wire
-            self.compactor.fold_after_resume(history, state)
+            self.compactor.resumer.fold_after_resume(history, state)
 
     async def clear(self) -> None:
         async with self._lock:
@@ -458,10 +459,10 @@ class SummarizingContextManager:
 
     async def _resume(self, wire_budget: int) -> None:
         if self.strategy.stores_cuts:
-            self.state = await self.compactor.resumed(self.history, wire_budget)
-            injected = await self.compactor.resumed_injection(self.history, self.state, wire_budget)
+            self.state = await self.compactor.resumer.resumed(self.history, wire_budget)
+            injected = await self.compactor.resumer.resumed_injection(self.history, self.state, wire_budget)
             self.view.inject(injected, wire_budget)
-            self.compactor.fold_after_resume(self.history, self.state)
+            self.compactor.resumer.fold_after_resume(self.history, self.state)
 
     def _watch_pace(self, payload: events.Payload) -> None:
         """Feed ``SlowWarning``: a compaction or prefetch the LLM wrote ends a run of cut summaries; one cut by the

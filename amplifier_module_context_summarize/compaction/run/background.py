@@ -17,17 +17,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...core.clock import now
 from ...core.history import History
 from ...core.state import CompactionState, Shown
 from ..plan.job import Job
 from ..view.losses import Account
+from .reporter import CompactionRun
 
 logger = logging.getLogger(__name__)
-
-STARTED, LANDED, FAILED, CANCELLED = "started", "landed", "failed", "cancelled"
 
 
 @dataclass(frozen=True)
@@ -52,14 +50,19 @@ class Flight:
     """Tokens of the view when it started."""
     started: float
     """``core.clock.now()`` when it started."""
+    run: CompactionRun
+    """Its ``context:pre_compact`` went out when it started: the run owes the post, closed when a request installs
+    it, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
     task: asyncio.Task[Landed | None] = field(init=False, repr=False)
     waited: float = 0.0
     """Seconds requests spent waiting for it (only a request whose view would not fit waits)."""
     error: str | None = None
     """Class name of the fault that ended it, when it failed."""
-    owed: Any = None
-    """The ``context:post_compact`` its ``context:pre_compact`` is owed (the compactor's ``OwedPost``): paid when
-    it is installed, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
+
+    @property
+    def owes(self) -> bool:
+        """Its post has not gone out yet."""
+        return not self.run.closed
 
     def elapsed_ms(self) -> float:
         return round((now() - self.started) * 1000, 3)
@@ -105,8 +108,10 @@ class BackgroundCompactor:
             self.lost.append(flight)
             self.flight = None
 
-    def start(self, job: Job, before: CompactionState, history: History, tokens: int) -> Flight:
-        flight = Flight(job, before, history, tokens, now())
+    def start(self, job: Job, before: CompactionState, history: History, tokens: int, run: CompactionRun) -> Flight:
+        """Start ``job`` in a task; the flight takes ``run`` over from the request (``CompactionRun.hand_off``)."""
+        run.hand_off()
+        flight = Flight(job, before, history, tokens, now(), run)
         flight.task = asyncio.get_running_loop().create_task(self._guarded(flight))
         self.flight = flight
         return flight
