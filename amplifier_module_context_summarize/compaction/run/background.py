@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.clock import now
 from ...core.history import History
@@ -71,7 +72,7 @@ class Flight:
 Run = Callable[[Job, CompactionState], Awaitable[Landed]]
 
 
-def orphaned(task: asyncio.Future[object]) -> bool:
+def orphaned(task: asyncio.Future[Any]) -> bool:
     """True when ``task`` can never finish for the current caller: its loop is closed, or it is not the running
     one (the loop was closed mid-flight without cancelling its tasks and the manager reused in a new loop).
     Waiting for it would last the whole deadline, and cancelling it raises ``Event loop is closed``."""

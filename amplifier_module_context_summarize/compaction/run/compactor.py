@@ -35,11 +35,11 @@ from ..cache.segments import SegmentSource
 from ..plan.job import Job
 from ..plan.strategies import Strategy
 from ..plan.warm import Warmer
-from ..view.masking import MaskSettings
+from ..view.masking import Masks, MaskSettings
 from ..view.request import RequestView
 from .artifacts import artifacts_hidden
 from .attempt import Attempt, Request, attempt_of
-from .background import BackgroundCompactor, Flight, Landed
+from .background import Landed
 from .decide import (
     Action,
     Moment,
@@ -51,17 +51,18 @@ from .decide import (
     decide,
     gains,
     judge_soft,
-    lands_onto,
     masks_further,
+    slow,
     still_stalled,
 )
 from .execute import Executor
+from .flights import Flights
 from .install import Installer
-from .payloads import FlightPhase, Outcome
+from .payloads import Outcome
 from .prefetch import Prefetcher
 from .reporter import CompactionRun, Emit, End, Reporter
+from .reports import answers_pre_compact
 from .resume import Resumer
-from .steer import Steer
 
 logger = logging.getLogger(__name__)
 
@@ -96,10 +97,6 @@ class Compactor:
         self.config, self.view, self.strategy, self.segments = config, view, strategy, segments
         self.breaker, self.prefetcher, self.mask_settings = breaker, prefetcher, mask_settings
         self.executor = Executor(segments)
-        self.background = BackgroundCompactor(self._run_background)
-        """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
-        self.in_band_next = False
-        """After a background compaction failed, the next compaction runs in band (no retry loop of failures)."""
         self.warmer = Warmer()
         """Works out what the strategy reads before it runs, yielding the loop between slices (``warm.py``)."""
         self.sent: SentView | None = None
@@ -109,6 +106,9 @@ class Compactor:
         self.reporter = Reporter(view, strategy.name, breaker, self.records, emit)
         self.installer = Installer(config, view, self.records)
         self.resumer = Resumer(strategy, segments, self.records, mask_settings is not None)
+        self.flights = Flights(view, self.installer, self.reporter, self._run_background, self.unchanged)
+        self.background = self.flights.background
+        """The soft threshold's compaction, when it needs the summarizer (``background_compaction``)."""
         self.stall: Stall | None = None
         """The last compaction of a view that fit could not make it smaller: none is tried again while the view
         fits and the plan's reach is the same (``Stall``)."""
@@ -133,8 +133,8 @@ class Compactor:
         if action is Action.MASK_NOW and await self._compact_soft(limits, provider, over_budget=True):
             return  # masking alone made it fit: the summary is written in the background
         if self.config.background_compaction:
-            self.in_band_next = False
-            await self.settle_background(deadline)
+            self.flights.in_band_next = False
+            await self.flights.settle(deadline)
             if not needs_compaction(self.view.tokens(), limits):
                 return
         await self.in_band(limits, provider, force=False, deadline=deadline)
@@ -142,7 +142,7 @@ class Compactor:
     def _moment(self, limits: Limits, tokens: int, stalled: bool, waited: bool) -> Moment:
         background = self.config.background_compaction
         running = background and self.background.running
-        return Moment(tokens, limits.budget, background, running, self.in_band_next, stalled, waited)
+        return Moment(tokens, limits.budget, background, running, self.flights.in_band_next, stalled, waited)
 
     async def _wait_for_flight(self, limits: Limits, provider: Any | None, deadline: float) -> bool:
         """A summary about to land beats masking further; past a short grace, masking that fits beats waiting (True:
@@ -151,7 +151,7 @@ class Compactor:
         if self.background.running and await self._mask_beside_flight(limits, provider):
             return True
         await self.background.wait(deadline)
-        await self.land()
+        await self.flights.land()
         return False
 
     async def _compact_soft(self, limits: Limits, provider: Any | None, over_budget: bool) -> bool:
@@ -198,27 +198,33 @@ class Compactor:
             job = attempt.job
             job.focus = steer.focus
             job.deadline = now() + max(BACKGROUND_DEADLINE_S, self.pace.allowance_s(attempt.tokens))
-            flight = self.background.start(job, self.view.state, self.view.history, attempt.tokens, run)
-            await self._emit_background(flight, FlightPhase.STARTED)
+            await self.flights.start(job, run, attempt.tokens)
 
     @property
     def pace(self) -> Pace:
         return self.segments.summarizer.pace
 
-    def span_estimate(self, limits: Limits, tokens: int) -> int:
-        """Input tokens of the summary a compaction of a ``tokens`` view would ask for: what it takes down to the
-        target, and the prompt around it (an estimate: the span is read masked, so usually less)."""
-        return max(tokens - limits.target, 0) + self.config.summary_output_tokens
-
     def slow(self, limits: Limits) -> bool:
-        """The summarizer is measured slower than the compaction deadline for a summary of the usual size (from the
-        threshold down to the target): its summaries are started early, at ``prefetch_threshold``, as ``prefetch``
-        does, so the compaction finds them written rather than cutting them at the deadline. In both modes: no
-        request waits past ``compaction_deadline_s`` (blocking included), so the time a slow summary needs is found
-        between requests, while the agent's own model works."""
-        if self.segments.summarizer.backend is None or not self.pace.known:
-            return False
-        return self.pace.allowance_s(self.span_estimate(limits, limits.compact_at)) > self.config.compaction_deadline_s
+        """The summarizer is measured slower than the compaction deadline (``decide.slow``)."""
+        has_backend = self.segments.summarizer.backend is not None
+        c = self.config
+        return slow(self.pace, has_backend, limits, c.summary_output_tokens, c.compaction_deadline_s)
+
+    async def resume(self, wire_budget: int) -> None:
+        """Show the state this session's plan stored at ``wire_budget`` (a budget known only now, or a key renewed)."""
+        if self.strategy.stores_cuts:
+            view, resumer = self.view, self.resumer
+            self.installer.place(await resumer.resumed(view.history, wire_budget))
+            view.inject(await resumer.resumed_injection(view.history, view.state, wire_budget), wire_budget)
+            resumer.fold_after_resume(view.history, view.state)
+
+    def start_over(self, history: History, state: CompactionState) -> None:
+        """A new history (``set_messages``, ``clear``): work on the old one stops, and none of it is reported."""
+        self.prefetcher.cancel()
+        self.resumer.stop_folding()
+        self.background.cancel()
+        self.flights.in_band_next = False
+        self.view.install(history, Masks(history, self.mask_settings) if self.mask_settings else None, state)
 
     async def _mask_beside_flight(self, limits: Limits, provider: Any | None) -> bool:
         """A view past the budget while a background summary is written: when masking further alone fits, install
@@ -263,7 +269,7 @@ class Compactor:
             state = executed.state or attempt.before  # a job that may call the LLM has a state
             planned = None if attempt.tokens > limits.budget else attempt.job.facts.view_tokens(state)
             if not gains(attempt.tokens, limits.budget, planned):
-                await self._unchanged(run, attempt.job, attempt.tokens, attempt.messages, _ms_since(attempt.started))
+                await self.unchanged(run, attempt.job, attempt.tokens, attempt.messages, _ms_since(attempt.started))
                 return False
             await self._finish(run, attempt, state)
             return True
@@ -287,7 +293,7 @@ class Compactor:
         mask_end = view.masks.limit() if view.masks is not None else None
         return Reach(history, state, limits.budget, cut_end, mask_end)
 
-    async def _unchanged(self, run: CompactionRun, job: Job, tokens: int, messages: int, duration_ms: float) -> None:
+    async def unchanged(self, run: CompactionRun, job: Job, tokens: int, messages: int, duration_ms: float) -> None:
         """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is
         installed (the view stays exactly as it was, ``tokens`` and ``messages`` its measure); the summaries it
         wrote stay in the store for a later one, and none is tried again until the plan could reach further."""
@@ -332,91 +338,21 @@ class Compactor:
         shows = job.facts.shown(state)
         return Landed(state, shows, await artifacts_hidden(before, state, shows, job))
 
-    def may_land(self) -> bool:
-        """A background compaction is in flight or has finished: ``land`` has something to look at (asked on
-        every request, so the usual answer costs no coroutine)."""
-        return self.background.flight is not None or bool(self.background.lost)
-
-    async def land(self) -> None:
-        """Install a background compaction that has landed, if it still applies; report how it ended (this request
-        reports it now: its pre went out when it started, and the hooks' focus is in its summaries)."""
-        while self.background.lost:  # dropped with an event loop that closed under it
-            await self.pay_flight(self.background.lost.pop(0))
-        flight = self.background.landed()
-        if flight is None:
+    async def prefetch(self, limits: Limits, provider: Any | None, tokens: int, hooks: Any | None) -> None:
+        """After a request: summarize the next cut early (``prefetch``, or a summarizer measured ``slow``), with what
+        the hooks steer with, never before they were asked (``prefetch_steer``)."""
+        c, view = self.config, self.view
+        if not ((c.prefetch or self.slow(limits)) and self.strategy.summarizes):
             return
-        async with flight.run as run:
-            landed = None if flight.task.cancelled() else flight.task.result()
-            if landed is None:
-                self.in_band_next = True
-                await self._emit_background(flight, FlightPhase.FAILED, flight.error or "error")
-                return
-            current = self.view.state
-            if not lands_onto(flight.before, current, flight.history is self.view.history):
-                await self._emit_background(flight, FlightPhase.CANCELLED, "superseded")
-                return
-            await self._install_landed(run, flight, landed, current)
-
-    async def _install_landed(
-        self, run: CompactionRun, flight: Flight, landed: Landed, current: CompactionState
-    ) -> None:
-        state = landed.state
-        if current.mask_end > state.boundary:  # masked further in band meanwhile: keep that masking
-            state = state.masked_to(current.mask_end)
-        # Before: the view this replaces, now (the history grew and may have been masked since the flight started).
-        tokens_before, messages_before = self.view.tokens(), len(self.view.build())
-        run.estimated = False  # counted now, after the request that lent bounds: exact
-        budget = flight.job.limits.budget
-        planned = None if tokens_before > budget else self.installer.tokens_of(state, landed.shown)
-        if not gains(tokens_before, budget, planned):
-            await self._emit_background(flight, FlightPhase.LANDED)
-            await self._unchanged(run, flight.job, tokens_before, messages_before, flight.elapsed_ms())
+        steer = self.reporter.prefetch_steer(answers_pre_compact(hooks))
+        if steer is None:
             return
-        await self.installer.install(run, state, landed.shown, current, None, False)  # the pin is re-derived
-        await self._emit_background(flight, FlightPhase.LANDED)
-        end = End(Outcome.COMPACTED, tokens_before, messages_before, flight.elapsed_ms(), landed.artifacts, current)
-        await run.close(end)
-
-    async def pay_flight(self, flight: Flight) -> None:
-        """A background compaction dropped before it was installed: its pre gets its post (``cancelled``)."""
-        async with flight.run:
-            pass  # leaving the run unclosed sends its post
-
-    async def settle_background(self, deadline: float) -> None:
-        """Before compacting in band: let a running background compaction land until ``deadline``, else cancel it."""
-        if not self.background.running:
-            await self.land()
-            return
-        await self.background.wait(deadline)
-        await self.land()
-        await self.cancel_background("deadline")
-
-    async def cancel_background(self, reason: str) -> None:
-        """Cancel the background compaction (one finished but not installed is dropped too); its pre gets its
-        post, outcome ``cancelled``."""
-        pending = self.background.flight
-        flight = self.background.cancel()
-        if pending is None:
-            return
-        async with pending.run:
-            if flight is not None:
-                await self._emit_background(flight, FlightPhase.CANCELLED, reason)
-
-    async def _emit_background(self, flight: Flight, phase: FlightPhase, reason: str | None = None) -> None:
-        budget = flight.job.limits.budget
-        await self.reporter.background(phase, reason, flight.tokens, budget, flight.elapsed_ms(), flight.waited)
-
-    def prefetch_steer(self, hooks_answer: bool) -> Steer | None:
-        """What a prefetch may write with: no summary is written before the hooks are asked (``context:pre_compact``),
-        and a prefetch writes ahead of the compaction that will ask them. So, with handlers that could answer
-        (``hooks_answer``), none is written until the hooks have been asked once; then with the focus they last
-        gave, keyed by it (``SegmentSource.key``): the compaction they steer the same way takes it from the store,
-        one they steer otherwise writes its own (a summary without its focus is never served for it). None: no
-        prefetch now (not asked yet, or their last answer postponed the compaction)."""
-        if not hooks_answer:
-            return Steer()
-        said = self.reporter.hooks_said
-        return None if said is None or said.denied else said
+        fixed = view.system_view_tokens() + view.shown().summary_tokens + c.summary_output_tokens
+        masks = view.masks
+        span_of, saves = (masks.span, view.mask_savings) if masks is not None else (None, None)
+        await self.prefetcher.maybe_start(
+            view.history, view.state, limits, tokens, fixed, provider, span_of, saves, steer.focus
+        )
 
     def record_sent(self, view: list[Message]) -> None:
         """Remember ``view``, returned to the orchestrator, with where its groups start (a copy fitted to the

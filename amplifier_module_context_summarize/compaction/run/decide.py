@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...core.history import History
+from ...core.plan import Limits
 from ...core.state import CompactionState
+from ...summarizer.pace import Pace
 
 LOW_LANDING = 0.5
 """A view that still fits is not compacted to below this share of the target: only hiding one group larger than
@@ -184,3 +186,16 @@ def still_stalled(stall: Stall, tokens: int, budget: int, reach: Reach | None) -
     """``stall`` holds for a view of ``tokens`` whose plan reaches ``reach`` (None: not measured, the view is past
     the budget)."""
     return tokens <= budget and reach is not None and stall.reach == reach
+
+
+def slow(pace: Pace, has_backend: bool, limits: Limits, summary_tokens: int, deadline_s: float) -> bool:
+    """The summarizer is measured slower than the compaction deadline for a summary of the usual size (from the
+    threshold down to the target, and the prompt around it: an estimate, the span is read masked, so usually less):
+    its summaries are started early, at ``prefetch_threshold``, as ``prefetch`` does, so the compaction finds them
+    written rather than cutting them at the deadline. In both modes: no request waits past ``compaction_deadline_s``
+    (blocking included), so the time a slow summary needs is found between requests, while the agent's own model
+    works."""
+    if not has_backend or not pace.known:
+        return False
+    span = max(limits.compact_at - limits.target, 0) + summary_tokens
+    return pace.allowance_s(span) > deadline_s

@@ -59,6 +59,18 @@ class Reporter:
             attempt.estimated,
         )
 
+    def prefetch_steer(self, hooks_answer: bool) -> Steer | None:
+        """What a prefetch may write with: no summary is written before the hooks are asked (``context:pre_compact``),
+        and a prefetch writes ahead of the compaction that will ask them. So, with handlers that could answer
+        (``hooks_answer``), none is written until the hooks have been asked once; then with the focus they last
+        gave, keyed by it (``SegmentSource.key``): the compaction they steer the same way takes it from the store,
+        one they steer otherwise writes its own (a summary without its focus is never served for it). None: no
+        prefetch now (not asked yet, or their last answer postponed the compaction)."""
+        if not hooks_answer:
+            return Steer()
+        said = self.hooks_said
+        return None if said is None or said.denied else said
+
     async def pre_compact(self, run: CompactionRun, focus: str | None) -> Steer:
         """Report a compaction about to be installed; what the hooks answer steers it (``Steer``)."""
         limits = self.view.budget.limits(run.limits.budget)  # a forced job's own limits have no threshold

@@ -13,7 +13,8 @@ from ..cache.records import PlanRecords
 from ..cache.resume import walk
 from ..cache.segments import SegmentSource
 from ..plan.strategies import Strategy
-from ..plan.warm import fold_ahead
+from ..plan.warm import fold_ahead, let_loop_run
+from .horizon import HORIZON_BUDGETS
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,16 @@ class Resumer:
             await self.records.seed_working_set(history, state.summarized_end)
         return state
 
+    async def aside(self, history: History, wire_budget: int) -> tuple[CompactionState, str | None]:
+        """What ``set_messages`` installs with ``history``, built aside: its stored state and what a hook put back
+        after it. What the state summarizes is counted only if a plan reads it; with nothing stored, only the newest
+        groups are counted and the older ones bounded for the first plan (``horizon``)."""
+        state = await self.resumed(history, wire_budget)
+        injected = await self.resumed_injection(history, state, wire_budget)
+        cold = not state.segments and state.tail_start == 0
+        history.count_from(state.boundary, HORIZON_BUDGETS * wire_budget if cold else None)
+        return state, injected
+
     async def resumed_injection(self, history: History, state: CompactionState, wire_budget: int) -> str | None:
         """What a ``context:post_compact`` hook put back after ``state`` (``resumed``'s) when this session's plan
         installed it: a resume shows the view the session showed, the hook's plan included."""
@@ -59,6 +70,11 @@ class Resumer:
         if self._folding is not None:
             self._folding.cancel()
             self._folding = None
+
+    async def stop(self) -> None:
+        """Stop folding and let the cancelled task end: it yields only to the loop, never waits."""
+        self.stop_folding()
+        await let_loop_run()
 
     async def _fold(self, history: History, end: int) -> None:
         try:
