@@ -3,8 +3,9 @@
 It holds the lock, the history and the compaction state (in its ``RequestView``), the request's budget
 (``core.budget.RequestBudget``: tool schemas, calibration, the system prompt) and the events. When the view
 passes the threshold, ``compaction.run`` takes over (its guide names each part: ``decide`` picks the path,
-``compactor`` carries it out, ``install`` is where a state enters the view, ``reporter`` sends the events). History is never changed by compaction: the state can always
-be rebuilt from the history plus the summary store, which is what makes resume and fork free.
+``compactor`` carries it out, ``install`` is where a state enters the view, ``reporter`` sends the events).
+History is never changed by compaction: the state can always be rebuilt from the history plus the summary store,
+which is what makes resume and fork free.
 """
 
 from __future__ import annotations
