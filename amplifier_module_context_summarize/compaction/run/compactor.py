@@ -371,6 +371,3 @@ class Compactor:
     def stop_folding(self) -> None:
         """Stop folding a resumed session's working set ahead (``Resumer.fold_after_resume``)."""
         self.resumer.stop_folding()
-
-    async def resumed(self, history: History, wire_budget: int) -> CompactionState:
-        return await self.resumer.resumed(history, wire_budget)
