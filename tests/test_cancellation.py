@@ -182,7 +182,7 @@ def owed_by_flight(manager: Any) -> int:
     """1 while a background compaction is under way or landed but not yet installed: its pre went out when it
     started, and the request that installs or drops it sends its post."""
     flight = manager.background.flight
-    return int(flight is not None and flight.owed is not None)
+    return int(flight is not None and flight.owes)
 
 
 def paired(recorder: EventRecorder, manager: Any) -> None:

@@ -18,7 +18,7 @@ import pytest
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.cli.compact import replay_session
 from amplifier_module_context_summarize.compaction.run.background import Landed
-from amplifier_module_context_summarize.compaction.run.compactor import NOTHING_ACCOUNTED
+from amplifier_module_context_summarize.compaction.run.reporter import NOTHING_ACCOUNTED
 from amplifier_module_context_summarize.events import PostCompact, Stats
 from amplifier_module_context_summarize.testing import EventRecorder, replay_steps
 from amplifier_module_context_summarize.testing.providers import FakeProvider

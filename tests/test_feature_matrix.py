@@ -473,7 +473,7 @@ def check_events(run: Run, live: Manager, at: int) -> None:
     pres, posts = live.count("context:pre_compact"), live.count("context:post_compact")
     postponed = live.count("context:compaction_postponed")
     flight = live.manager.background.flight
-    owed = int(flight is not None and flight.owed is not None)
+    owed = int(flight is not None and flight.owes)
     if not posts + postponed <= pres <= posts + postponed + owed:
         run.broke("events", at, f"{pres} pre_compact, {posts} post_compact, {postponed} postponed, {owed} owed")
 

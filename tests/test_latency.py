@@ -477,7 +477,7 @@ async def test_while_a_summary_is_written_a_view_past_the_budget_is_masked_furth
 
 
 def test_a_summary_lands_only_onto_more_masking_of_the_state_it_started_from():
-    """``Compactor.land`` installs a summary onto a state that differs from its start only by masking further."""
+    """``Flights.land`` installs a summary onto a state that differs from its start only by masking further."""
     start = CompactionState(boundary=4, segments=(Segment(0, 4, "summary", 3),), mask_end=6)
     masks_further = compactor_module.masks_further
     assert masks_further(start, start.masked_to(9))

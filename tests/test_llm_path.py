@@ -113,7 +113,7 @@ async def test_a_healthy_summarizer_never_opens_the_circuit_and_every_view_keeps
         open_ += 1 if name == "context:pre_compact" else -1
         assert 0 <= open_ <= 2, "a post closes an open pre; only a masking's pair nests in a background one"
     flight = manager.background.flight
-    assert open_ == int(flight is not None and flight.owed is not None), "every pre has its post but one under way"
+    assert open_ == int(flight is not None and flight.owes), "every pre has its post but one under way"
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """A resume serves the working set stored beside the segments, and falls back to rendering it when it cannot.
 
 The summary's working set is a function of the summarized groups, its room and the counter; a session stores the
-text it rendered (``compaction/run/compactor.py``), so a resumed session shows the same view without extracting the
+text it rendered (``compaction/run/install.py``), so a resumed session shows the same view without extracting the
 facts of every summarized group. A store without that row (written before, evicted, faulty, or a row that does
 not fit its room) resumes the same view by rendering afresh.
 """

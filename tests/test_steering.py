@@ -371,7 +371,7 @@ async def test_a_pre_compact_focus_steers_background_compactions():
     assert posts and all(p["focus"] == "keep the migration plan" and p["outcome"] == "compacted" for p in posts)
     assert sum(p["provider_calls"] for p in posts) == len(provider.requests) or manager.background.flight
     flight = manager.background.flight
-    assert len(of(seen, "context:pre_compact")) == len(posts) + int(flight is not None and flight.owed is not None)
+    assert len(of(seen, "context:pre_compact")) == len(posts) + int(flight is not None and flight.owes)
     assert all(asked), "asked while the view still fits: before the summarizer works, not when it lands"
 
 

@@ -20,7 +20,7 @@ from .layout import estimated_text, render
 from .records import CallOutcome, Facts, FileAction
 
 RENDER_VERSION = "1"
-"""Names what a render writes for given groups, room and counter in a store (``compaction/run/compactor.py`` keeps the
+"""Names what a render writes for given groups, room and counter in a store (``compaction/run/install.py`` keeps the
 text beside the segments so a resume need not extract the history). Bump it when extraction, folding or layout
 change the text for the same groups: a text stored before is then not served, and the resume renders afresh."""
 

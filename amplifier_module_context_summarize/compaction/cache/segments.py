@@ -257,7 +257,7 @@ class SegmentSource:
         """A background summary of ``[start, end)`` stored for the next compaction; None when not attempted.
 
         ``span_of`` gives the groups as a compaction's summarizer would read them (masked, when masking is on);
-        ``focus``, the hooks' (``Compactor.prefetch_steer``), rides in its prompt and its key, as a compaction's.
+        ``focus``, the hooks' (``Reporter.prefetch_steer``), rides in its prompt and its key, as a compaction's.
         """
         key = self.key(history, start, end, focus)
         if self.cooling_down(key) or not self.breaker.allows_call():

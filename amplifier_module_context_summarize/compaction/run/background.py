@@ -24,10 +24,9 @@ from ...core.history import History
 from ...core.state import CompactionState, Shown
 from ..plan.job import Job
 from ..view.losses import Account
+from .reporter import CompactionRun
 
 logger = logging.getLogger(__name__)
-
-STARTED, LANDED, FAILED, CANCELLED = "started", "landed", "failed", "cancelled"
 
 
 @dataclass(frozen=True)
@@ -52,14 +51,19 @@ class Flight:
     """Tokens of the view when it started."""
     started: float
     """``core.clock.now()`` when it started."""
+    run: CompactionRun
+    """Its ``context:pre_compact`` went out when it started: the run owes the post, closed when a request installs
+    it, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
     task: asyncio.Task[Landed | None] = field(init=False, repr=False)
     waited: float = 0.0
     """Seconds requests spent waiting for it (only a request whose view would not fit waits)."""
     error: str | None = None
     """Class name of the fault that ended it, when it failed."""
-    owed: Any = None
-    """The ``context:post_compact`` its ``context:pre_compact`` is owed (the compactor's ``OwedPost``): paid when
-    it is installed, or with outcome ``cancelled`` when it fails, is superseded, cancelled or lost."""
+
+    @property
+    def owes(self) -> bool:
+        """Its post has not gone out yet."""
+        return not self.run.closed
 
     def elapsed_ms(self) -> float:
         return round((now() - self.started) * 1000, 3)
@@ -68,7 +72,7 @@ class Flight:
 Run = Callable[[Job, CompactionState], Awaitable[Landed]]
 
 
-def orphaned(task: asyncio.Future[object]) -> bool:
+def orphaned(task: asyncio.Future[Any]) -> bool:
     """True when ``task`` can never finish for the current caller: its loop is closed, or it is not the running
     one (the loop was closed mid-flight without cancelling its tasks and the manager reused in a new loop).
     Waiting for it would last the whole deadline, and cancelling it raises ``Event loop is closed``."""
@@ -105,8 +109,10 @@ class BackgroundCompactor:
             self.lost.append(flight)
             self.flight = None
 
-    def start(self, job: Job, before: CompactionState, history: History, tokens: int) -> Flight:
-        flight = Flight(job, before, history, tokens, now())
+    def start(self, job: Job, before: CompactionState, history: History, tokens: int, run: CompactionRun) -> Flight:
+        """Start ``job`` in a task; the flight takes ``run`` over from the request (``CompactionRun.hand_off``)."""
+        run.hand_off()
+        flight = Flight(job, before, history, tokens, now(), run)
         flight.task = asyncio.get_running_loop().create_task(self._guarded(flight))
         self.flight = flight
         return flight

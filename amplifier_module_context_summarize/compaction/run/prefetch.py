@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from ...core.clock import now
@@ -17,6 +18,7 @@ from ...core.history import History
 from ...core.messages import Message
 from ...core.plan import Limits, choose_boundary, near_target
 from ...core.state import CompactionState
+from ...summarizer.span import Outcome
 from ..cache.segments import SegmentSource
 from .background import orphaned
 
@@ -24,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 class Prefetcher:
-    def __init__(self, segments: SegmentSource, watermark: float, report: Callable[[Any], Awaitable[None]]) -> None:
+    def __init__(self, segments: SegmentSource, watermark: float, report: Callable[[Outcome], Awaitable[None]]) -> None:
         self.segments = segments
         self.watermark = watermark
         self.report = report
@@ -55,7 +57,7 @@ class Prefetcher:
     ) -> None:
         """``fixed_tokens``: system, summary and the allowance of the summary to come. ``mask_savings(end)``: tokens
         masking saves today at a compaction that would cut at ``end`` (it only saves more as the session grows).
-        ``focus``: what the hooks steer compactions with (``Compactor.prefetch_steer``): the summary is asked with it
+        ``focus``: what the hooks steer compactions with (``Reporter.prefetch_steer``): the summary is asked with it
         and keyed by it, so the compaction they steer finds it."""
         self._drop_orphans()
         if self._inflight or not limits.budget * self.watermark < view_tokens <= limits.compact_at:
@@ -71,7 +73,10 @@ class Prefetcher:
             return
         task = asyncio.get_running_loop().create_task(self._run(history, state, end, provider, key, span_of, focus))
         self._inflight[key] = task
-        task.add_done_callback(lambda _t, k=key: self._inflight.pop(k, None))
+        task.add_done_callback(partial(self._forget, key))
+
+    def _forget(self, key: tuple[str, str], _task: asyncio.Task[None]) -> None:
+        self._inflight.pop(key, None)
 
     async def _run(
         self,

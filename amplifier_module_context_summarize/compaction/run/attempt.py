@@ -1,0 +1,72 @@
+"""One compaction about to be planned: its job, and the view's measure when it started (for its events)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...config import Config
+from ...core.plan import Limits
+from ...core.state import CompactionState
+from ...summarizer.in_context import SentView
+from ..plan.facts import PlanFacts
+from ..plan.job import Job
+from ..view.request import RequestView
+
+
+@dataclass
+class Attempt:
+    """One compaction under way: its job, and the view's measure when it started (for its events)."""
+
+    job: Job
+    before: CompactionState
+    tokens: int
+    messages: int
+    started: float
+    """``time.perf_counter()`` when it started."""
+    force: bool
+    estimated: bool = False
+    """``tokens`` holds upper bounds for the oldest groups (a cold resume's first plan, ``History.count_from``)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the request asks of its compaction."""
+
+    limits: Limits
+    provider: Any | None
+    force: bool
+    deadline: float | None
+    """A ``core.clock.now()`` value past which no summarizer call runs."""
+    offline: bool = False
+    """Plan without writing any summary (``Job.offline``)."""
+
+
+def attempt_of(
+    config: Config,
+    view: RequestView,
+    summarizer: bool,
+    last_sent: Callable[[], SentView | None],
+    started: float,
+    ask: Request,
+) -> Attempt:
+    """The job for the view as it is now (``summarizer``: a summarizer backend is configured), with its measure."""
+    limits = ask.limits
+    facts = PlanFacts(
+        history=view.history,
+        limits=limits if not ask.force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
+        system_tokens=view.system_view_tokens() + view.injected_tokens,  # room for the hook's text again
+        counter=view.counter,
+        summary_allowance=config.summary_output_tokens,
+        working_set_tokens=config.working_set_tokens(view.budget.wire),
+        summary_room=config.summary_room(view.budget.wire),
+        masks=view.masks,
+        recall_tool=config.recall_tool_name,
+        summarizer=summarizer,
+    )
+    facts.remember(view.state, view.shown_by_state())  # its injection is in ``system_tokens``
+    job = Job(facts, view.state, ask.provider, ask.deadline, ask.offline, last_sent=last_sent)
+    history = view.history
+    estimated = history.estimating and view.state.boundary < history.bounded
+    return Attempt(job, view.state, view.tokens(), len(view.build()), started, ask.force, estimated)
