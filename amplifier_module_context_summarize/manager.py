@@ -38,6 +38,7 @@ from .core.plan import Limits, needs_compaction
 from .core.state import SUMMARY_MARKER, CompactionState, Segment, extra_pins, pin_matcher, pin_tokens
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
+from .spill import spiller_for
 from .stores import CheckedStore, MemoryStore, Scoped, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.pace import SlowWarning
@@ -109,7 +110,8 @@ class SummarizingContextManager:
             c, self.view, strategy, self.segments, self.breaker, self.prefetcher, self.mask_settings, self._emit
         )
         self.background = self.compactor.background
-        self.fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings)
+        self.spill = spiller_for(c, self.store, self.counter)
+        self.fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings, self.spill.key)
         self._pin_rule = pin_matcher(c.pin_patterns)
         self._crossed: set[tuple[str, float]] = set()
         """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
@@ -221,6 +223,8 @@ class SummarizingContextManager:
             self.calibration.expect(sent + self.budget.tool_tokens)
             await self._report_usage(sent, limits)
             await self._report_pins()
+            for degraded in self.spill.take_events():
+                await self._emit(degraded)
             prefetching = (c.prefetch or self.compactor.slow(limits)) and self.strategy.summarizes
             steer = self.compactor.prefetch_steer(self._hooks_answer_pre_compact()) if prefetching else None
             if steer is not None:  # written with what the hooks steer with, never before they were asked
@@ -421,7 +425,7 @@ class SummarizingContextManager:
         Summaries in flight were keyed by the old model: they are cancelled, else one finished by the new model
         (or begun by the old) would be stored under the key the history chain has by then.
         """
-        fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings)
+        fingerprint = fingerprint_of(self.summarizer, self.config, self.mask_settings, self.spill.key)
         if fingerprint == self.fingerprint:
             return False
         self.prefetcher.cancel()
@@ -445,6 +449,7 @@ class SummarizingContextManager:
         history.pin_rule = self._pin_rule
         history.recent_user_turns = c.preserve_recent_user_turns
         history.pin_room = self.view.pin_room()
+        history.spill = self.spill.shown if self.spill.enabled else None
         for message in messages:
             history.append(message)
         return history

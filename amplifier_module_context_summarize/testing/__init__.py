@@ -22,6 +22,9 @@ The module's own tests, evaluation and benchmark use it; it is public for people
 * ``simulated_llm``: ``SimulatedLLM``, a summarizer ``Backend`` that writes summaries the way models do, flaws
   included (loose length, preambles, restatements, omissions, empty answers, refusals, latency, faults),
   deterministic from a seed; ``eval --summarizer simulated`` uses it.
+* ``simulated_reader``: ``SimulatedReader``, the session's model meeting a large tool output's preview: it carries on
+  as if it saw the whole (claude-code#17407) unless the start or end of the result says plainly that it did not and
+  how to read the rest.
 * ``sdk_paths``: provider-anthropic's request paths as each anthropic SDK generation leaves them (the
   non-streaming path broken on one), for the module's provider-path fallback.
 * ``redis_server``: ``RedisServer``, a throwaway ``redis-server`` on a free loopback port that can be killed and
