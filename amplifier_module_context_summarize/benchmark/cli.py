@@ -23,6 +23,16 @@ def _sizes(value: str) -> list[int]:
     return sizes
 
 
+def _spill_tokens(value: str) -> int:
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = 0
+    if tokens < 1_000:  # the config's own floor (spill_threshold_tokens)
+        raise argparse.ArgumentTypeError(f"--spill wants a threshold of at least 1000 tokens, got {value!r}")
+    return tokens
+
+
 def _turns(value: str) -> int:
     try:
         turns = int(value)
@@ -82,6 +92,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--raw", help="--cost: also the recorded sessions under this folder, in any format read")
     parser.add_argument("--budgets", type=_sizes, help="--cost: budgets in tokens (default 20000,64000,200000)")
     parser.add_argument("--no-bundled", action="store_true", help="--cost: leave out the bundled corpus")
+    parser.add_argument(
+        "--spill",
+        type=_spill_tokens,
+        nargs="?",
+        const=10_000,
+        metavar="TOKENS",
+        help="--cost: every policy spills tool outputs over TOKENS (default 10000) to files, showing a preview",
+    )
     parser.set_defaults(run=run)
 
 
