@@ -9,10 +9,11 @@ Usage (not run by CI; the model half needs torch, transformers and gguf, e.g. in
 
 For each case a test log whose one failure (and its order id) sits in the middle is the tool result of a ``bash``
 call; the user asks which order id failed. The tool result is either the old wording (the output clipped head and
-tail with ``[... N characters clipped; recall with context_recall, handle …]`` in the middle, what a view showed
-for an output over its room) or the new preview (``spill.preview.render``). Greedy decoding, 64 new tokens. An
-answer is counted as ``read`` when it calls or names a reading tool, the file or the handle; ``as seen`` when it
-states an order id (the right one cannot be in what it was shown, so any id is invented); ``other`` otherwise.
+tail to 1,500 characters with ``[... N characters clipped; recall with context_recall, handle …]`` in the middle,
+what a view showed for an output over its room) or the new preview (``spill.preview.render``). Greedy decoding, 64
+new tokens. An answer is counted as ``read`` when it calls or names a reading tool, the file or the handle; ``as
+seen`` when it states an order id (the right one cannot be in what it was shown, so any id is invented); ``other``
+otherwise.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ ORDER = re.compile(r"ORD-\d+")
 def case(i: int) -> tuple[str, str]:
     lines = 1_200 + 83 * i
     secret = f"ORD-{7000 + 37 * i}"
-    body = [f"test_case_{n:05d} PASSED in 0.{n % 97:02d}s" for n in range(lines)]
+    body = [f"test_{n} ok" for n in range(lines)]  # short lines: a small prompt for a CPU run
     body[lines // 2 + i] = f"FAILED test_checkout: expected order id {secret}"
     return "\n".join(body), secret
 
@@ -53,7 +54,7 @@ def wordings(count: int) -> list[dict[str, str]]:
         text, secret = case(i)
         path = f"/home/user/.cache/amplifier-context-summarize/spill/43e48b5a88eb8259/m3-3fa2b1-{i:010x}.txt"
         new = render(text, Spilled(path, "m3-3fa2b1", len(text) // 3, "context_recall"))
-        old = clip_middle(text, 4_000, "; recall with context_recall, handle m3-3fa2b1")
+        old = clip_middle(text, 1_500, "; recall with context_recall, handle m3-3fa2b1")
         assert secret not in new and secret not in old
         out.append({"secret": secret, "old": old, "new": new})
     return out
