@@ -12,8 +12,9 @@ call; the user asks which order id failed. The tool result is either the old wor
 tail to 1,500 characters with ``[... N characters clipped; recall with context_recall, handle …]`` in the middle,
 what a view showed for an output over its room) or the new preview (``spill.preview.render``). Greedy decoding, 64
 new tokens. An answer is counted as ``read`` when it calls or names a reading tool, the file or the handle; ``as
-seen`` when it states an order id (the right one cannot be in what it was shown, so any id is invented); ``other``
-otherwise.
+seen`` when it states an order id (the right one cannot be in what it was shown, so any id is invented);
+``says unseen`` when it says the part is not shown without reading it; ``other`` otherwise (a 135M model often
+continues the log).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SYSTEM = (
 )
 READ = re.compile(r"CALL|read_file|context_recall|\.txt|\bm3-[0-9a-f]{6}", re.IGNORECASE)
 ORDER = re.compile(r"ORD-\d+")
+UNSEEN = re.compile(r"not (?:been )?(?:shown|seen|visible|included)|cannot see|can't see|preview", re.IGNORECASE)
 
 
 def case(i: int) -> tuple[str, str]:
@@ -78,7 +80,8 @@ def main(argv: list[str]) -> int:
     tokenizer = AutoTokenizer.from_pretrained(args.gguf_dir, gguf_file=args.gguf_file)
     model = AutoModelForCausalLM.from_pretrained(args.gguf_dir, gguf_file=args.gguf_file)
     model.eval()
-    tally = {"old": {"read": 0, "as seen": 0, "other": 0}, "new": {"read": 0, "as seen": 0, "other": 0}}
+    kinds = ("read", "as seen", "says unseen", "other")
+    tally = {"old": dict.fromkeys(kinds, 0), "new": dict.fromkeys(kinds, 0)}
     for i, worded in enumerate(cases):
         for wording in ("old", "new"):
             result = worded[wording]
@@ -93,9 +96,17 @@ def main(argv: list[str]) -> int:
             with torch.no_grad():
                 out = model.generate(**ids, max_new_tokens=64, do_sample=False, pad_token_id=tokenizer.eos_token_id)
             answer = tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
-            kind = "read" if READ.search(answer) else "as seen" if ORDER.search(answer) else "other"
+            kind = (
+                "read"
+                if READ.search(answer)
+                else "as seen"
+                if ORDER.search(answer)
+                else "says unseen"
+                if UNSEEN.search(answer)
+                else "other"
+            )
             tally[wording][kind] += 1
-            print(f"case {i:2d} {wording}: {kind:7s} | {answer[:110]!r}", flush=True)
+            print(f"case {i:2d} {wording}: {kind:11s} | {answer[:110]!r}", flush=True)
     for wording, counts in tally.items():
         print(f"{wording}: " + ", ".join(f"{k} {v}/{len(cases)}" for k, v in counts.items()))
     return 0
