@@ -97,6 +97,15 @@ class Config:
     """Fractions of the budget whose upward crossing by a view emits ``context:usage`` (empty: none)."""
     usage_threshold_fractions: Fractions = ()
     """Fractions of the compaction threshold whose upward crossing emits ``context:usage``."""
+    spill_threshold_tokens: int = 10_000
+    """A tool output over this many tokens is written whole to the spill folder and shown as a preview."""
+    spill_path: str | None = None
+    """The spill folder's root; unset, ``spill`` beside the summary store's file (none with a store in memory:
+    spilling is off); ``off`` (or ``null``) turns spilling off."""
+    spill_max_mb: int = 512
+    """Past this total the spill folder's oldest files are removed."""
+    spill_max_age_s: float = 604_800.0
+    """Spilled files unused for this long are removed (7 days; a resume writes a removed one again)."""
 
     def __repr__(self) -> str:
         """Fields as the dataclass shows them, but a secret pasted as ``storage_password_env`` is hidden."""
@@ -175,6 +184,9 @@ _NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "ledger_share": (float, 0, 0.8, True),
     "pin_budget_ratio": (float, 0, 0.5, True),
     "preserve_recent_user_turns": (int, 0, 100, True),
+    "spill_threshold_tokens": (int, 1_000, None, True),
+    "spill_max_mb": (int, 1, None, True),
+    "spill_max_age_s": (float, 0, None, False),
 }
 _SUMMARIZER_NUMBERS: dict[str, tuple[type, float, float | None, bool]] = {
     "timeout_s": (float, 0, None, False),
@@ -383,13 +395,15 @@ def parse_config(raw: Mapping[str, Any] | None) -> Config:
             options[key] = None if value is None else env_name_key(key, value)
         elif key == "storage_path" and value is None:
             options[key] = MEMORY  # said explicitly: no file, not even the default one
+        elif key == "spill_path" and value is None:
+            options[key] = "off"  # said explicitly: no folder, not even the default one
         elif key == "summary_instructions":
             options[key] = _check_instructions(value)
         elif key == "pin_patterns":
             options[key] = _check_pin_patterns(value)
         elif key in ("usage_fractions", "usage_threshold_fractions"):
             options[key] = _check_fractions(key, value)
-        elif key in ("prompt_dir", "storage_path", "token_encoding"):
+        elif key in ("prompt_dir", "storage_path", "token_encoding", "spill_path"):
             if value is not None and (not isinstance(value, str) or not value):
                 raise _fail(key, "must be a non-empty string", value)
             options[key] = value

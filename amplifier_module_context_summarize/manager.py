@@ -37,6 +37,7 @@ from .core.plan import needs_compaction
 from .core.state import SUMMARY_MARKER, CompactionState, Segment, pin_matcher
 from .core.tokens import TokenCounter
 from .core.wire import ToolSchemaMeter
+from .spill import spiller_for
 from .stores import CheckedStore, MemoryStore, SummaryStore
 from .stores.base import OVERSIZE_FACTOR
 from .summarizer.pace import SlowWarning
@@ -83,7 +84,8 @@ class SummarizingContextManager:
         self._stats = events.Stats()
         self.slow = SlowWarning(summarizer.pace, c.compaction_deadline_s, c.summarizer.timeout_s)
         """Says once when summaries keep falling back because the summarizer is slower than its time."""
-        self.reports = Reports(c, self._emit, self.slow)
+        self.spill = spiller_for(c, self.store, self.counter)
+        self.reports = Reports(c, self._emit, self.slow, self.spill.take_events)
         self.prefetcher = Prefetcher(self.segments, c.prefetch_threshold, self.reports.prefetched)
         self._system_prompt_factory: SystemPromptFactory | None = None
         """Name kept from context-simple: amplifier-foundation's peers read and re-wrap it."""
@@ -98,7 +100,7 @@ class SummarizingContextManager:
             c, self.view, strategy, self.segments, self.breaker, self.prefetcher, self.mask_settings, self._emit
         )
         self.background = self.compactor.background
-        self.key = SessionKey(summarizer, c, self.mask_settings, self.store)
+        self.key = SessionKey(summarizer, c, self.mask_settings, self.store, self.spill.key)
         self._pin_rule = pin_matcher(c.pin_patterns)
         self._closed = False
         """``close`` has closed the store and the backend (a second close only stops background work again)."""
@@ -288,9 +290,8 @@ class SummarizingContextManager:
     def _history_of(self, messages: list[Message], counting: bool = True) -> History:
         c = self.config
         history = History(self.counter, self.fingerprint, c.preserve_system, counting=counting)
-        history.pin_rule = self._pin_rule
+        history.pin_rule, history.pin_room, history.spill = self._pin_rule, self.view.pin_room(), self.spill.hook
         history.recent_user_turns = c.preserve_recent_user_turns
-        history.pin_room = self.view.pin_room()
         for message in messages:
             history.append(message)
         return history

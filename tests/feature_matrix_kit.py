@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from amplifier_core.models import ProviderInfo
 from amplifier_module_context_summarize.backends.base import Completion
 from amplifier_module_context_summarize.backends.registry import SummarizerConfig, build_backend
 from amplifier_module_context_summarize.core import tokens as tokens_module
+from amplifier_module_context_summarize.core.messages import scrub_text
+from amplifier_module_context_summarize.spill.preview import MARKER as SPILL_MARKER
 from amplifier_module_context_summarize.testing.native_standins import AnthropicCompactionStandIn, http_client
 from amplifier_module_context_summarize.testing.providers import in_context_summary
 
@@ -175,3 +178,25 @@ def strings(value: Any) -> list[str]:
 
 def text_chars(message: dict[str, Any]) -> int:
     return sum(len(s) for s in strings(message))
+
+
+SPILL_FILE = re.compile(r"^File: (.+)$", re.M)
+
+
+def spill_problems(view: list[dict[str, Any]], history: list[dict[str, Any]], spilling: bool) -> list[str]:
+    """What is wrong with the spill previews in ``view``: one shown with spilling off, or one whose file does not
+    hold, whole, an output of the session (its lone surrogates as U+FFFD)."""
+    previews = [t for t in strings(view) if t.startswith(SPILL_MARKER)]
+    if previews and not spilling:
+        return ["a spill preview in a view with spilling off"]
+    outputs = {scrub_text(t) for m in history for t in strings(m.get("content"))}
+    problems = []
+    for preview in previews:
+        named = SPILL_FILE.search(preview)
+        if named is None:
+            problems.append("a spill preview names no file")
+        elif not Path(named.group(1)).is_file():
+            problems.append(f"the spill file {named.group(1)} is missing")
+        elif Path(named.group(1)).read_text(encoding="utf-8") not in outputs:
+            problems.append(f"the spill file {named.group(1)} holds no output of the session")
+    return problems

@@ -208,9 +208,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "backends": {"core"},
     "stores": {"core", "events"},
     "config": {"core", "backends", "stores"},
+    "spill": {"core", "events", "stores", "config"},
     "summarizer": {"core", "working_set", "backends", "config"},
     "compaction": {"core", "working_set", "summarizer", "backends", "stores", "config", "events"},
-    "manager": {"core", "working_set", "summarizer", "compaction", "backends", "stores", "config", "events"},
+    "manager": {"core", "working_set", "summarizer", "compaction", "backends", "stores", "config", "events", "spill"},
     "recall": {"core", "config", "manager"},
     "notify": {"events", "backends"},  # the fault categories (``backends.base.Fault``) its lines read
     "": {"core", "summarizer", "compaction", "backends", "stores", "config", "events", "manager", "recall", "notify"},

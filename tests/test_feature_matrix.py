@@ -9,8 +9,8 @@ request, together:
   pins on every message kind (``metadata.pin`` on user, assistant and tool messages; ``pin_patterns`` in a request,
   in a tool output, and on a ``<system-reminder>`` in every request), context a ``post_compact`` hook injects in any
   script (ASCII, CJK, emoji, a lone surrogate);
-* pressure: large new outputs, tiny budgets, merges (a small summary room), a summarizer that stalls (and one that
-  swallows its cancellation);
+* pressure: large new outputs (spilled to files past ``spill_threshold_tokens``, or not), tiny budgets, merges (a
+  small summary room), a summarizer that stalls (and one that swallows its cancellation);
 * resume in a new process: a fresh manager and hook registry over the same SQLite file, given the history by
   ``set_messages`` (as the existing resume tests do; a subprocess per example would cost seconds each).
 
@@ -50,6 +50,7 @@ from feature_matrix_kit import (
     GuidedProvider,
     Tokenizer,
     native_backend,
+    spill_problems,
     strings,
     text_chars,
 )
@@ -118,6 +119,8 @@ class Scenario:
     stall: str | None
     stall_every: int
     compact_at: int
+    spill: int | None = None
+    """``spill_threshold_tokens``; None: spilling off."""
 
     @property
     def asks_llm(self) -> bool:
@@ -153,6 +156,7 @@ def scenarios(draw: Any) -> Scenario:
         stall=draw(st.sampled_from([None, None, "hang", "swallow"])),
         stall_every=draw(st.integers(1, 3)),
         compact_at=draw(st.integers(1, turns)),
+        spill=draw(st.sampled_from([None, None, 1_000, 2_500])),
     )
 
 
@@ -231,7 +235,10 @@ def config(s: Scenario, store: Path) -> dict[str, Any]:
         "pin_budget_ratio": s.pin_ratio,
         "pin_patterns": patterns,
         "notify": False,
+        "spill_path": str(store.parent / "spill") if s.spill is not None else "off",
     }
+    if s.spill is not None:
+        cfg["spill_threshold_tokens"] = s.spill
     if s.instructions:
         cfg["summary_instructions"] = INSTRUCTIONS
     return cfg
@@ -395,6 +402,8 @@ def check_view(
         json.dumps(view, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         run.broke("wire", at, f"the view does not encode: {exc}")
+    for problem in spill_problems(view, history, s.spill is not None):
+        run.broke("spill", at, problem)
     tokens = live.manager.counter.count_messages(view)
     if tokens > s.budget:
         run.broke("fits", at, f"{tokens} tokens over the budget {s.budget}")
@@ -497,7 +506,7 @@ def pattern_pins(s: Scenario) -> bool:
 
 PROMISES = (
     "valid", "wire", "fits", "pins", "kept", "guidance", "guidance_merge", "working_set", "events", "deadline",
-    "resume", "linear",
+    "resume", "linear", "spill",
 )  # fmt: skip
 
 

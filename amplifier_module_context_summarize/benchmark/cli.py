@@ -23,6 +23,16 @@ def _sizes(value: str) -> list[int]:
     return sizes
 
 
+def _spill_tokens(value: str) -> int:
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = 0
+    if tokens < 1_000:  # the config's own floor (spill_threshold_tokens)
+        raise argparse.ArgumentTypeError(f"--spill wants a threshold of at least 1000 tokens, got {value!r}")
+    return tokens
+
+
 def _turns(value: str) -> int:
     try:
         turns = int(value)
@@ -87,6 +97,14 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="--cost: also the 'native' policy: summaries written by the provider's own compaction (its offline "
         "stand-in, through the real SDK)",
+    )
+    parser.add_argument(
+        "--spill",
+        type=_spill_tokens,
+        nargs="?",
+        const=10_000,
+        metavar="TOKENS",
+        help="--cost: every policy spills tool outputs over TOKENS (default 10000) to files, showing a preview",
     )
     parser.set_defaults(run=run)
 

@@ -25,6 +25,7 @@ Policies:
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -123,11 +124,12 @@ def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, 
             return make_manager(policy, budget, SPEC, backend)
         config = {**manager_config(policy, budget, SPEC), **overrides}
     elif policy == "claude-code-style":
-        config = {**manager_config("summarize-only", budget, SPEC), **CLAUDE_CODE}
+        config = {**manager_config("summarize-only", budget, SPEC), **CLAUDE_CODE, **(overrides or {})}
     elif policy == NATIVE:
         config = {**manager_config("summarize", budget, NATIVE_SPEC), **(overrides or {})}
     elif policy == "none-200k":
-        config = {**manager_config("summarize-only", NONE_WINDOW, SPEC), "compact_threshold": 0.999}
+        none = {"compact_threshold": 0.999, **(overrides or {})}
+        config = {**manager_config("summarize-only", NONE_WINDOW, SPEC), **none}
     else:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
     fork = getattr(backend, "fork", None)
@@ -406,9 +408,10 @@ async def compare(
     seed: int = 0,
     progress: Any | None = None,
     native: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> CostResult:
-    """Every session of every corpus, under every policy at every budget, billed at every price table; ``native``
-    adds the ``native`` policy."""
+    """Every session of every corpus, under every policy at every budget, billed at every price table; ``native`` adds
+    the ``native`` policy, ``overrides`` are config keys every policy's manager takes (e.g. spilling)."""
     started = time.perf_counter()
     chosen = list(tables or default_tables())
     backend = SessionModelLLM(build_backend(ModelSpec(SIMULATED, seed=seed)))
@@ -426,7 +429,7 @@ async def compare(
                         continue
                     summarizer = simulated_native(replace(NATIVE_SPEC, seed=seed)) if policy == NATIVE else backend
                     cost = await replay_cost(
-                        session, corpus, policy, budget, summarizer, chosen, tools_tokens, artifacts
+                        session, corpus, policy, budget, summarizer, chosen, tools_tokens, artifacts, overrides
                     )
                     if policy == "none-200k":
                         none_cost = cost
@@ -599,13 +602,11 @@ def run_cost(args: Any) -> int:
         corpora["simulation"] = [simulated_session(turns)]
     budgets = tuple(args.budgets or BUDGETS)
     quiet = args.json
-    result = asyncio.run(
-        compare(
-            corpora,
-            budgets,
-            progress=None if quiet else lambda line: print(line, file=sys.stderr, flush=True),
-            native=getattr(args, "native", False),
-        )
-    )
+    progress = None if quiet else lambda line: print(line, file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as folder:  # --spill: every policy spills large outputs to a throwaway folder
+        threshold = getattr(args, "spill", None)
+        overrides = {"spill_path": folder, "spill_threshold_tokens": threshold} if threshold is not None else None
+        native = getattr(args, "native", False)
+        result = asyncio.run(compare(corpora, budgets, progress=progress, native=native, overrides=overrides))
     print(json.dumps(result.to_json(), indent=2) if args.json else render(result))
     return 0

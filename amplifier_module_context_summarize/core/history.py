@@ -109,6 +109,11 @@ class History:
         """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
         self.irregular: list[int] = []
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
+        self.spill: Callable[[list[Message], int], Message] | None = None
+        """Shows a stored message with its large tool outputs as previews of files (``spill.Spiller.shown``): set
+        before appending; a message pinned verbatim is never shown so."""
+        self.spilled: set[int] = set()
+        """Indices of the messages a view shows with a spill preview (the recall tool searches them)."""
         self.unencodable = False
         """Some message holds a lone surrogate, so views are scrubbed before they are sent (``scrub_value``)."""
         self.pin_rule: PinRule | None = None
@@ -187,7 +192,7 @@ class History:
                 closing = len(groups) - 2
                 group = groups[closing]
                 messages = self.messages[group.start : group.end]
-                shown = self._as_shown(messages)  # worked out once for both
+                shown = self._as_shown(messages, group.start)  # worked out once for both
                 if not self._open_counted:  # the closing group's count is final before the next one opens
                     self._count_open_as_shown(closing, messages, shown)
                 self._settle(closing, messages, shown)
@@ -358,7 +363,7 @@ class History:
             return replaced
         group = self.groups[group_index]
         messages = self.messages[group.start : group.end]
-        return self._as_shown(messages) if group_index == len(self.groups) - 1 else messages
+        return self._as_shown(messages, group.start) if group_index == len(self.groups) - 1 else messages
 
     def span(self, start: int, end: int) -> list[Message]:
         """Groups ``[start, end)`` as a view would show them (the input of a summary)."""
@@ -388,7 +393,7 @@ class History:
         if messages is None or shown is None:
             group = self.groups[group_index]
             messages = self.messages[group.start : group.end]
-            shown = self._as_shown(messages)
+            shown = self._as_shown(messages, group.start)
         tokens = self._open_stored if shown is messages else sum(self.counter.count_message(m) for m in shown)
         self._prefix[group_index + 1] = self._prefix[group_index] + tokens
         self._open_counted = True
@@ -398,15 +403,29 @@ class History:
             self.shown_as[group_index] = shown
             self.irregular.append(group_index)
 
-    def _as_shown(self, messages: list[Message]) -> list[Message]:
-        """``messages`` itself when a view shows them unchanged; else sanitized, system hidden, chain ids out."""
+    def _as_shown(self, messages: list[Message], start: int) -> list[Message]:
+        """``messages`` (stored from index ``start``) itself when a view shows them unchanged; else sanitized,
+        system hidden, chain ids out, large outputs spilled."""
         if len(messages) == 1 and self.preserve_system and messages[0].get("role") == "system":
             return []
+        if self.spill is not None:
+            messages = self._spilled(messages, start)
         cleaned = sanitize(messages)
         unchained = [without_response_chain(m) for m in cleaned]
         if any(a is not b for a, b in zip(unchained, cleaned, strict=True)):
             return unchained
         return cleaned
+
+    def _spilled(self, messages: list[Message], start: int) -> list[Message]:
+        spill, stored, out = self.spill, self.messages, list(messages)
+        assert spill is not None
+        for offset, message in enumerate(messages):
+            index = start + offset
+            if index not in self.pin_marks:  # a pin keeps the message verbatim
+                out[offset] = spill(stored, index)
+                if out[offset] is not message:
+                    self.spilled.add(index)
+        return out if any(a is not b for a, b in zip(out, messages, strict=True)) else messages
 
 
 def from_hook(message: Message) -> bool:

@@ -46,9 +46,11 @@ which is what ``regex.compile`` spends memory and time on before any budget appl
 DESCRIPTION = (
     "Recall the original text of earlier parts of this conversation that the context now shows only as a "
     "[CONTEXT SUMMARY] or as masked placeholders ('[tool output masked: …; handle m12.0-abc123]', "
-    "'… [clipped: …; handle …]', '[... N characters clipped; … handle …]'). operation 'search': find a text "
+    "'… [clipped: …; handle …]', '[... N characters clipped; … handle …]') or as a preview of a large output "
+    "saved to a file ('[LARGE TOOL OUTPUT SAVED TO A FILE …]'). operation 'search': find a text "
     "(or a regex with regex: true, "
-    "case-insensitive) in the summarized, masked or clipped messages, tool calls and tool outputs; returns excerpts "
+    "case-insensitive) in the summarized, masked, clipped or saved messages, tool calls and tool outputs; returns "
+    "excerpts "
     "with their handles. operation 'fetch': the original message or tool output behind a handle, in pages "
     f"of up to {PAGE_CHARS:,} characters (pass next_offset as offset for the next page). Messages still shown "
     "in full need no recall. Read-only; returns data from this session's history only."
@@ -234,9 +236,11 @@ class RecallTool:
                 yield from _pieces(messages, index)
 
     def _clipped(self) -> tuple[int, ...]:
-        """Stored indices the view last sent shows clipped (the newest group larger than the budget)."""
-        clipped = self.manager.view.clipped
-        return tuple(i for i in clipped if 0 <= i < len(self.manager.history.messages))
+        """Stored indices the view last sent shows clipped (the newest group larger than the budget) or with a
+        spilled output's preview."""
+        history = self.manager.history
+        shown_in_part = sorted(set(self.manager.view.clipped).union(history.spilled))
+        return tuple(i for i in shown_in_part if 0 <= i < len(history.messages))
 
     def _where(self, index: int, block: int | None, handle: str) -> dict[str, Any]:
         history, state = self.manager.history, self.manager.state
@@ -245,7 +249,8 @@ class RecallTool:
         if index in set(history.system):
             shown = "system"
         elif index in self._clipped():
-            shown = "clipped"
+            verbatim = group is not None and group >= state.tail_start
+            shown = "spilled" if verbatim and index in history.spilled else "clipped"
         elif group is None or group >= state.tail_start:
             shown = "verbatim"
         elif group >= state.boundary:

@@ -25,6 +25,9 @@ The module's own tests, evaluation and benchmark use it; it is public for people
 * ``native_standins``: ``AnthropicCompactionStandIn`` and ``OpenAICompactionStandIn``, the providers' own compaction
   at the HTTP level (the real SDKs talk to them through ``http_client``), refusing what the real APIs refuse;
   ``eval --summarizer simulated-native`` and ``bench --cost --native`` use them.
+* ``simulated_reader``: ``SimulatedReader``, the session's model meeting a large tool output's preview: it carries on
+  as if it saw the whole (claude-code#17407) unless the start or end of the result says plainly that it did not and
+  how to read the rest.
 * ``sdk_paths``: provider-anthropic's request paths as each anthropic SDK generation leaves them (the
   non-streaming path broken on one), for the module's provider-path fallback.
 * ``redis_server``: ``RedisServer``, a throwaway ``redis-server`` on a free loopback port that can be killed and

@@ -6,7 +6,7 @@ changes, so a summary is never served to a session that would have written it ot
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...config import Config
 from ...core.history import History
@@ -23,8 +23,11 @@ FINGERPRINT_VERSION = "3"
 3: segment summaries no longer end with their own artifact ledger (the summary message ends with the working set)."""
 
 
-def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None) -> str:
-    """``C0``: what shapes a summary (summarizer, model, prompts, summary size, system handling, masking, recall)."""
+def fingerprint(
+    summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None, spill: list[Any] | None = None
+) -> str:
+    """``C0``: what shapes a summary (summarizer, model, prompts, summary size, system handling, masking, recall,
+    spilling: the summarizer reads a spilled output's preview)."""
     c = config
     shape: dict[str, object] = {
         "v": FINGERPRINT_VERSION,
@@ -36,6 +39,8 @@ def fingerprint(summarizer: SpanSummarizer, config: Config, mask_settings: MaskS
     }
     if mask_settings is not None:  # the summarizer reads masked groups
         shape["mask"] = mask_settings.key
+    if spill is not None:
+        shape["spill"] = spill
     if c.recall_tool_name:  # the summary's preamble names the tool
         shape["recall"] = c.recall_tool_name
     if c.summary_instructions:  # every prompt carries them: a summary written without them is not theirs

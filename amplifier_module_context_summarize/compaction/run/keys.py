@@ -17,13 +17,20 @@ class SessionKey:
     """The fingerprint summaries are keyed and a shared store is scoped by; ``learned`` says when it may change."""
 
     def __init__(
-        self, summarizer: SpanSummarizer, config: Config, mask_settings: MaskSettings | None, store: SummaryStore
+        self,
+        summarizer: SpanSummarizer,
+        config: Config,
+        mask_settings: MaskSettings | None,
+        store: SummaryStore,
+        spill_key: list[Any] | None = None,
     ) -> None:
         self.summarizer, self.config, self.mask_settings, self.store = summarizer, config, mask_settings, store
+        self.spill_key = spill_key
+        """What spilling changes in the text a summarizer reads (``spill.Spiller.key``), fixed for the session."""
         backend = summarizer.backend
         self._learner = backend if isinstance(backend, LearnsDefaultModel) else None
         """Asked once: a runtime protocol check costs microseconds, and every request asks whether it learns."""
-        self.fingerprint = fingerprint(summarizer, config, mask_settings)
+        self.fingerprint = fingerprint(summarizer, config, mask_settings, spill_key)
         self.scope()
 
     def learned(self, provider: Any | None) -> bool:
@@ -34,7 +41,7 @@ class SessionKey:
 
     def renewed(self) -> str | None:
         """The fingerprint now, when it differs from the one in use (None: unchanged)."""
-        now = fingerprint(self.summarizer, self.config, self.mask_settings)
+        now = fingerprint(self.summarizer, self.config, self.mask_settings, self.spill_key)
         return None if now == self.fingerprint else now
 
     def adopt(self, fingerprint: str) -> None:

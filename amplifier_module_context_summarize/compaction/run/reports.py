@@ -4,7 +4,7 @@ prefetch's outcome; and the slow-summarizer watch every payload feeds (``summari
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from amplifier_core.models import HookResult
@@ -26,15 +26,21 @@ Emit = Callable[[events.Payload], Awaitable[Any]]
 class Reports:
     """What the manager reports after each request, once per change (it keeps what it last reported)."""
 
-    def __init__(self, config: Config, emit: Emit, slow: SlowWarning) -> None:
+    def __init__(
+        self, config: Config, emit: Emit, slow: SlowWarning, degraded: Callable[[], Sequence[events.Payload]]
+    ) -> None:
         self.config, self.emit, self.slow = config, emit, slow
+        self.degraded = degraded
+        """Degradations noticed where no event can be sent (spilling, inside ``History.append``), sent here."""
         self._crossed: set[tuple[str, float]] = set()
         """The usage fractions the view is at or above (``context:usage`` fires on crossing into this set)."""
         self._dropped_pins: tuple[object, ...] = (None, ())
 
     async def usage(self, tokens: int, limits: Limits) -> None:
         """``context:usage`` once per upward crossing of each configured fraction (of the budget, of the threshold);
-        a fraction the view falls back below may be crossed again."""
+        a fraction the view falls back below may be crossed again. Pending degradations go out first."""
+        for payload in self.degraded():
+            await self.emit(payload)
         c = self.config
         for of, base, fractions in (
             ("budget", limits.budget, c.usage_fractions),

@@ -175,6 +175,8 @@ class Masks:
         new: Message | None = None
         content = message.get("content")
         if message.get("role") == "tool" and not isinstance(content, list):
+            if position in self.history.spilled:  # the placeholder describes the output, not its preview
+                content = self.history.messages[position].get("content")
             text = block_text(content) if content is not None else ""
             placeholder = self._placeholder(text, position, None)
             if placeholder is not None:
@@ -197,7 +199,11 @@ class Masks:
         kind = block_kind(block)
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
-            placeholder = self._placeholder(block_text(block), position, index)
+            described = block
+            if position in self.history.spilled:  # the placeholder describes the output, not its preview
+                stored = self.history.messages[position].get("content")
+                described = stored[index] if isinstance(stored, list) and index < len(stored) else block
+            placeholder = self._placeholder(block_text(described), position, index)
             if placeholder is not None:
                 return {**block, key: placeholder}
         elif kind in CALL_BLOCK_TYPES and isinstance(block.get("input"), dict):
