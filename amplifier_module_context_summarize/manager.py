@@ -62,8 +62,7 @@ class SummarizingContextManager:
         strategy: Strategy | None = None,
     ) -> None:
         self.config = c = config or Config()
-        self.summarizer = summarizer
-        self.hooks = hooks
+        self.summarizer, self.hooks = summarizer, hooks
         self.store: SummaryStore = store if store is not None else MemoryStore(c.cache_max_entries)
         self.counter = counter or TokenCounter(c.token_encoding)
         self.tools = tools
