@@ -144,18 +144,12 @@ itself parses (it has no public parser; judging the spelling let verbose-mode bo
 ``recall/tool.py``; if the engine's parser changes shape, the check refuses every regex rather than guess."""
 
 
-CHILD_EXIT = "_exit"
-"""``os._exit``, public despite its name: how a forked child ends without running its parent's cleanup (the Python
-docs name it for that). Only in ``compaction/plan/fork.py``."""
-
-
 def test_no_module_reaches_into_another_objects_private_members():
     reaches = [
         r
         for path in sorted(PACKAGE.rglob("*.py"))
         for r in _private_reaches(path)
         if not (path.name == "tool.py" and path.parent.name == "recall" and r.split(" .")[-1] in ENGINE_PARSER)
-        and not (path.name == "fork.py" and path.parent.name == "plan" and r.split(" .")[-1] == CHILD_EXIT)
     ]
     assert reaches == []
 

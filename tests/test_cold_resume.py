@@ -4,14 +4,13 @@ count read after the first request must be exact."""
 
 from __future__ import annotations
 
-import time
+import os
 
 import pytest
 
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
-from amplifier_module_context_summarize.compaction.plan import fork
 from amplifier_module_context_summarize.compaction.plan.warm import Warmer
 from amplifier_module_context_summarize.compaction.view.masking import Masks, MaskSettings
 from amplifier_module_context_summarize.core.history import History
@@ -158,69 +157,32 @@ def _facts_of(index, count: int) -> list:
     return [index.facts(g) for g in range(count)]
 
 
-@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
-async def test_a_whole_history_is_extracted_on_two_cores_with_the_facts_one_process_finds(session, monkeypatch) -> None:
-    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
-    started: list[int] = []
-    real = fork.Split.fork
+async def test_a_whole_history_is_extracted_in_this_process_without_forking_it(session, monkeypatch) -> None:
+    """The host may run threads (amplifier-core's engine, an HTTP pool): the library never forks it (issue 48)."""
 
-    def forking(split):
-        started.append(split.middle - split.start)
-        return real(split)
+    def no_fork() -> int:
+        raise AssertionError("os.fork called")
 
-    monkeypatch.setattr(fork.Split, "fork", forking)
+    monkeypatch.setattr(os, "fork", no_fork)
     history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
     await Warmer().warm(history, None, CompactionState())
     closed = history.last_cuttable
-    assert started and started[0] > closed // 2  # the child took the older share
     assert index_of(history).extracted == closed
-    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
-    assert history.chained == closed and history.chain_at(closed) == alone.chain_at(closed)  # the child's hashes
-
-
-@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
-async def test_a_child_that_fails_leaves_its_share_to_this_process(session, monkeypatch) -> None:
-    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
-
-    def failing(history, start, end):
-        raise RuntimeError("the child's extraction failed")
-
-    monkeypatch.setattr(fork, "child_facts", failing)  # the fork copies the patched module
-    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
-    await Warmer().warm(history, None, CompactionState())
-    closed = history.last_cuttable
-    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
-
-
-@pytest.mark.skipif(not fork.can_split(), reason="needs fork and a second core")
-async def test_a_child_that_hangs_is_killed_after_twice_its_share_and_its_share_extracted_here(
-    session, monkeypatch
-) -> None:
-    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
-    monkeypatch.setattr(fork, "CHILD_MIN_WAIT_S", 0.05)
-
-    def hanging(history, start, end):  # runs in the child only: a lock another thread held at the fork
-        time.sleep(600)
-
-    killed: list[int] = []
-    real_kill = fork._kill
-    monkeypatch.setattr(fork, "child_facts", hanging)
-    monkeypatch.setattr(fork, "_kill", lambda pid: (killed.append(pid), real_kill(pid)))
-    history, alone = _exact_history(session[:1200]), _exact_history(session[:1200])
-    await Warmer().warm(history, None, CompactionState())
-    closed = history.last_cuttable
-    assert len(killed) == 1
     assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
     assert history.chained == closed and history.chain_at(closed) == alone.chain_at(closed)
 
 
-async def test_without_fork_the_history_is_extracted_here(session, monkeypatch) -> None:
-    monkeypatch.setattr(fork, "SPLIT_MIN_GROUPS", 64)
-    monkeypatch.setattr(fork, "can_split", lambda: False)
-    history, alone = _exact_history(session[:600]), _exact_history(session[:600])
-    await Warmer().warm(history, None, CompactionState())
-    closed = history.last_cuttable
-    assert _facts_of(index_of(history), closed) == [extract(alone.shown(g)) for g in range(closed)]
+async def test_a_cold_resume_never_forks_and_its_first_view_carries_the_working_set(session, monkeypatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("os.fork called")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    manager = _manager()
+    await manager.set_messages(session)
+    view = await manager.get_messages_for_request(token_budget=BUDGET)
+    summary = next(m for m in view if isinstance(m.get("content"), str) and "[CONTEXT SUMMARY]" in m["content"])
+    assert "### Working set" in summary["content"]
+    assert index_of(manager.history).extracted >= manager.state.summarized_end
 
 
 async def test_before_the_first_request_the_token_count_is_exact(session) -> None:

@@ -41,7 +41,7 @@ from amplifier_module_context_summarize.working_set.fold import (
     named_files,
     working_set_of,
 )
-from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of, plain
+from amplifier_module_context_summarize.working_set.index import FactsLog, WorkingSetIndex, index_of
 from amplifier_module_context_summarize.working_set.mentions import _short_ids
 from amplifier_module_context_summarize.working_set.shell import _shell_tokens, _word
 
@@ -479,24 +479,6 @@ def test_kept_facts_read_back_as_they_were_extracted() -> None:
         log.append(facts)
 
     assert len(log) == len(extracted) > 2 * log.BLOCK
-    assert [log[g] for g in range(len(log))] == extracted
-    for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
-        assert list(log.first(count)) == extracted[:count]
-
-
-@pytest.mark.parametrize("appended_first", [0, 5, FactsLog.BLOCK])
-def test_facts_kept_in_their_compact_form_read_back_as_appended_ones(appended_first: int) -> None:
-    """A child's facts arrive plain and go to bytes as they are (no ``Facts`` built); they read back the same as
-    facts appended one by one, whatever the open block held before them."""
-    history = history_of(long_session())
-    extracted = [working_set.extract(history.shown(g)) for g in range(len(history.groups) - 1)]
-    log = FactsLog()
-    for facts in extracted[:appended_first]:
-        log.append(facts)
-    log.extend_plain([plain(f) for f in extracted[appended_first:]])
-
-    filling = -appended_first % log.BLOCK  # the open block is filled first, then whole blocks go to bytes
-    assert len(log) == len(extracted) and len(extracted) - appended_first - filling > log.BLOCK
     assert [log[g] for g in range(len(log))] == extracted
     for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
         assert list(log.first(count)) == extracted[:count]

@@ -3,7 +3,7 @@
 With the session's summaries stored (the resume path: the same store, as a restarted process or a fork finds
 it) the state is walked back from the store and the first view is the one the session had; with nothing
 stored the first request compacts the whole history at once. Each is timed in wall and in CPU time (the
-process's, worker threads and its child processes included: ``compaction/plan/fork.py``; another process on the
+process's, worker threads and any child processes included; another process on the
 machine does not count), with the collector running, as a restarted process resumes: from a heap holding the host's
 messages and no garbage of the session before it. Its pauses are timed too, so the wall time reads both as the user
 waits (the targets) and net of the collector (the module's own work).

@@ -346,16 +346,6 @@ class History:
         g = self.groups[group_index]
         return content_hash(canonical_json(self.messages[g.start : g.end]))
 
-    def adopt_group_hashes(self, start: int, hashes: list[str]) -> None:
-        """Chain ``hashes``, the group hashes of groups ``[start, start + len(hashes))`` worked out elsewhere (a
-        forked child, ``compaction.plan.fork``), onto the chain; those already chained are skipped, and nothing is
-        chained past a gap (``chain_at`` fills it)."""
-        chain, have = self._chain, self.chained
-        if have < start:
-            return
-        for group_hash in hashes[have - start :]:
-            chain.append(content_hash(chain[-1], group_hash))
-
     def shown(self, group_index: int) -> list[Message]:
         """Group ``group_index`` as a view shows it."""
         replaced = self.shown_as.get(group_index)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import marshal
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -50,20 +50,6 @@ class FactsLog:
             self._blocks.append(zlib.compress(marshal.dumps([_plain(f) for f in self._open])))
             self._open = []
 
-    def extend_plain(self, plains: Sequence[tuple[Any, ...]]) -> None:
-        """Keep facts that arrive in the compact form (``plain``): whole blocks go to bytes as they are, never built
-        as objects. Tens of thousands of ``Facts`` alive at once would outlive the collector's young generations and
-        set off full collections over the whole heap (a cold resume's child sends 85% of the history's)."""
-        at = 0
-        while self._open and at < len(plains):  # the open block first, so blocks stay aligned on ``BLOCK``
-            self.append(_facts(plains[at]))
-            at += 1
-        while len(plains) - at >= self.BLOCK:
-            self._blocks.append(zlib.compress(marshal.dumps(list(plains[at : at + self.BLOCK]))))
-            at += self.BLOCK
-        for item in plains[at:]:
-            self.append(_facts(item))
-
     def __getitem__(self, group: int) -> Facts:
         block, offset = divmod(group, self.BLOCK)
         if block == len(self._blocks):
@@ -97,13 +83,6 @@ def _facts(plain: Any) -> Facts:
         workdirs,
         definitions,
     )
-
-
-plain = _plain
-"""The compact form ``FactsLog`` keeps a group's facts in (marshal can write it): facts extracted in another
-process come back in it (``compaction/plan/fork.py``)."""
-PLAIN_FIELDS = len(Facts())
-"""Items of one ``plain`` tuple: one per field of ``Facts``."""
 
 
 class WorkingSetIndex:
@@ -150,15 +129,6 @@ class WorkingSetIndex:
         while len(kept) <= group and len(kept) < closed:
             kept.append(extract(self.history.shown(len(kept))))
         return kept[group] if group < len(kept) else extract(self.history.shown(group))
-
-    def adopt(self, start: int, plains: Sequence[tuple[Any, ...]]) -> None:
-        """Keep the facts of closed groups ``[start, start + len(plains))`` extracted elsewhere (another process,
-        ``compaction/plan/fork.py``), in the compact form ``plain`` gives, as ``facts`` would have; groups kept
-        already are skipped, and a gap before ``start`` leaves them to ``facts``."""
-        kept = self._facts
-        if not start <= len(kept) <= start + len(plains):
-            return
-        kept.extend_plain(plains[len(kept) - start : self._closed() - start])
 
     def state(self, end_group: int) -> WorkingSet:
         """The facts of groups ``[0, end_group)`` folded (the kept state itself when it is the furthest)."""

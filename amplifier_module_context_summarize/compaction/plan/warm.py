@@ -21,7 +21,6 @@ from ...core.invariants import last_allowed_cut
 from ...core.state import CompactionState
 from ...working_set.index import index_of
 from ..view.masking import Masks
-from .fork import start_split
 
 SLICE_S = 0.005
 """Longest the loop is held between two yields while warming (a few groups may overshoot it a little)."""
@@ -59,34 +58,27 @@ class Warmer:
         closed = history.last_cuttable
         # The summary's own render has worked out the groups it stands for, unless it was stored (a resume).
         start = max(self._facts, index.extracted)
-        # A whole history to extract (a resume with nothing stored): a child extracts most of it meanwhile.
-        split = start_split(index, history, closed) if start == index.extracted else None
-        try:
-            slice_ends = time.perf_counter() + SLICE_S
-            group = start
-            while group < closed and split is None:  # with a split, the child works out the hashes too
-                group = min(group + STEP, closed)
-                index.facts(group - 1)
-                self._facts = group
-                history.chain_at(group)
+        # A whole history to extract (a resume with nothing stored) is extracted here too, on the loop's thread, in
+        # the same slices: the library never forks its host (a process with threads, issue 48).
+        slice_ends = time.perf_counter() + SLICE_S
+        group = start
+        while group < closed:
+            group = min(group + STEP, closed)
+            index.facts(group - 1)
+            self._facts = group
+            history.chain_at(group)
+            if time.perf_counter() >= slice_ends:
+                await let_loop_run()
+                slice_ends = time.perf_counter() + SLICE_S
+        if masks is not None:
+            end = min(masks.limit(), last_allowed_cut(history))
+            group = state.boundary
+            while group < end:
+                group = min(group + STEP, end)
+                masks.tokens(state.boundary, group)
                 if time.perf_counter() >= slice_ends:
                     await let_loop_run()
                     slice_ends = time.perf_counter() + SLICE_S
-            if masks is not None:
-                end = min(masks.limit(), last_allowed_cut(history))
-                group = state.boundary
-                while group < end:
-                    group = min(group + STEP, end)
-                    masks.tokens(state.boundary, group)
-                    if time.perf_counter() >= slice_ends:
-                        await let_loop_run()
-                        slice_ends = time.perf_counter() + SLICE_S
-            if split is not None:
-                await split.finish(let_loop_run)
-        except BaseException:
-            if split is not None:
-                split.cancel()
-            raise
         self._facts = max(self._facts, closed)
 
 
