@@ -19,7 +19,7 @@ from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.backends.base import Completion, Fault
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.summarizer.grounding import Source, check, names_in
-from amplifier_module_context_summarize.summarizer.prompts import FOCUS, load_prompts, render_transcript
+from amplifier_module_context_summarize.summarizer.prompts import load_prompts, render_transcript
 from amplifier_module_context_summarize.summarizer.span import SpanSummarizer, SummarizerSettings
 from amplifier_module_context_summarize.testing import EventRecorder, SimulatedLLM, replay
 from amplifier_module_context_summarize.testing.simulated_llm import FAILURE_MODES, SMALL_MODEL, SimulatedBehaviour
@@ -341,11 +341,7 @@ async def test_an_answer_to_the_users_guidance_names_what_the_guidance_names(ins
     backend = Scripted(f"{GOOD}\n{answer}")
     worker = summarizer(backend)
     worker.instructions = instructions
-    token = FOCUS.set(focus)
-    try:
-        outcome = await worker.summarize(LONG_SPAN, None)
-    finally:
-        FOCUS.reset(token)
+    outcome = await worker.summarize(LONG_SPAN, None, focus=focus)
     assert outcome.fallback is None and outcome.provider_calls == 1
     assert answer.removeprefix("- ") in outcome.text  # kept whole, not cut as invented
 

@@ -24,7 +24,6 @@ from amplifier_module_context_summarize.backends.native_wire import (
 )
 from amplifier_module_context_summarize.backends.registry import build_backend
 from amplifier_module_context_summarize.config import SummarizerConfig, parse_config
-from amplifier_module_context_summarize.core.guidance import SUMMARY_GUIDANCE
 from amplifier_module_context_summarize.stores import SqliteStore
 from amplifier_module_context_summarize.stores.records import ArtefactKey, read
 from amplifier_module_context_summarize.testing import mixed_history, replay
@@ -74,11 +73,8 @@ async def post(client: Any, path: str, body: dict[str, Any], beta: bool = True) 
 
 async def test_anthropic_compaction_request_and_answer() -> None:
     stand_in = AnthropicCompactionStandIn()
-    token = SUMMARY_GUIDANCE.set("Standing instructions from the user:\nkeep ORD-7731\n")
-    try:
-        completion = await native(stand_in).complete(SYSTEM, PROMPT, 800)
-    finally:
-        SUMMARY_GUIDANCE.reset(token)
+    guidance = "Standing instructions from the user:\nkeep ORD-7731\n"
+    completion = await native(stand_in).complete_guided(SYSTEM, PROMPT, 800, guidance)
     path, headers, body = stand_in.requests[0]
     assert path == "/v1/messages" and ANTHROPIC_BETA in headers["anthropic-beta"]
     assert body["compaction"]["type"] == "summarize"
@@ -112,11 +108,7 @@ def test_instructions_are_clipped_to_the_limit_guidance_first() -> None:
 
 async def test_long_guidance_is_clipped_and_accepted() -> None:
     stand_in = AnthropicCompactionStandIn()
-    token = SUMMARY_GUIDANCE.set("keep the deploy date\n" + "y" * 30_000)
-    try:
-        await native(stand_in).complete(SYSTEM, PROMPT, 800)
-    finally:
-        SUMMARY_GUIDANCE.reset(token)
+    await native(stand_in).complete_guided(SYSTEM, PROMPT, 800, "keep the deploy date\n" + "y" * 30_000)
     assert len(stand_in.requests[0][2]["compaction"]["instructions"]) == INSTRUCTIONS_MAX_CHARS
     assert stand_in.rejections == []
 

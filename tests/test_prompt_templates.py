@@ -15,7 +15,6 @@ from amplifier_core.testing import MockCoordinator
 from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.backends.base import Completion
 from amplifier_module_context_summarize.summarizer.prompts import (
-    FOCUS,
     PLACEHOLDERS,
     default_prompt_dir,
     load_prompts,
@@ -96,11 +95,7 @@ async def test_a_merge_prompt_carries_the_instructions_and_the_focus():
     backend = Recording()
     summarizer = SpanSummarizer(backend, load_prompts(), lambda t: len(t) // 4, SummarizerSettings(400, 100_000, 30, 0))
     summarizer.instructions = INSTRUCTIONS
-    token = FOCUS.set(FOCUS_TEXT)
-    try:
-        await summarizer.merge(["### State\n- " + "one " * 200, "### State\n- " + "two " * 200])
-    finally:
-        FOCUS.reset(token)
+    await summarizer.merge(["### State\n- " + "one " * 200, "### State\n- " + "two " * 200], focus=FOCUS_TEXT)
     [prompt] = backend.prompts
     assert INSTRUCTIONS in prompt and FOCUS_TEXT in prompt
     assert not LEFT_OVER.search(prompt)

@@ -182,6 +182,19 @@ class Backend(Protocol):
 
 
 @runtime_checkable
+class SendsGuidance(Protocol):
+    """A backend that sends the user's guidance apart from the prompt too (a provider's native compaction takes it as
+    its own ``instructions``, ``native_backend.py``)."""
+
+    async def complete_guided(
+        self, system: str, prompt: str, max_output_tokens: int, guidance: str, provider: Any | None = None
+    ) -> Completion:
+        """``complete`` with ``guidance``: the guidance section of this prompt ('' without guidance), passed with the
+        call (not read from anything ambient), so concurrent summaries each send their own."""
+        ...
+
+
+@runtime_checkable
 class SelfRetrying(Protocol):
     """A backend that may retry on its own (the session provider does)."""
 

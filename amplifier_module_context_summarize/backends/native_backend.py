@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.extras import import_for
-from ..core.guidance import SUMMARY_GUIDANCE
 from ..core.redact import redact_url
 from . import native_wire as wire
 from .base import BackendError, Completion, Fault
@@ -90,7 +89,13 @@ class NativeBackend:
     async def complete(
         self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None
     ) -> Completion:
-        guidance = SUMMARY_GUIDANCE.get()
+        """A compaction without guidance (the summarizer calls ``complete_guided``)."""
+        return await self.complete_guided(system, prompt, max_output_tokens, "", provider)
+
+    async def complete_guided(
+        self, system: str, prompt: str, max_output_tokens: int, guidance: str, provider: Any | None = None
+    ) -> Completion:
+        """One compaction whose ``instructions`` lead with ``guidance`` (the prompt's own guidance section)."""
         model = self.model or ""
         if self.family == "anthropic":
             body = wire.anthropic_request(model, system, prompt, guidance, max_output_tokens)

@@ -7,7 +7,6 @@ The wheel ships ``prompts/`` inside the package; a source checkout reads the rep
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -60,10 +59,6 @@ REQUIRED: dict[str, frozenset[str]] = {name: frozenset({"transcript", "guidance_
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
-FOCUS: ContextVar[str | None] = ContextVar("context_summarize_focus", default=None)
-"""The focus of the compaction being written (``compact(focus=...)`` or a ``context:pre_compact`` hook), set by
-``compaction.cache.segments`` around its summarizer calls: a context variable, so a background compaction's task and
-the worker thread of an extractive summary see their own compaction's focus and no other."""
 GUIDANCE_OPEN, GUIDANCE_CLOSE = "<<<USER_GUIDANCE", "USER_GUIDANCE>>>"
 _KEEP_LINE = re.compile(r"^\W*(?:always\s+|must\s+|please\s+)*(?:keep|preserve|retain|never\s+drop)\s+(.+)$", re.I)
 KEEP_NAMES_MAX = 20

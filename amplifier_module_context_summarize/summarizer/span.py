@@ -20,16 +20,15 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import Backend, BackendError, Fault, Skip
+from ..backends.base import Backend, BackendError, Fault, SendsGuidance, Skip
 from ..backends.retrying import RetryingBackend, retries_for
 from ..core.clock import now
-from ..core.guidance import SUMMARY_GUIDANCE
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
 from .grounding import Source, check
 from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
 from .pace import Pace
-from .prompts import FOCUS, PromptSet, fence_safe, guidance_section, keep_names, render_transcript
+from .prompts import PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +77,9 @@ class Ask:
     source_tokens: int
     tokens: int
     values: dict[str, str] = field(default_factory=dict)
+    focus: str | None = None
+    """The compaction's focus (``compact(focus=...)``, a ``context:pre_compact`` hook), passed down with each call:
+    never read from anything ambient, so no summary can carry another compaction's focus."""
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,12 @@ class SpanSummarizer:
         fallback: Fault | Skip | None,
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
+        focus: str | None = None,
     ) -> Outcome:
         """``pinned``: requests the view shows verbatim beside the summary (the extractive summary only names them);
-        ``max_tokens``: the summary's size when below the output cap."""
-        outcome = self._extract(messages, previous_summary, fallback, pinned, max_tokens)
+        ``max_tokens``: the summary's size when below the output cap; ``focus``: the compaction's, whose names it
+        keeps first (``keep_names``)."""
+        outcome = self._extract(messages, previous_summary, fallback, pinned, max_tokens, focus)
         self._observed(messages, outcome)
         return outcome
 
@@ -146,6 +150,7 @@ class SpanSummarizer:
         fallback: Fault | Skip | None,
         pinned: Collection[str],
         max_tokens: int | None,
+        focus: str | None,
     ) -> Outcome:
         try:
             text = extractive_summary(
@@ -154,7 +159,7 @@ class SpanSummarizer:
                 max_tokens=self._cap(max_tokens),
                 count_tokens=self.count_text,
                 pinned=pinned,
-                keep=keep_names(self.instructions, FOCUS.get()),
+                keep=keep_names(self.instructions, focus),
             )
         except Exception as exc:  # the last rung before truncation must not take the agent down
             logger.warning("extractive summary failed (%s); omitting the span", type(exc).__name__)
@@ -175,13 +180,14 @@ class SpanSummarizer:
         fallback: Fault | Skip | None,
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
+        focus: str | None = None,
     ) -> Outcome:
         """``extractive`` in a worker thread, so a long span does not hold the event loop (a span of thousands
         of messages takes seconds). Safe: it reads ``messages`` (a list of its own, whose messages nobody
         changes: stored ones are copies taken at ``add_message``, masked ones new dicts) and writes nothing
         shared; the token counter keeps no state. The observers see the outcome back on the loop."""
         span = list(messages)
-        outcome = await asyncio.to_thread(self._extract, span, previous_summary, fallback, pinned, max_tokens)
+        outcome = await asyncio.to_thread(self._extract, span, previous_summary, fallback, pinned, max_tokens, focus)
         self._observed(span, outcome)
         return outcome
 
@@ -189,16 +195,21 @@ class SpanSummarizer:
     def max_retries(self) -> int:
         return retries_for(self.backend, self.settings.max_retries)
 
-    def _retrying(self, outcome: Outcome, context: InContext | None = None) -> RetryingBackend:
+    def _retrying(self, outcome: Outcome, guidance: str, context: InContext | None = None) -> RetryingBackend:
         """The backend behind the retry policy, counting every attempt as a provider call of ``outcome``
-        (asked at the end of ``context``'s prefix when given).
+        (asked at the end of ``context``'s prefix when given; sent ``guidance`` when it takes it apart).
 
-        Built per ask (it is only settings): concurrent summaries then never share a counter.
+        Built per ask (it is only settings): concurrent summaries then never share a counter or a guidance.
         """
         assert self.backend is not None
         s = self.settings
+        inner: Any = self.backend
+        if context is not None:
+            inner = InContextCall(self.backend, context.prefix)
+        elif isinstance(self.backend, SendsGuidance):
+            inner = GuidedCall(self.backend, guidance)
         return RetryingBackend(
-            InContextCall(self.backend, context.prefix) if context is not None else self.backend,
+            inner,
             self.max_retries,
             s.timeout_s,
             s.wait_base,
@@ -215,28 +226,34 @@ class SpanSummarizer:
         pinned: Collection[str] = (),
         max_tokens: int | None = None,
         context: InContext | None = None,
+        focus: str | None = None,
     ) -> Outcome:
         """``deadline`` (``core.clock.now()`` value) bounds every call and wait of this summary; ``pinned`` is
         for the extractive summary (``extractive``); ``max_tokens`` the size asked for, when below the output cap
         (the model is asked for fewer words; its output cap stays). ``context``: the span as the session's last
         view showed it, asked for at the end of that view when the backend is the session's own provider and
-        model (``in_context``); else, or when that view is too long for one more message, the compact prompt."""
+        model (``in_context``); else, or when that view is too long for one more message, the compact prompt.
+        ``focus``: the compaction's, in every prompt of this summary (and its extractive fallback)."""
         if self.backend is None:
-            return await self.extractive_off_loop(messages, previous_summary, None, pinned, max_tokens)
+            return await self.extractive_off_loop(messages, previous_summary, None, pinned, max_tokens, focus)
         outcome = Outcome(text="")
         try:
             parts = None
             if context is not None and shares_session_cache(self.backend, provider, context):
-                parts = await self._in_context(context, previous_summary, provider, outcome, deadline, max_tokens)
+                parts = await self._in_context(
+                    context, previous_summary, provider, outcome, deadline, max_tokens, focus
+                )
             if parts is None:
                 parts = await self._summarize_fragments(
-                    messages, previous_summary, provider, outcome, 0, deadline, max_tokens
+                    messages, previous_summary, provider, outcome, 0, deadline, max_tokens, focus
                 )
         except BackendError as exc:
             # A fault of the moment (busy or slow) is INFO, the event says it; anything else is never silent.
             level = logging.INFO if exc.fault.transient else logging.WARNING
             logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.fault)
-            fallback = await self.extractive_off_loop(messages, previous_summary, exc.fault, pinned, max_tokens)
+            fallback = await self.extractive_off_loop(
+                messages, previous_summary, exc.fault, pinned, max_tokens, focus
+            )
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
@@ -249,15 +266,16 @@ class SpanSummarizer:
         provider: Any | None = None,
         deadline: float | None = None,
         max_tokens: int | None = None,
+        focus: str | None = None,
     ) -> Outcome:
         """One higher-tier summary standing for several consecutive ones (asked to keep within ``max_tokens``
-        when that is below the output cap)."""
+        when that is below the output cap), steered by the compaction's ``focus``."""
         if self.backend is None:
             raise BackendError(Fault.ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
         outcome = Outcome(text="")
         source_tokens = self.count_text(transcript)
-        ask = Ask("merge", transcript, source_tokens, self._cap(max_tokens))
+        ask = Ask("merge", transcript, source_tokens, self._cap(max_tokens), focus=focus)
         outcome.text = await self._ask(ask, provider, outcome, deadline)
         return outcome
 
@@ -270,25 +288,26 @@ class SpanSummarizer:
         depth: int,
         deadline: float | None,
         max_tokens: int | None = None,
+        focus: str | None = None,
     ) -> list[str]:
         """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
         transcript = render_transcript(messages)
         source_tokens = self.count_text(transcript)
         if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
         if source_tokens > self.settings.max_input_tokens:
             transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
         values = {
             "previous_section": _previous_section(previous_summary),
             "continuation_note": " (it continues from the earlier summary)" if previous_summary else "",
         }
-        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values)
+        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
         try:
             return [await self._ask(ask, provider, outcome, deadline)]
         except BackendError as exc:
             if exc.fault is not Fault.INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
                 raise
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens)
+            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
 
     async def _in_context(
         self,
@@ -298,6 +317,7 @@ class SpanSummarizer:
         outcome: Outcome,
         deadline: float | None,
         max_tokens: int | None,
+        focus: str | None,
     ) -> list[str] | None:
         """The summary asked at the end of the session's last view; None when that request is too long for the
         model or the model answered it with a tool call (the compact prompt, which carries no tools, is then sent:
@@ -305,7 +325,7 @@ class SpanSummarizer:
         transcript = render_transcript(context.span)
         source_tokens = self.count_text(transcript)
         values = {"previous_section": _previous_section(previous_summary)}
-        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values)
+        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
         try:
             return [await self._ask(ask, provider, outcome, deadline, context)]
         except BackendError as exc:
@@ -323,14 +343,15 @@ class SpanSummarizer:
         depth: int,
         deadline: float | None,
         max_tokens: int | None = None,
+        focus: str | None = None,
     ) -> list[str]:
         middle = len(messages) // 2
         first = await self._summarize_fragments(
-            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens
+            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         context = "\n\n".join(p for p in [previous_summary, *first] if p)
         second = await self._summarize_fragments(
-            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens
+            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         return first + second
 
@@ -344,7 +365,8 @@ class SpanSummarizer:
         names what its span never names, loops or forges markup (``grounding``), unless cutting it to its sound
         sentences keeps most of it.
         """
-        backend = self._retrying(outcome, context)
+        guidance = guidance_section(self.instructions, ask.focus)
+        backend = self._retrying(outcome, guidance, context)
         rejection: Fault | None = Fault.ERROR
         system = scrub_text(self.prompts.system(ask.kind))  # sendable as UTF-8
         tokens, per_word = ask.tokens, tokens_per_word(ask.transcript, ask.source_tokens)
@@ -352,7 +374,6 @@ class SpanSummarizer:
         for _ in range(2):
             if deadline is not None and deadline - now() <= 0:
                 raise BackendError(Fault.DEADLINE)
-            guidance = guidance_section(self.instructions, FOCUS.get())
             if context is not None:
                 prompt = instruction(
                     context,
@@ -377,9 +398,6 @@ class SpanSummarizer:
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
             sent = self.count_text(system) + self.count_text(prompt)
-            # A native compaction's ``instructions`` carry it too. Set before every call and never reset: a reset
-            # raises when a cancelled call unwinds in another context, and its one reader is called from here.
-            SUMMARY_GUIDANCE.set(guidance)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
@@ -403,9 +421,7 @@ class SpanSummarizer:
                 if source is None:  # read once per ask, and only once an answer is there to check
                     # Everything the model was given to draw names from: the span, the summary before it and the
                     # user's guidance, whose answers ("`docs/RUNBOOK.md` was not changed") name what it names.
-                    source = Source.of(
-                        ask.transcript, ask.values.get("previous_section"), self.instructions, FOCUS.get()
-                    )
+                    source = Source.of(ask.transcript, ask.values.get("previous_section"), self.instructions, ask.focus)
                 text, rejection = grounded(completion.text.strip(), source)
                 if rejection is None:
                     if completion.artefact is not None:
@@ -433,6 +449,20 @@ class SpanSummarizer:
         """The summary's size: what the plan asks for (``max_tokens``, the output cap), at most ``SUMMARY_RATIO``
         of the span, never below ``MIN_ASK_TOKENS``."""
         return max(min(self._cap(max_tokens), int(source_tokens * SUMMARY_RATIO)), min(MIN_ASK_TOKENS, self._cap(None)))
+
+
+class GuidedCall:
+    """``backend.complete_guided(..., guidance)`` behind the ``complete`` signature the retry policy calls: the
+    guidance is bound to this one ask, as ``InContextCall`` binds its prefix."""
+
+    def __init__(self, backend: SendsGuidance, guidance: str) -> None:
+        self.backend = backend
+        self.guidance = guidance
+        self.name: str = getattr(backend, "name", "")
+        self.model: str | None = getattr(backend, "model", None)
+
+    async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None) -> Any:
+        return await self.backend.complete_guided(system, prompt, max_output_tokens, self.guidance, provider)
 
 
 def grounded(text: str, source: Source) -> tuple[str, Fault | None]:

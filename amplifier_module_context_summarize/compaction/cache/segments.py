@@ -20,7 +20,6 @@ from ...core.state import Segment
 from ...stores import CachedSummary, SummaryStore
 from ...stores.records import ArtefactKey, ArtefactRecord
 from ...summarizer.offline_merge import merge_summaries
-from ...summarizer.prompts import FOCUS
 from ...summarizer.span import Outcome, SpanSummarizer
 from ...working_set.facts import authored_text
 from ..plan.job import CompactionReport, Job
@@ -90,21 +89,21 @@ class SegmentSource:
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         if job.offline:
             return None
-        focus = FOCUS.set(job.focus)
-        try:
-            return await self._summary(job, key, start, end, previous, max_tokens)
-        finally:
-            FOCUS.reset(focus)
+        return await self._summary(job, key, start, end, previous, max_tokens)
 
     async def _summary(
         self, job: Job, key: tuple[str, str], start: int, end: int, previous: str | None, max_tokens: int | None
     ) -> Segment | None:
-        history, report = job.history, job.report
+        history, report, focus = job.history, job.report, job.focus
         span, pinned = job.span(start, end), pinned_requests(history, start, end)
         if self.cooling_down(key):
-            outcome = await self.summarizer.extractive_off_loop(span, previous, Skip.COOLDOWN, pinned, max_tokens)
+            outcome = await self.summarizer.extractive_off_loop(
+                span, previous, Skip.COOLDOWN, pinned, max_tokens, focus
+            )
         elif self.summarizer.backend is not None and not self.breaker.allows_call():
-            outcome = await self.summarizer.extractive_off_loop(span, previous, Skip.CIRCUIT_OPEN, pinned, max_tokens)
+            outcome = await self.summarizer.extractive_off_loop(
+                span, previous, Skip.CIRCUIT_OPEN, pinned, max_tokens, focus
+            )
         else:
             peer = await self.flight.acquire(key, job.deadline) if self.summarizer.backend is not None else None
             if peer is not None:  # another worker paid for it while we waited
@@ -120,6 +119,7 @@ class SegmentSource:
                         pinned=pinned,
                         max_tokens=max_tokens,
                         context=job.in_context(start, end),
+                        focus=focus,
                     )
                 self.note_health(outcome)
                 return await self.record(key, start, end, outcome, tier=0, report=report)
@@ -140,12 +140,8 @@ class SegmentSource:
         if job.offline:
             return None
         pinned = pinned_requests(job.history, start, end)
-        focus = FOCUS.set(job.focus)
-        try:
-            span = job.span(start, end)
-            outcome = await self.summarizer.extractive_off_loop(span, previous, None, pinned, max_tokens)
-        finally:
-            FOCUS.reset(focus)
+        span = job.span(start, end)
+        outcome = await self.summarizer.extractive_off_loop(span, previous, None, pinned, max_tokens, job.focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
 
     async def fresh(self, job: Job, start: int, end: int) -> Segment | None:
@@ -188,7 +184,6 @@ class SegmentSource:
         if cached is not None and cached.tier > 0:
             report.cache_hits += 1
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
-        focus = FOCUS.set(job.focus)
         try:
             outcome = await self._merged(job, parts, key, max_tokens)
             # A merge no smaller than its parts goes unused, so it is not cached either (a resume walking the
@@ -196,7 +191,6 @@ class SegmentSource:
             smaller = self.summarizer.count_text(outcome.text) < sum(p.tokens for p in parts)
             return await self.record(key, start, end, outcome, tier, report, keep=smaller)
         finally:
-            FOCUS.reset(focus)
             await self.flight.release(key)
 
     async def _merged(
@@ -216,7 +210,9 @@ class SegmentSource:
             return self._merged_offline(job, parts, Skip.CIRCUIT_OPEN, max_tokens)
         try:
             with self.quiet():
-                outcome = await self.summarizer.merge(texts, job.provider, deadline=job.deadline, max_tokens=max_tokens)
+                outcome = await self.summarizer.merge(
+                    texts, job.provider, deadline=job.deadline, max_tokens=max_tokens, focus=job.focus
+                )
         except Exception as exc:
             fault = fault_of(exc)
             self._note_health(fault)
@@ -240,7 +236,7 @@ class SegmentSource:
             start, end = parts[0].start, parts[-1].end
             pinned = pinned_requests(job.history, start, end)
             return self.summarizer.extractive(
-                job.span(start, end), None, fallback=fallback, pinned=pinned, max_tokens=max_tokens
+                job.span(start, end), None, fallback=fallback, pinned=pinned, max_tokens=max_tokens, focus=job.focus
             )
         return Outcome(text=text, fallback=fallback)
 
@@ -262,19 +258,16 @@ class SegmentSource:
         key = self.key(history, start, end, focus)
         if self.cooling_down(key) or not self.breaker.allows_call():
             return None
-        steering = FOCUS.set(focus)
         try:
             span = (span_of or history.span)(start, end)
             with self.quiet():
                 outcome = await self.summarizer.summarize(
-                    span, previous, provider, pinned=pinned_requests(history, start, end)
+                    span, previous, provider, pinned=pinned_requests(history, start, end), focus=focus
                 )
         except Exception as exc:  # background work reports; it never raises into the loop
             logger.warning("a background summary failed (%s)", type(exc).__name__)  # its class: the event says ERROR
             self.cool_down(key)
             return Outcome(text="", fallback=fault_of(exc))
-        finally:
-            FOCUS.reset(steering)
         self.note_health(outcome)
         if outcome.cacheable:
             tokens = self.summarizer.count_text(outcome.text)
