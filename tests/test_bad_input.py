@@ -416,6 +416,10 @@ BAD_CONFIG: dict[str, list[Any]] = {
     "usage_threshold_fractions": [0.5, [-0.1], ["0.9"]],
     "recall_tool": ["yes", 1],
     "notify": ["no", 0],
+    "spill_threshold_tokens": [999, 0, "10000", True, 2.5],
+    "spill_path": ["", 5, ["spill"]],
+    "spill_max_mb": [0, -1, "512", True],
+    "spill_max_age_s": [-1, "60", True],
 }
 BAD_SUMMARIZER: dict[str, list[Any]] = {
     "provider": ["gemini", 1],

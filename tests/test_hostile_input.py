@@ -284,11 +284,12 @@ def no_secret(text: str) -> bool:
         {"summarizer": {"provider": "openai", "api_key_env": SECRET}},
         {"summarizer": {"token": SECRET}},
         {"api_key": SECRET},
-        # prompt_dir, storage_path and token_encoding name a folder, a file, an encoding: shown as they are
+        # prompt_dir, storage_path, spill_path and token_encoding name a folder, a file, a folder, an encoding: shown
+        # as they are
         *(
             {key: SECRET}
             for key in (f.name for f in dataclasses.fields(Config))
-            if key not in ("summarizer", "prompt_dir", "storage_path", "token_encoding")
+            if key not in ("summarizer", "prompt_dir", "storage_path", "spill_path", "token_encoding")
         ),
         *(
             {"summarizer": {key: SECRET}}
