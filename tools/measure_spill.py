@@ -29,9 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from amplifier_module_context_summarize.cli.session_io import load_session  # noqa: E402
-
 from amplifier_module_context_summarize import create_manager  # noqa: E402
+from amplifier_module_context_summarize.readers.session_io import load_session  # noqa: E402
 from amplifier_module_context_summarize.testing import REPLAY_DEADLINE_S, replay_steps  # noqa: E402
 
 RAW = REPO.parent / "shared" / "corpus" / "raw"  # the shared raw recordings, beside the checkout
