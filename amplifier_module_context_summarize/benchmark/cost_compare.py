@@ -45,7 +45,8 @@ from ..evaluation.retention import GroupArtifacts
 from ..evaluation.runner import replay_session
 from ..evaluation.strategies import CompactionTally, make_manager, manager_config
 from ..stores import MemoryStore
-from .targets import Target
+from ..summarizer.prompts import load_prompts
+from .cost_shares import SummaryTokens, render_parts, summary_parts
 
 POLICIES = ("summarize", "summarize-only", "mask", "truncation", "none-200k", "claude-code-style")
 BUDGETS = (20_000, 64_000, 200_000)
@@ -82,13 +83,20 @@ class SessionModelLLM:
         self.count_message = count_message
         self.input = 0
         self.compact_input = 0
+        self.merge_input = 0
+        self.merge_output = 0
+        """Tokens of the merges among the compact-prompt calls (told by the packaged merge prompt's system text)."""
 
     def fork(self) -> SessionModelLLM:
         fork = getattr(self.inner, "fork", None)
         return SessionModelLLM(fork() if callable(fork) else self.inner, self.count_message)
 
     async def complete(self, system: str, prompt: str, max_output_tokens: int, provider: Any | None = None) -> Any:
-        return await self.inner.complete(system, prompt, max_output_tokens, provider)
+        answer = await self.inner.complete(system, prompt, max_output_tokens, provider)
+        if system.strip() == _MERGE_SYSTEM:
+            self.merge_input += answer.input_tokens
+            self.merge_output += answer.output_tokens
+        return answer
 
     def shares_session_cache(self, provider: Any | None) -> bool:
         return True
@@ -116,6 +124,7 @@ class SessionModelLLM:
 
 
 _SPAN = re.compile(r"conversation messages (\d+) to (\d+)")
+_MERGE_SYSTEM = load_prompts().system("merge")
 
 
 def policy_manager(policy: str, budget: int, backend: Any, overrides: dict[str, Any] | None = None) -> Any:
@@ -155,6 +164,8 @@ class SessionCost:
     seconds: float = 0.0
     in_context: dict[str, InContextSummaries] = field(default_factory=dict)
     """Summaries asked at the end of the session's view, by price table."""
+    merge_input: int = 0
+    merge_output: int = 0
 
 
 async def replay_cost(
@@ -203,6 +214,7 @@ async def replay_cost(
 
 def _with_in_context(cost: SessionCost, meter: CacheMeter, session_model: SessionModelLLM | None) -> SessionCost:
     if session_model is not None:
+        cost.merge_input, cost.merge_output = session_model.merge_input, session_model.merge_output
         cost.in_context = {
             name: InContextSummaries(usage, session_model.input, session_model.compact_input)
             for name, usage in meter.summaries.items()
@@ -264,6 +276,14 @@ class Row:
     key_score: float | None
     compactions: int
     in_context: InContextSummaries | None = None
+    merge_input: int = 0
+    merge_output: int = 0
+
+    @property
+    def summary_tokens(self) -> SummaryTokens:
+        return SummaryTokens(
+            self.summarizer_input, self.summarizer_output, self.merge_input, self.merge_output, self.in_context
+        )
 
     @property
     def per_100_turns(self) -> float:
@@ -296,6 +316,8 @@ class Row:
             "input_equivalent_per_100_turns": self.equivalent_per_100_turns,
             "key_score": self.key_score,
             "compactions": self.compactions,
+            "merge_input": self.merge_input,
+            "merge_output": self.merge_output,
             "in_context_summaries": (
                 {"usage": self.in_context.usage.as_dict(), "input": self.in_context.input}
                 if self.in_context is not None
@@ -353,6 +375,8 @@ def rows_of(costs: Iterable[SessionCost], tables: Sequence[PriceTable]) -> list[
                     mean(scores) if scores else None,
                     sum(c.compactions for c in kept),
                     in_context,
+                    sum(c.merge_input for c in kept),
+                    sum(c.merge_output for c in kept),
                 )
             )
     return rows
@@ -500,17 +524,7 @@ def render(result: CostResult) -> str:
                 ]
             )
         lines += markdown_table(header, body) + [""]
-    targets = cost_targets(result)
-    if targets:
-        lines += ["Targets"]
-        for t in targets:
-            verdict = "PASS" if t.passed else "FAIL"
-            line = f"{t.name}: {t.value:.1%} (target <= {t.limit:.0%}"
-            if t.set_at is None:
-                lines.append(f"  {verdict}  {line})")
-            else:
-                lines.append(f"  ({verdict.lower()})  {line}, set at {t.set_at:,} turns: indicative here)")
-        lines.append("")
+    lines += summaries_breakdown(result)
     lines.append(f"{result.seconds:.0f} s")
     return "\n".join(lines) + "\n"
 
@@ -522,38 +536,18 @@ def summaries_share(result: CostResult, row: Row) -> float | None:
     return (row.dollars - bill(row.usage, 0, 0, _table_of(result, row.table)).dollars) / row.dollars
 
 
-SUMMARIES_SHARE = 0.02
-SUMMARIES_SHARE_BUDGET = 64_000
-SUMMARIES_SHARE_TURNS = 2_000
-"""Issue 37: the hybrid's summaries at most 2% of the simulated session's bill at 64k, Anthropic prices."""
-
-
-def cost_targets(result: CostResult) -> list[Target]:
-    """The summaries' share of the hybrid's bill on the 2,000-turn simulation at 64k (Anthropic's prices), when
-    that row was run (indicative when the simulation had fewer turns)."""
-    row = next(
-        (
-            r
-            for r in result.rows
-            if r.corpus == "simulation"
-            and r.budget == SUMMARIES_SHARE_BUDGET
-            and r.policy == "summarize"
-            and r.table == result.tables[0].label
-        ),
-        None,
-    )
-    share = summaries_share(result, row) if row is not None else None
-    if row is None or share is None or result.tables[0].provider != "anthropic":
+def summaries_breakdown(result: CostResult) -> list[str]:
+    """Where each policy's summaries' share of its bill goes (``cost_shares``), for the rows that have one."""
+    lines = []
+    for row in result.rows:
+        parts = summary_parts(row.summary_tokens, _table_of(result, row.table))
+        if row.dollars and parts.total > 0:
+            label = f"{row.corpus} at {row.budget:,}, {row.policy}, {row.table.split(' ', 1)[0]}"
+            lines.append(render_parts(label, parts, row.dollars))
+    if not lines:
         return []
-    return [
-        Target(
-            f"summaries / session cost, hybrid, simulation at {SUMMARIES_SHARE_BUDGET:,}, Anthropic prices",
-            share,
-            SUMMARIES_SHARE,
-            True,
-            None if simulation_name(SUMMARIES_SHARE_TURNS) in result.sessions["simulation"] else SUMMARIES_SHARE_TURNS,
-        )
-    ]
+    title = "Summaries' share of the bill, by part (prefix reads, writes, instruction: asked at the end of the view)"
+    return [title, *lines, ""]
 
 
 def _table_of(result: CostResult, label: str) -> PriceTable:
