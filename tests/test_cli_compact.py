@@ -87,3 +87,65 @@ def test_module_entry_runs_as_a_program():
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["report"]["summarizer"] == "extractive"
+
+
+def test_native_summarizer_without_its_key_names_the_variable_of_its_family(capsys):
+    """``--summarizer native`` takes the provider from the model (Claude by default), and that provider's key."""
+    assert main(["compact", "--example", "--summarizer", "native"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert main(["compact", "--example", "--summarizer", "native", "--model", "gpt-5"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert main(["inspect", "--example", "--summarizer", "native"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+@pytest.fixture
+def native_server():
+    """Anthropic's compaction stand-in behind a real HTTP server on loopback: the CLI's SDK reaches it by URL."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from amplifier_module_context_summarize.testing.native_standins import AnthropicCompactionStandIn
+
+    stand_in = AnthropicCompactionStandIn()
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with lock:  # the stand-in's record of requests is one list
+                status, headers, data = asyncio.run(stand_in.handle("POST", self.path, dict(self.headers), body))
+            self.send_response(status)
+            for name, value in headers.items():
+                if name.lower() != "content-length":
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", stand_in
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_compact_with_the_native_summarizer_asks_the_providers_compaction(native_server, monkeypatch, capsys):
+    url, stand_in = native_server
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    assert main(["compact", "--example", "--summarizer", "native", "--base-url", url, "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)["report"]
+    asked = [body for path, _, body in stand_in.requests if path == "/v1/messages" and "compaction" in body]
+    assert asked and not stand_in.rejections, stand_in.rejections
+    assert report["summarizer"] == "native:anthropic" and report["provider_calls"] >= len(asked)
+    assert not report["fallbacks"], report["fallbacks"]
+    assert "sk-test-not-a-real-key" not in out + err

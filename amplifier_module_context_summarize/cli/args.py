@@ -8,6 +8,9 @@ from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 
 DISTRIBUTION = "amplifier-module-context-summarize"
+SUMMARIZERS = ("extractive", "anthropic", "openai", "native")
+"""What ``compact`` and ``inspect --summarizer`` offer: the offline summarizer, a direct LLM, or the provider's own
+compaction (``native``: its family from ``--model``, Claude by default)."""
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -24,7 +24,7 @@ from ..manager import SummarizingContextManager
 from ..readers import Loaded, format_label, formats_read
 from ..readers.session_io import SessionFileError, load_session, skipped_warnings
 from ..testing import REPLAY_DEADLINE_S, EventRecorder, replay_steps
-from .args import token_count
+from .args import SUMMARIZERS, token_count
 from .compact_text import fallback_warning, more_line, render_report, render_result, render_view
 from .losses import Loss, ViewAccount, running
 from .progress import Progress, make_progress
@@ -54,9 +54,11 @@ def add_parser(commands: Any) -> None:
         default=DEFAULT_BUDGET,
         help=f"token budget, e.g. 24k (default {DEFAULT_BUDGET:,})",
     )
-    parser.add_argument("--summarizer", choices=["anthropic", "openai", "extractive"], help="default: by available key")
+    parser.add_argument("--summarizer", choices=SUMMARIZERS, help="default: by available key")
     parser.add_argument("--model", help="summarizer model")
-    parser.add_argument("--base-url", help="OpenAI-compatible server for --summarizer openai")
+    parser.add_argument(
+        "--base-url", help="OpenAI-compatible server for --summarizer openai; the provider's API root for native"
+    )
     parser.add_argument(
         "--json", action="store_true", help="print the view, the report and one entry per compaction as JSON"
     )

@@ -28,7 +28,7 @@ from ..core.words import plural
 from ..manager import SummarizingContextManager
 from ..readers import formats_read
 from . import inspect_chart, inspect_table
-from .args import token_count
+from .args import SUMMARIZERS, token_count
 from .compact import DEFAULT_BUDGET, SESSION_HELP, Compacted, progress_from_args, read_line, replay, session_from_args
 from .compact_text import OFFLINE
 from .losses import Loss
@@ -87,7 +87,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--summarizer",
-        choices=["extractive", "anthropic", "openai"],
+        choices=SUMMARIZERS,
         default="extractive",
         help="who writes the summaries (default: extractive, offline, the same on every run)",
     )
