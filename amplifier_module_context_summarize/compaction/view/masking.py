@@ -145,22 +145,26 @@ class Masks:
         outputs (short outputs under a low ``min_chars``) is shown as it is.
         """
         history = self.history
-        masked, changed = self._masked(index)
-        if changed:  # whether masking shows it smaller is decided on exact counts, bounds or not (a resume's)
-            raw = history.group_tokens(index)
-            tokens = history.counter.count_messages(masked)
-            if tokens < raw:
+        shown = history.shown(index)
+        masked, changed = self._masked(index, shown)
+        # a bound while a cold resume's history lends them: only a plan's comparisons read it (``History.count_from``)
+        raw = history.prefix[index + 1] - history.prefix[index]
+        if changed:
+            # A group counts as the sum of its messages, so only the messages masking replaced are counted, on
+            # both sides: the comparison is the one whole exact counts make, bounds or not (a resume's), without
+            # counting the group's calls and words twice or a bounded group afresh.
+            count = history.counter.count_message
+            pairs = [(a, b) for a, b in zip(shown, masked, strict=True) if a is not b]
+            saved = sum(count(a) for a, _ in pairs) - sum(count(b) for _, b in pairs)
+            if saved > 0:
                 self._changed[index] = masked
-                return masked, tokens
-        else:  # a bound while the history lends them: only a plan's comparisons read it (``History.count_from``)
-            raw = history.prefix[index + 1] - history.prefix[index]
+                return masked, raw - saved
         self._plain.add(index)
-        return history.shown(index), raw
+        return shown, raw
 
-    def _masked(self, index: int) -> tuple[list[Message], bool]:
+    def _masked(self, index: int, shown: list[Message]) -> tuple[list[Message], bool]:
         history = self.history
         group = history.groups[index]
-        shown = history.shown(index)
         stored = StoredPositions(history, range(group.start, group.end))
         out: list[Message] = []
         changed = False
