@@ -143,6 +143,14 @@ def test_bounds_are_upper_bounds_zero_only_where_counts_are(session) -> None:
     assert bound.count_text("") == COUNTER.count_text("") == 0
 
 
+def test_floors_are_lower_bounds(session) -> None:
+    floor = COUNTER.flooring()
+    odd = ["", " ", "a\x1cb\x1dc\x1ed\x1ff", "x\u00a0y\u3000z w", "{}\n\n}", "  lots   of\tspace\n\n", "=" * 700]
+    for message in [*session[:1500], *({"role": "tool", "tool_call_id": "c", "content": t} for t in odd)]:
+        assert floor.count_message(message) <= COUNTER.count_message(message)
+    assert floor.count_text("") == 0 and floor.count_text("one two  three") == 3
+
+
 def test_masks_reaching_back_keep_the_groups_worked_out(session) -> None:
     history = _exact_history(session[:600])
     settings = MaskSettings(min_chars=300)
