@@ -143,6 +143,14 @@ def test_bounds_are_upper_bounds_zero_only_where_counts_are(session) -> None:
     assert bound.count_text("") == COUNTER.count_text("") == 0
 
 
+def test_floors_are_lower_bounds(session) -> None:
+    floor = COUNTER.flooring()
+    odd = ["", " ", "a\x1cb\x1dc\x1ed\x1ff", "x\u00a0y\u3000z w", "{}\n\n}", "  lots   of\tspace\n\n", "=" * 700]
+    for message in [*session[:1500], *({"role": "tool", "tool_call_id": "c", "content": t} for t in odd)]:
+        assert floor.count_message(message) <= COUNTER.count_message(message)
+    assert floor.count_text("") == 0 and floor.count_text("one two  three") == 3
+
+
 def test_masks_reaching_back_keep_the_groups_worked_out(session) -> None:
     history = _exact_history(session[:600])
     settings = MaskSettings(min_chars=300)
@@ -151,6 +159,32 @@ def test_masks_reaching_back_keep_the_groups_worked_out(session) -> None:
     masks.tokens(end // 2, end)
     assert masks.tokens(0, end) == fresh.tokens(0, end)
     assert masks.tokens(3, end // 2 + 5) == fresh.tokens(3, end // 2 + 5)
+
+
+def test_masking_decides_on_the_replaced_messages_as_whole_counts_would_bounded_or_not(session) -> None:
+    """Masking counts only the messages it replaces: each group is shown masked exactly when whole exact counts say
+    it is smaller, and planned at its exact masked count; on a cold resume's bounded groups the same forms are chosen
+    (none counted afresh whole) and the count planned stays an upper bound."""
+    exact = _exact_history(session[:900])
+    bounded = History(COUNTER, "f", counting=False)
+    for message in session[:900]:
+        bounded.append(message)
+    bounded.count_from(0, 3_000)
+    assert bounded.estimating and bounded.bounded > 0
+    settings = MaskSettings(min_chars=300)
+    on_exact, on_bounded = Masks(exact, settings), Masks(bounded, settings)
+    closed = exact.last_cuttable
+    changed = 0
+    for g in range(closed):
+        shown = exact.shown(g)
+        form, tokens = on_exact._decide(g)
+        whole = COUNTER.count_messages(on_exact._masked(g, shown)[0])
+        smaller = whole < COUNTER.count_messages(shown)
+        changed += smaller
+        assert (form != shown) == smaller and tokens == (whole if smaller else COUNTER.count_messages(shown))
+        bounded_form, bounded_tokens = on_bounded._decide(g)
+        assert bounded_form == form and bounded_tokens >= tokens
+    assert changed > 10
 
 
 def _facts_of(index, count: int) -> list:

@@ -306,7 +306,7 @@ def test_masking_a_wide_parallel_group_is_linear_in_its_calls(
         history = manager.history
         for message in wide_group(shape, n):
             history.append(message)
-        plain = masking.Masks(history, manager.mask_settings)._masked(1)[0]
+        plain = masking.Masks(history, manager.mask_settings)._masked(1, history.shown(1))[0]
         if sanitized:
             shown = copied(history.shown(1))
             monkeypatch.setattr(history, "shown", lambda g, shown=shown: shown)
@@ -322,7 +322,7 @@ def test_masking_a_wide_parallel_group_is_linear_in_its_calls(
             if isinstance(message.get("content"), list):
                 message["content"] = CountingList(message["content"])
         CountingList.reads = 0
-        masked, changed = masking.Masks(history, manager.mask_settings)._masked(1)
+        masked, changed = masking.Masks(history, manager.mask_settings)._masked(1, history.shown(1))
         reads[n], scanned[n], views[n] = CountingList.reads, calls[0], masked
         assert changed and masked == plain, "the same placeholders and handles, sanitized or not"
     for count in (reads, scanned):

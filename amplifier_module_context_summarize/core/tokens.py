@@ -70,6 +70,12 @@ def _ordinary_counter(enc: Encoding) -> Callable[[str], int]:
     return lambda text: len(enc.encode_ordinary(text))
 
 
+def _words_or(count: Callable[[str], int]) -> Callable[[str], int]:
+    """ASCII text: its words (bytes' whitespace is exactly the ASCII part of the encodings' ``\\s``, where
+    ``str.split`` would also split at \\x1c-\\x1f); any other text: ``count``."""
+    return lambda text: len(text.encode("ascii").split()) if text.isascii() else count(text)
+
+
 def _estimate(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
@@ -130,6 +136,17 @@ class TokenCounter:
         bound = TokenCounter.__new__(TokenCounter)
         bound.encoding, bound.count_text = self.encoding, _utf8_bytes
         return bound
+
+    def flooring(self) -> TokenCounter:
+        """A counter whose every count is a lower bound of this one's, without the tokenizer where it can: a
+        tiktoken encoding splits text at whitespace before it merges bytes (no token spans two words), so an ASCII
+        text holds at least as many tokens as words. Other texts, and counters that are not tiktoken's, count
+        exactly."""
+        floor = TokenCounter.__new__(TokenCounter)
+        floor.encoding, floor.count_text = self.encoding, self.count_text
+        if self.count_text is not _estimate and self.count_text is _encoders.get(self.encoding):
+            floor.count_text = _words_or(self.count_text)
+        return floor
 
     def _count_extras(self, message: Message) -> int:
         total = sum(self.count_text(name) + self._count_arguments(args) for _, name, args in listed_calls(message))

@@ -13,6 +13,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from ..core.blocks import ATTACHMENT_TYPES, TEXT_FIELDS
@@ -195,6 +196,13 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+@lru_cache(maxsize=1024)
+def _name_kind(name: str) -> tuple[str, bool]:
+    """``_tool_kind`` and whether the tool's output is read data: worked out once per name, since a session calls
+    the same few tools thousands of times (a cold resume extracts every call of the history at once)."""
+    return _tool_kind(name), any(part in name.lower() for part in _READ_NAME_PARTS)
+
+
 def _tool_kind(name: str) -> str:
     """What a tool does, from its name (the part after an MCP ``server__`` prefix)."""
     lowered = name.lower().rsplit("__", 1)[-1]
@@ -218,8 +226,7 @@ def _tool_kind(name: str) -> str:
 
 
 def _read_call(name: str, args: Any, workdirs: list[str]) -> Call:
-    kind = _tool_kind(name)
-    reader = any(part in name.lower() for part in _READ_NAME_PARTS)
+    kind, reader = _name_kind(name)
     if not isinstance(args, dict):
         return Call(clip(name, KEY_MAX_CHARS), False, reader, [])
     folders = _SHELL_WORKDIR_KEYS if kind == "shell" else _WORKDIR_KEYS

@@ -30,6 +30,7 @@ from ...working_set.outcomes import error_line, looks_failed
 
 if TYPE_CHECKING:
     from ...core.history import History
+    from ...core.tokens import TokenCounter
 
 FIRST_LINE_CHARS = 120
 ARGUMENT_KEEP_CHARS = 80
@@ -67,6 +68,8 @@ class Masks:
         self._plain: set[int] = set()
         """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
         self._epoch = history.counted_epoch
+        self._floor: TokenCounter | None = None
+        """Lower bounds of the history's counts (``TokenCounter.flooring``), made on first use."""
         self._outputs_scanned = 0
         self._output_groups: list[int] = []
         self._outputs_before: list[int] = []
@@ -145,22 +148,45 @@ class Masks:
         outputs (short outputs under a low ``min_chars``) is shown as it is.
         """
         history = self.history
-        masked, changed = self._masked(index)
-        if changed:  # whether masking shows it smaller is decided on exact counts, bounds or not (a resume's)
-            raw = history.group_tokens(index)
-            tokens = history.counter.count_messages(masked)
-            if tokens < raw:
-                self._changed[index] = masked
-                return masked, tokens
-        else:  # a bound while the history lends them: only a plan's comparisons read it (``History.count_from``)
-            raw = history.prefix[index + 1] - history.prefix[index]
+        shown = history.shown(index)
+        masked, changed = self._masked(index, shown)
+        # a bound while a cold resume's history lends them: only a plan's comparisons read it (``History.count_from``)
+        raw = history.prefix[index + 1] - history.prefix[index]
+        if changed:
+            if history.estimating and index < history.bounded:
+                saved = self._saved_on_bound(shown, masked)
+                if saved > 0:
+                    self._changed[index] = masked
+                    return masked, raw - saved
+            else:
+                tokens = history.counter.count_messages(masked)
+                if tokens < raw:
+                    self._changed[index] = masked
+                    return masked, tokens
         self._plain.add(index)
-        return history.shown(index), raw
+        return shown, raw
 
-    def _masked(self, index: int) -> tuple[list[Message], bool]:
+    def _saved_on_bound(self, shown: list[Message], masked: list[Message]) -> int:
+        """Tokens masking saves a group whose count is a bound (a cold resume's older groups, ``History.count_from``):
+        positive exactly when whole exact counts make the masked group smaller, and at most the saving, so the bound
+        less it stays a bound.
+
+        A group counts as the sum of its messages, so only the replaced ones are counted; their originals (the long
+        outputs, most of the tokenizer's work on a cold resume) only when their words alone do not settle it.
+        """
+        pairs = [(a, b) for a, b in zip(shown, masked, strict=True) if a is not b]
+        counter = self.history.counter
+        tokens = sum(counter.count_message(b) for _, b in pairs)
+        if self._floor is None:
+            self._floor = counter.flooring()
+        at_least = sum(self._floor.count_message(a) for a, _ in pairs)
+        if at_least > tokens:
+            return at_least - tokens
+        return sum(counter.count_message(a) for a, _ in pairs) - tokens
+
+    def _masked(self, index: int, shown: list[Message]) -> tuple[list[Message], bool]:
         history = self.history
         group = history.groups[index]
-        shown = history.shown(index)
         stored = StoredPositions(history, range(group.start, group.end))
         out: list[Message] = []
         changed = False
