@@ -25,6 +25,7 @@ from ..backends.retrying import RetryingBackend, retries_for
 from ..core.clock import now
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
+from .fragments import SpanText
 from .grounding import Source, check
 from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
 from .pace import Pace
@@ -244,8 +245,9 @@ class SpanSummarizer:
                     context, previous_summary, provider, outcome, deadline, max_tokens, focus
                 )
             if parts is None:
+                span = SpanText(messages, self.count_text)
                 parts = await self._summarize_fragments(
-                    messages, previous_summary, provider, outcome, 0, deadline, max_tokens, focus
+                    span, 0, len(messages), previous_summary, provider, outcome, 0, deadline, max_tokens, focus
                 )
         except BackendError as exc:
             # A fault of the moment (busy or slow) is INFO, the event says it; anything else is never silent.
@@ -281,7 +283,9 @@ class SpanSummarizer:
 
     async def _summarize_fragments(
         self,
-        messages: list[Message],
+        span: SpanText,
+        lo: int,
+        hi: int,
         previous_summary: str | None,
         provider: Any | None,
         outcome: Outcome,
@@ -290,24 +294,37 @@ class SpanSummarizer:
         max_tokens: int | None = None,
         focus: str | None = None,
     ) -> list[str]:
-        """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
-        transcript = render_transcript(messages)
+        """Summarize messages ``[lo, hi)`` of a span, halving it into fragments that fit the summarizer's input,
+        folded in order. A range sure to be too long is halved without rendering it (``fragments``)."""
+        ask = self._fragment_ask(span, lo, hi, previous_summary, max_tokens, focus)
+        if ask is not None:
+            try:
+                return [await self._ask(ask, provider, outcome, deadline)]
+            except BackendError as exc:
+                if exc.fault is not Fault.INPUT_TOO_LONG or hi - lo < 2 or depth >= MAX_SPLIT_DEPTH:
+                    raise
+        return await self._split(span, lo, hi, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
+
+    def _fragment_ask(
+        self, span: SpanText, lo: int, hi: int, previous_summary: str | None, max_tokens: int | None, focus: str | None
+    ) -> Ask | None:
+        """The ask for messages ``[lo, hi)``, or None when they are several and too long for one (to be halved). One
+        message too long is sent clipped."""
+        limit = self.settings.max_input_tokens
+        several = hi - lo > 1
+        if several and span.least_tokens(lo, hi) > limit:
+            return None
+        transcript = span.transcript(lo, hi)
         source_tokens = self.count_text(transcript)
-        if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
-        if source_tokens > self.settings.max_input_tokens:
-            transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
+        if source_tokens > limit:
+            if several:
+                return None
+            transcript = render_transcript(span.messages[lo:hi], max_chars_per_message=limit * 3)
         values = {
             "previous_section": _previous_section(previous_summary),
             "continuation_note": " (it continues from the earlier summary)" if previous_summary else "",
         }
-        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
-        try:
-            return [await self._ask(ask, provider, outcome, deadline)]
-        except BackendError as exc:
-            if exc.fault is not Fault.INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
-                raise
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
+        return Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
 
     async def _in_context(
         self,
@@ -336,7 +353,9 @@ class SpanSummarizer:
 
     async def _split(
         self,
-        messages: list[Message],
+        span: SpanText,
+        lo: int,
+        hi: int,
         previous_summary: str | None,
         provider: Any | None,
         outcome: Outcome,
@@ -345,13 +364,13 @@ class SpanSummarizer:
         max_tokens: int | None = None,
         focus: str | None = None,
     ) -> list[str]:
-        middle = len(messages) // 2
+        middle = lo + (hi - lo) // 2
         first = await self._summarize_fragments(
-            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
+            span, lo, middle, previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         context = "\n\n".join(p for p in [previous_summary, *first] if p)
         second = await self._summarize_fragments(
-            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens, focus
+            span, middle, hi, context, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         return first + second
 
