@@ -83,6 +83,8 @@ _ENTRY_REF = re.compile(r"\[#(\d{1,9})[ \t]+([^\[\]\n]{1,120})\](?!\()")
 ``[#41]`` (an issue) or a Markdown link ``[#41 Fix login](…)`` is not one."""
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|(["\\/bfnrt]))')
 _JSON_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_ESCAPED_LINE = re.compile(r"^[^\n\\]*\\[^\n]*", re.MULTILINE)
+"""A line holding a backslash (anchored at the line start: linear)."""
 _HANDLE_IN = re.compile(r"\bm\d{1,9}(?:\.\d{1,6})?-[0-9a-f]{6}\b")
 _ATOM = re.compile(r"[A-Za-z0-9_]+")
 _TOKEN = re.compile(r"[\w.~-]+")
@@ -121,15 +123,17 @@ class Source:
     @classmethod
     def of(cls, *texts: str | None) -> Source:
         """The source of a span's transcript and what else the model was given with it (the previous summary, the
-        user's guidance). Each text is read as written and, when it holds a backslash, once more with its JSON
+        user's guidance). Each text is read as written and its lines holding a backslash once more with their JSON
         escapes read; both in NFC."""
         readings = [_nfc(text) for text in texts if text]
         atoms: set[str] = set()
         tokens: set[str] = set()
         for text in readings:
             _read_tokens(text, atoms, tokens)
-            if "\\" in text and (unescaped := _unescaped(text)) != text:
-                _read_tokens(unescaped, atoms, tokens)
+            if "\\" in text:  # only lines with an escape read differently (none spans a line, nor does a token)
+                escaped = "\n".join(_ESCAPED_LINE.findall(text))
+                if (unescaped := _unescaped(escaped)) != escaped:
+                    _read_tokens(unescaped, atoms, tokens)
         squashed = _squashed(tokens) | _squashed(atoms)
         said: Counter[str] = Counter()
         for piece, n in Counter(piece for text in readings for piece in _SENTENCE_OR_LINE.split(text)).items():
