@@ -142,3 +142,17 @@ async def test_a_fragment_too_long_for_the_model_is_halved_as_before() -> None:
     assert outcome.fallback is None
     assert len(backend.prompts) == len(expected)
     assert [sent_transcript(prompt) for prompt in backend.prompts] == [transcript for transcript, _ in expected]
+
+
+async def test_the_pace_counts_a_prompt_without_counting_its_transcript_again() -> None:
+    """The transcript's count is known when it is sent: only the rest of the prompt is counted for the pace, within
+    a token or two of counting the whole prompt (the seams)."""
+    messages = session(200, seed=3)
+    backend = Recording()
+    summarizer = SpanSummarizer(backend, load_prompts(), COUNT, SummarizerSettings(400, 4_000, 30, 0))
+    await summarizer.summarize(messages, "before")
+    system = summarizer.prompts.system("summarize")
+    whole = [COUNT(system) + COUNT(prompt) for prompt in backend.prompts]
+    paced = [tokens for _, tokens in summarizer.pace._calls]  # the newest calls
+    assert len(whole) > 1 and paced
+    assert all(abs(a - b) <= 2 for a, b in zip(paced, whole[-len(paced) :], strict=True)), (paced, whole)

@@ -81,6 +81,9 @@ class Ask:
     focus: str | None = None
     """The compaction's focus (``compact(focus=...)``, a ``context:pre_compact`` hook), passed down with each call:
     never read from anything ambient, so no summary can carry another compaction's focus."""
+    transcript_tokens: int | None = None
+    """The count of ``transcript`` itself when known (``source_tokens`` unless it was clipped): the pace then counts
+    only the rest of the prompt."""
 
 
 @dataclass(frozen=True)
@@ -276,8 +279,8 @@ class SpanSummarizer:
             raise BackendError(Fault.ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
         outcome = Outcome(text="")
-        source_tokens = self.count_text(transcript)
-        ask = Ask("merge", transcript, source_tokens, self._cap(max_tokens), focus=focus)
+        tokens = self.count_text(transcript)
+        ask = Ask("merge", transcript, tokens, self._cap(max_tokens), focus=focus, transcript_tokens=tokens)
         outcome.text = await self._ask(ask, provider, outcome, deadline)
         return outcome
 
@@ -324,7 +327,9 @@ class SpanSummarizer:
             "previous_section": _previous_section(previous_summary),
             "continuation_note": " (it continues from the earlier summary)" if previous_summary else "",
         }
-        return Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
+        asked = self.asked_tokens(source_tokens, max_tokens)
+        exact = source_tokens if source_tokens <= limit else None
+        return Ask("summarize", transcript, source_tokens, asked, values, focus, transcript_tokens=exact)
 
     async def _in_context(
         self,
@@ -416,7 +421,7 @@ class SpanSummarizer:
             # Counted here, not taken from the usage reported: a provider's count may be of another tokenizer,
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
-            sent = self.count_text(system) + self.count_text(prompt)
+            sent = self.count_text(system) + self._prompt_tokens(prompt, ask, context)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
@@ -449,6 +454,15 @@ class SpanSummarizer:
             if rejection is Fault.NOT_SMALLER:
                 tokens = max(tokens // 2, 1)
         raise BackendError(rejection or Fault.ERROR)
+
+    def _prompt_tokens(self, prompt: str, ask: Ask, context: InContext | None) -> int:
+        """The prompt's tokens, for the pace. The transcript in it was counted already (``Ask.transcript_tokens``):
+        only the rest is counted (its seams with the rest are off by a token at most), not the span once more."""
+        if context is None and ask.transcript_tokens is not None and ask.transcript:
+            rest = prompt.replace(ask.transcript, "", 1)
+            if len(rest) < len(prompt):
+                return self.count_text(rest) + ask.transcript_tokens
+        return self.count_text(prompt)
 
     def _rejection(self, text: str, source_tokens: int) -> Fault | None:
         if not text or not text.strip():
