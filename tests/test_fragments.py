@@ -156,3 +156,20 @@ async def test_the_pace_counts_a_prompt_without_counting_its_transcript_again() 
     paced = [tokens for _, tokens in summarizer.pace._calls]  # the newest calls
     assert len(whole) > 1 and paced
     assert all(abs(a - b) <= 2 for a, b in zip(paced, whole[-len(paced) :], strict=True)), (paced, whole)
+
+
+async def test_past_its_deadline_a_span_is_not_rendered_and_falls_back_as_its_first_ask_would(monkeypatch) -> None:
+    """A cold first request at 50,000 messages reached its summary past the compaction deadline and rendered and
+    counted the whole history only for the first ask to refuse: the summary now refuses before rendering."""
+    from amplifier_module_context_summarize.core.clock import now
+    from amplifier_module_context_summarize.summarizer import span as span_module
+
+    def unwanted(*_args: object) -> None:
+        raise AssertionError("the span was rendered past its deadline")
+
+    monkeypatch.setattr(span_module, "SpanText", unwanted)
+    backend = Recording()
+    summarizer = SpanSummarizer(backend, load_prompts(), COUNT, SummarizerSettings(400, 4_000, 30, 0))
+    outcome = await summarizer.summarize(session(60), None, deadline=now() - 1)
+    assert outcome.fallback is Fault.DEADLINE and outcome.provider_calls == 0 and not backend.prompts
+    assert outcome.text  # the extractive summary

@@ -248,6 +248,8 @@ class SpanSummarizer:
                     context, previous_summary, provider, outcome, deadline, max_tokens, focus
                 )
             if parts is None:
+                if deadline is not None and deadline - now() <= 0:  # as its first ask would: before rendering the span
+                    raise BackendError(Fault.DEADLINE)
                 span = SpanText(messages, self.count_text)
                 parts = await self._summarize_fragments(
                     span, 0, len(messages), previous_summary, provider, outcome, 0, deadline, max_tokens, focus
