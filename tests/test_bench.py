@@ -54,7 +54,8 @@ def test_json_has_every_figure(result):
         assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
     assert set(data["simulation"]) >= SIM_KEYS
     names = [t["name"] for t in data["targets"]]
-    assert len(names) == 16 and all(isinstance(t["passed"], bool) for t in data["targets"])  # 3 for the resume
+    # 3 for the resume, 1 for the LLM path's cold first request
+    assert len(names) == 17 and all(isinstance(t["passed"], bool) for t in data["targets"])
     for run in data["long_session"]:  # the loop as a user sees it: the collector's pauses count
         raw = [t for t in data["targets"] if "collector pauses included" in t["name"] and run["kind"] in t["name"]]
         assert [t["value"] for t in raw] == [pytest.approx(run["loop_lag_raw_last_s"] * 1000)]
@@ -213,3 +214,16 @@ def test_cli_compaction_only_prints_just_the_long_session(capsys):
     assert data["long_session"][1]["resume"] is None
     assert main(["bench", "--quick", "--compaction-only"]) == 0
     assert "Long session: CPU time per compaction" in capsys.readouterr().out
+
+
+def test_the_llm_path_cold_first_request_is_timed_with_its_target(result):
+    """``cold_llm``: a cold resume on the LLM path (instant summarizer) summarizes the history in its first
+    request; measured at a small size in ``--quick``, its 50,000-message target is then indicative."""
+    [cold] = result.cold_llm
+    assert cold.messages == 2_000 and cold.provider_calls > 0 and cold.compactions >= 1
+    assert 0 < cold.view_messages < cold.messages
+    assert cold.request_s > 0 and 0 <= cold.collector_s <= cold.set_s + cold.request_s
+    [target] = [t for t in result.targets if t.name.startswith("LLM path")]
+    assert target.value == cold.request_s and target.limit == 5.0 and target.set_at == 50_000
+    assert result.to_json()["cold_llm"][0]["provider_calls"] == cold.provider_calls
+    assert "Cold resume on the LLM path" in render(result)

@@ -3,14 +3,14 @@
 Run it with ``python -m amplifier_module_context_summarize bench``. Everything here drives the manager
 from outside, with an instant fake summarizer backend, so only the module's own work is timed.
 
-``cli`` parses ``bench`` and ``run`` gathers every measurement into one result; ``report`` prints it and
-``targets`` checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's
-growing working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request,
-compaction and memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early
-and late), ``resume`` (a cold and a warm resume), ``latency`` (what compaction adds to a request),
-``pins`` (``bench --pins``: what ``pin_patterns`` cost a request as the history grows),
-``heartbeat`` (how long the event loop stays blocked), ``simulation`` (summarizer tokens and cache breaks of a
-long session), ``fleet`` (provider calls of workers sharing Redis), ``cost_compare`` (``bench --cost``: session
+``cli`` parses ``bench`` and ``run`` gathers every measurement into one result; ``report`` prints it and ``targets``
+checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's growing
+working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request, compaction and
+memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early and late),
+``resume`` (a cold and a warm resume), ``cold_llm`` (the LLM path's cold first request), ``latency`` (what
+compaction adds to a request), ``pins`` (``bench --pins``: what ``pin_patterns`` cost a request as the history
+grows), ``heartbeat`` (how long the event loop stays blocked), ``simulation`` (summarizer tokens and cache breaks of
+a long session), ``fleet`` (provider calls of workers sharing Redis), ``cost_compare`` (``bench --cost``: session
 cost under prompt caching). Helpers: ``timing`` (batches with the collector paused), ``fake_backend`` (an instant
 summarizer), ``virtual_time`` (a virtual-time loop for slow summarizers).
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from .cold_llm import COLD_LLM_BUDGET
 from .costs import STATES
 from .fixtures import BUDGET
 from .long_session import LongCosts
 from .run import BenchResult
+from .targets import COLD_LLM_S, COLD_LLM_SIZE
 
 US, MS, MB = 1e6, 1e3, 1 / 1e6
 
@@ -123,6 +125,7 @@ def render(result: BenchResult) -> str:
     lines += _table(["messages", "samples", "span msgs", "total ms", "planning ms", "prompt-building ms"], rows)
     if result.long_session:
         lines += ["", *_long_session(result.long_session)]
+    lines += _cold_llm(result)
     lines += ["", "Memory (tracemalloc; own = manager minus the stored copy of the messages)"]
     rows = []
     for size in result.sizes:
@@ -174,6 +177,31 @@ def render(result: BenchResult) -> str:
     lines += _targets(result)
     lines += ["", f"total {result.seconds:.1f} s"]
     return "\n".join(lines)
+
+
+def _cold_llm(result: BenchResult) -> list[str]:
+    """The LLM path's cold first request (``cold_llm.py``)."""
+    if not result.cold_llm:
+        return []
+    lines = [
+        "",
+        f"Cold resume on the LLM path (nothing stored, instant summarizer, budget {COLD_LLM_BUDGET:,}; wall s, "
+        "collector running)",
+    ]
+    rows = [
+        [
+            f"{c.messages:,}",
+            f"{c.set_s:.2f}",
+            f"{c.request_s:.2f}",
+            f"{c.collector_s:.2f}",
+            str(c.provider_calls),
+            f"{c.view_messages:,}",
+        ]
+        for c in result.cold_llm
+    ]
+    lines += _table(["messages", "set_messages s", "first request s", "collector s", "summarizer calls", "view"], rows)
+    lines.append(f"  target: first request <= {COLD_LLM_S:g} s at {COLD_LLM_SIZE:,} msgs")
+    return lines
 
 
 def _targets(result: BenchResult) -> list[str]:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core import tokens
+from .cold_llm import COLD_LLM_SIZES, QUICK_COLD_LLM_SIZES, ColdLLMTimes, measure_cold_llm
 from .costs import Reps, SizeCosts, measure_compactions, measure_naive, measure_requests
 from .fixtures import BUDGET, Memory, build
 from .long_session import QUICK_LONG, LongCosts, LongPlan, measure_long_sessions
@@ -30,6 +31,8 @@ class BenchResult:
     memory: dict[int, Memory] = field(default_factory=dict)
     simulation: SimResult | None = None
     long_session: list[LongCosts] = field(default_factory=list)
+    cold_llm: list[ColdLLMTimes] = field(default_factory=list)
+    """The LLM path's cold first request at each size (``cold_llm.py``)."""
     targets: list[Target] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -63,6 +66,7 @@ class BenchResult:
             "sizes": sizes,
             "simulation": sim,
             "long_session": [{**asdict(costs), "flatness": costs.flatness} for costs in self.long_session],
+            "cold_llm": [asdict(times) for times in self.cold_llm],
             "targets": [{**asdict(t), "passed": t.passed} for t in self.targets],
             "all_passed": all_passed(self.targets),
             "seconds": self.seconds,
@@ -98,6 +102,7 @@ async def run_benchmark(
         result.targets = evaluate({}, {}, None, result.long_session)
         result.seconds = time.perf_counter() - started
         return result
+    result.cold_llm = await measure_cold_llm(QUICK_COLD_LLM_SIZES if quick else COLD_LLM_SIZES, text)
     fixtures = [await build(size, text) for size in chosen]
     result.memory = {f.size: f.memory for f in fixtures}
     result.costs = await measure_requests(fixtures, reps)
@@ -111,6 +116,6 @@ async def run_benchmark(
         if sim_turns is not None:
             plan = SimPlan(turns=sim_turns, budget=plan.budget, sizes=plan.sizes)
         result.simulation = await simulate(plan, text)
-    result.targets = evaluate(result.costs, result.memory, result.simulation, result.long_session)
+    result.targets = evaluate(result.costs, result.memory, result.simulation, result.long_session, result.cold_llm)
     result.seconds = time.perf_counter() - started
     return result

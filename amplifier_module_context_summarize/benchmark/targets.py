@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cold_llm import COLD_LLM_BUDGET, ColdLLMTimes
 from .costs import SizeCosts
 from .fixtures import Memory
 from .long_session import LongCosts
@@ -20,6 +21,10 @@ RESUME_NOTHING_STORED_S = 5.0
 RESUME_SIZE = 50_000
 """``set_messages`` of the long session then its first request, wall seconds (issue 37: what the user waits; the
 CPU seconds are reported beside them): with its summaries stored, and not."""
+COLD_LLM_S = 5.0
+COLD_LLM_SIZE = 50_000
+"""The LLM path's first request after ``set_messages`` with nothing stored, wall seconds (issue 48: the extractive
+cold resume's 5 s)."""
 REFERENCE_SIZE = 10_000
 SMALL_SIZE = 1_000
 LARGE_SIZE = 100_000
@@ -63,6 +68,7 @@ def evaluate(
     memory: dict[int, Memory],
     sim: SimResult | None,
     long_session: list[LongCosts] | None = None,
+    cold_llm: list[ColdLLMTimes] | None = None,
 ) -> list[Target]:
     """Targets at 1k / 10k / 100k messages, or at the smallest / largest measured size when those were not run."""
     targets: list[Target] = []
@@ -166,4 +172,15 @@ def evaluate(
                     at,
                 ),
             ]
+    for cold in cold_llm or []:
+        targets.append(
+            Target(
+                f"LLM path, nothing stored, {cold.messages:,} msgs: first request after set_messages "
+                f"(instant provider, budget {COLD_LLM_BUDGET:,}), collector pauses included, s",
+                cold.request_s,
+                COLD_LLM_S,
+                True,
+                None if cold.messages == COLD_LLM_SIZE else COLD_LLM_SIZE,
+            )
+        )
     return targets

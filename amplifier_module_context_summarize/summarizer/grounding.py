@@ -83,6 +83,8 @@ _ENTRY_REF = re.compile(r"\[#(\d{1,9})[ \t]+([^\[\]\n]{1,120})\](?!\()")
 ``[#41]`` (an issue) or a Markdown link ``[#41 Fix login](…)`` is not one."""
 _JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?|(["\\/bfnrt]))')
 _JSON_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_ESCAPED_LINE = re.compile(r"^[^\n\\]*\\[^\n]*", re.MULTILINE)
+"""A line holding a backslash (anchored at the line start: linear)."""
 _HANDLE_IN = re.compile(r"\bm\d{1,9}(?:\.\d{1,6})?-[0-9a-f]{6}\b")
 _ATOM = re.compile(r"[A-Za-z0-9_]+")
 _TOKEN = re.compile(r"[\w.~-]+")
@@ -91,6 +93,8 @@ _CAMEL_PART = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CODE_SPAN = re.compile(r"`([^`\n]{1,400})`")
 _FENCE_LINE = re.compile(r"^[ \t]{0,8}(?:```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+")
+_SENTENCE_OR_LINE = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|(?<=[.!?])[ \t]+")
+"""Where a text's lines (``str.splitlines``) and their sentences (``_SENTENCE_END``) end, in one split."""
 _LEAD = re.compile(r"^[\s>*+#-]*(?:\d{1,3}[.)][ \t]+)?")
 _SPACES = re.compile(r"\s+")
 _HANDLE = re.compile(r"^m\d{1,9}(?:\.\d{1,6})?-[0-9a-f]{6}$")
@@ -119,23 +123,22 @@ class Source:
     @classmethod
     def of(cls, *texts: str | None) -> Source:
         """The source of a span's transcript and what else the model was given with it (the previous summary, the
-        user's guidance). Each text is read as written and, when it holds a backslash, once more with its JSON
+        user's guidance). Each text is read as written and its lines holding a backslash once more with their JSON
         escapes read; both in NFC."""
         readings = [_nfc(text) for text in texts if text]
         atoms: set[str] = set()
         tokens: set[str] = set()
         for text in readings:
             _read_tokens(text, atoms, tokens)
-            if "\\" in text and (unescaped := _unescaped(text)) != text:
-                _read_tokens(unescaped, atoms, tokens)
-        squashed = {_squash(t) for t in tokens} | {_squash(a) for a in atoms}
-        said: Counter[str] = Counter(
-            key
-            for text in readings
-            for line in text.splitlines()
-            for sentence in _SENTENCE_END.split(line)
-            if (key := _repeat_key(sentence)) is not None
-        )
+            if "\\" in text:  # only lines with an escape read differently (none spans a line, nor does a token)
+                escaped = "\n".join(_ESCAPED_LINE.findall(text))
+                if (unescaped := _unescaped(escaped)) != escaped:
+                    _read_tokens(unescaped, atoms, tokens)
+        squashed = _squashed(tokens) | _squashed(atoms)
+        said: Counter[str] = Counter()
+        for piece, n in Counter(piece for text in readings for piece in _SENTENCE_OR_LINE.split(text)).items():
+            if (key := _repeat_key(piece)) is not None:
+                said[key] += n
         repeated = {key: n for key, n in said.items() if n > 1}
         markers = {match.group().lower() for text in readings for match in _STATE_MARKERS.finditer(text)}
         entries = {
@@ -287,17 +290,24 @@ def _json_char(match: re.Match[str]) -> str:
 
 
 def _read_tokens(text: str, atoms: set[str], tokens: set[str]) -> None:
-    for match in _ATOM.finditer(text):
-        word = match.group()
-        atoms.add(word.lower())
+    """Add the text's atoms and tokens (see ``Source``). The regexes run over the text once each and the words are
+    set-built in C; only each distinct word is looked at in Python (a long transcript repeats most of its words)."""
+    words = set(_ATOM.findall(text))
+    atoms.update(map(str.lower, words))
+    for word in words:
         if "_" in word:
             atoms.update(part.lower() for part in word.split("_") if part)
         if not word.islower():
             atoms.update(part.lower() for part in _CAMEL_PART.findall(word))
-    for match in _TOKEN.finditer(text):
-        token = match.group().strip(".-~").lower()
-        if token:
-            tokens.add(token)
+    found = {token.strip(".-~") for token in set(_TOKEN.findall(text))}
+    found.discard("")
+    tokens.update(map(str.lower, found))
+
+
+def _squashed(words: set[str]) -> set[str]:
+    """``_squash`` of every word, in C: the words hold no line break (``_ATOM``, ``_TOKEN``), so they are joined by
+    one, squashed at once and split again."""
+    return set(_squash("\n".join(words)).split("\n")) if words else set()
 
 
 def _entry_key(match: re.Match[str]) -> str:

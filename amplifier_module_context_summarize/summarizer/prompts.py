@@ -7,6 +7,7 @@ The wheel ships ``prompts/`` inside the package; a source checkout reads the rep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -196,13 +197,24 @@ def render_transcript(messages: list[Message], max_chars_per_message: int = 12_0
     in bodies every line break is ``\\n`` and a line opening like a header is escaped with a backslash
     (``_body_safe``); the prompt tells the model so. Linear in the span's size.
     """
-    entries: list[str] = []
-    for message in messages:
-        for label, body in _message_entries(message):
-            entries.append(
-                f"{ENTRY_OPEN}{len(entries) + 1} {label}]\n{_body_safe(clip_middle(body, max_chars_per_message))}"
-            )
-    return fence_safe("\n\n".join(entries))
+    return join_entries(entry for message in messages for entry in transcript_entries(message, max_chars_per_message))
+
+
+def transcript_entries(message: Message, max_chars_per_message: int = 12_000) -> list[tuple[str, str]]:
+    """``(label, body)`` of each entry one message makes, its body as the transcript shows it (clipped, escaped,
+    fence-safe), numbered only when joined (``join_entries``): a span cut into fragments renders each message once.
+
+    Fence-safe per body is fence-safe over the whole: a fence marker holds ``<`` or ``>``, which neither a header
+    line nor the blank line between entries has, so none can straddle a body's edge."""
+    return [
+        (label, fence_safe(_body_safe(clip_middle(body, max_chars_per_message))))
+        for label, body in _message_entries(message)
+    ]
+
+
+def join_entries(entries: Iterable[tuple[str, str]], first: int = 1) -> str:
+    """The transcript of ``transcript_entries``' entries, numbered from ``first``."""
+    return "\n\n".join(f"{ENTRY_OPEN}{n} {label}]\n{body}" for n, (label, body) in enumerate(entries, first))
 
 
 def parse_transcript(transcript: str) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ from ..backends.retrying import RetryingBackend, retries_for
 from ..core.clock import now
 from ..core.messages import Message, scrub_text
 from .extractive import extractive_summary
+from .fragments import SpanText
 from .grounding import Source, check
 from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
 from .pace import Pace
@@ -80,6 +81,9 @@ class Ask:
     focus: str | None = None
     """The compaction's focus (``compact(focus=...)``, a ``context:pre_compact`` hook), passed down with each call:
     never read from anything ambient, so no summary can carry another compaction's focus."""
+    transcript_tokens: int | None = None
+    """The count of ``transcript`` itself when known (``source_tokens`` unless it was clipped): the pace then counts
+    only the rest of the prompt."""
 
 
 @dataclass(frozen=True)
@@ -244,8 +248,11 @@ class SpanSummarizer:
                     context, previous_summary, provider, outcome, deadline, max_tokens, focus
                 )
             if parts is None:
+                if deadline is not None and deadline - now() <= 0:  # as its first ask would: before rendering the span
+                    raise BackendError(Fault.DEADLINE)
+                span = SpanText(messages, self.count_text)
                 parts = await self._summarize_fragments(
-                    messages, previous_summary, provider, outcome, 0, deadline, max_tokens, focus
+                    span, 0, len(messages), previous_summary, provider, outcome, 0, deadline, max_tokens, focus
                 )
         except BackendError as exc:
             # A fault of the moment (busy or slow) is INFO, the event says it; anything else is never silent.
@@ -274,14 +281,16 @@ class SpanSummarizer:
             raise BackendError(Fault.ERROR)
         transcript = fence_safe("\n\n---\n\n".join(summaries))
         outcome = Outcome(text="")
-        source_tokens = self.count_text(transcript)
-        ask = Ask("merge", transcript, source_tokens, self._cap(max_tokens), focus=focus)
+        tokens = self.count_text(transcript)
+        ask = Ask("merge", transcript, tokens, self._cap(max_tokens), focus=focus, transcript_tokens=tokens)
         outcome.text = await self._ask(ask, provider, outcome, deadline)
         return outcome
 
     async def _summarize_fragments(
         self,
-        messages: list[Message],
+        span: SpanText,
+        lo: int,
+        hi: int,
         previous_summary: str | None,
         provider: Any | None,
         outcome: Outcome,
@@ -290,24 +299,39 @@ class SpanSummarizer:
         max_tokens: int | None = None,
         focus: str | None = None,
     ) -> list[str]:
-        """Summarize a span, cutting it into fragments that fit the summarizer's input, folded in order."""
-        transcript = render_transcript(messages)
+        """Summarize messages ``[lo, hi)`` of a span, halving it into fragments that fit the summarizer's input,
+        folded in order. A range sure to be too long is halved without rendering it (``fragments``)."""
+        ask = self._fragment_ask(span, lo, hi, previous_summary, max_tokens, focus)
+        if ask is not None:
+            try:
+                return [await self._ask(ask, provider, outcome, deadline)]
+            except BackendError as exc:
+                if exc.fault is not Fault.INPUT_TOO_LONG or hi - lo < 2 or depth >= MAX_SPLIT_DEPTH:
+                    raise
+        return await self._split(span, lo, hi, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
+
+    def _fragment_ask(
+        self, span: SpanText, lo: int, hi: int, previous_summary: str | None, max_tokens: int | None, focus: str | None
+    ) -> Ask | None:
+        """The ask for messages ``[lo, hi)``, or None when they are several and too long for one (to be halved). One
+        message too long is sent clipped."""
+        limit = self.settings.max_input_tokens
+        several = hi - lo > 1
+        if several and span.least_tokens(lo, hi) > limit:
+            return None
+        transcript = span.transcript(lo, hi)
         source_tokens = self.count_text(transcript)
-        if source_tokens > self.settings.max_input_tokens and len(messages) > 1:
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
-        if source_tokens > self.settings.max_input_tokens:
-            transcript = render_transcript(messages, max_chars_per_message=self.settings.max_input_tokens * 3)
+        if source_tokens > limit:
+            if several:
+                return None
+            transcript = render_transcript(span.messages[lo:hi], max_chars_per_message=limit * 3)
         values = {
             "previous_section": _previous_section(previous_summary),
             "continuation_note": " (it continues from the earlier summary)" if previous_summary else "",
         }
-        ask = Ask("summarize", transcript, source_tokens, self.asked_tokens(source_tokens, max_tokens), values, focus)
-        try:
-            return [await self._ask(ask, provider, outcome, deadline)]
-        except BackendError as exc:
-            if exc.fault is not Fault.INPUT_TOO_LONG or len(messages) < 2 or depth >= MAX_SPLIT_DEPTH:
-                raise
-            return await self._split(messages, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
+        asked = self.asked_tokens(source_tokens, max_tokens)
+        exact = source_tokens if source_tokens <= limit else None
+        return Ask("summarize", transcript, source_tokens, asked, values, focus, transcript_tokens=exact)
 
     async def _in_context(
         self,
@@ -336,7 +360,9 @@ class SpanSummarizer:
 
     async def _split(
         self,
-        messages: list[Message],
+        span: SpanText,
+        lo: int,
+        hi: int,
         previous_summary: str | None,
         provider: Any | None,
         outcome: Outcome,
@@ -345,13 +371,13 @@ class SpanSummarizer:
         max_tokens: int | None = None,
         focus: str | None = None,
     ) -> list[str]:
-        middle = len(messages) // 2
+        middle = lo + (hi - lo) // 2
         first = await self._summarize_fragments(
-            messages[:middle], previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
+            span, lo, middle, previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         context = "\n\n".join(p for p in [previous_summary, *first] if p)
         second = await self._summarize_fragments(
-            messages[middle:], context, provider, outcome, depth + 1, deadline, max_tokens, focus
+            span, middle, hi, context, provider, outcome, depth + 1, deadline, max_tokens, focus
         )
         return first + second
 
@@ -397,7 +423,7 @@ class SpanSummarizer:
             # Counted here, not taken from the usage reported: a provider's count may be of another tokenizer,
             # of the part not served from its cache, or missing. In the session's context the view before the
             # instruction is its cached prefix: the new work is the instruction's.
-            sent = self.count_text(system) + self.count_text(prompt)
+            sent = self.count_text(system) + self._prompt_tokens(prompt, ask, context)
             try:
                 completion = await backend.complete(
                     system, prompt, self.settings.max_output_tokens, provider, deadline=deadline
@@ -430,6 +456,15 @@ class SpanSummarizer:
             if rejection is Fault.NOT_SMALLER:
                 tokens = max(tokens // 2, 1)
         raise BackendError(rejection or Fault.ERROR)
+
+    def _prompt_tokens(self, prompt: str, ask: Ask, context: InContext | None) -> int:
+        """The prompt's tokens, for the pace. The transcript in it was counted already (``Ask.transcript_tokens``):
+        only the rest is counted (its seams with the rest are off by a token at most), not the span once more."""
+        if context is None and ask.transcript_tokens is not None and ask.transcript:
+            rest = prompt.replace(ask.transcript, "", 1)
+            if len(rest) < len(prompt):
+                return self.count_text(rest) + ask.transcript_tokens
+        return self.count_text(prompt)
 
     def _rejection(self, text: str, source_tokens: int) -> Fault | None:
         if not text or not text.strip():
