@@ -150,7 +150,7 @@ class SummarizingContextManager:
         self.history.append(copy_message(message))
 
     async def get_messages(self) -> list[dict[str, Any]]:
-        return list(self.history.messages)
+        return self.history.messages.copies()
 
     async def set_messages(self, messages: list[dict[str, Any]]) -> None:
         if not isinstance(messages, list):

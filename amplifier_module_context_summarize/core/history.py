@@ -10,9 +10,10 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import SupportsIndex, overload
 
+from .frozen import MessageLog
 from .messages import (
-    Group,
     Grouper,
+    GroupList,
     Message,
     call_ids,
     canonical_json,
@@ -88,7 +89,8 @@ class History:
     ) -> None:
         self.counter = counter
         self.preserve_system = preserve_system
-        self.messages: list[Message] = []
+        self.messages = MessageLog()
+        """Kept frozen (``core.frozen``: nothing the collector walks), read as ordinary messages."""
         self._prefix: list[int] = [0] if counting else PrefixSums([0])
         """A plain list (read on every request) unless built for ``count_from``, which may leave entries waiting."""
         self._counting = counting
@@ -124,8 +126,9 @@ class History:
         """What each marked message's pin keeps: its words, the tool outputs it carries."""
         self.pinned_calls: set[str] = set()
         """Ids of calls whose outputs are pinned (a pattern in their arguments, a flagged caller), until answered."""
-        self.callers: dict[str, Message] = {}
-        """Call id -> the message that made it, while pins are on: a restated output is headed by its call."""
+        self.callers: dict[str, int] = {}
+        """Call id -> the index of the message that made it, while pins are on: a restated output is headed by its
+        call (an index, not the message: the stored history stays frozen, ``core.frozen``)."""
         self.pin_forms: dict[tuple[int, int], tuple[Message, int] | None] = {}
         """(index, allowance) -> a pin as shown and its tokens: worked out once per message (``core.state._pin``)."""
         self.pin_tokens: dict[int, int] = {}
@@ -151,7 +154,7 @@ class History:
         """Bumped when bounds stop being read as counts: what cached them (``Masks``) works them out again."""
 
     @property
-    def groups(self) -> list[Group]:
+    def groups(self) -> GroupList:
         return self._grouper.groups
 
     @property
@@ -218,7 +221,7 @@ class History:
         """Record what of ``message`` a pin keeps: once per message, as it is stored (a request only reads it)."""
         flagged = rule.flagged(message)
         for call_id in call_ids(message):
-            self.callers[call_id] = message
+            self.callers[call_id] = index
         self.pinned_calls.update(rule.calls(message, flagged))
         results = tuple(
             dict.fromkeys(
@@ -345,6 +348,11 @@ class History:
         """The content hash of one group's stored messages, which its chain hash links to the ones before."""
         g = self.groups[group_index]
         return content_hash(canonical_json(self.messages[g.start : g.end]))
+
+    def caller(self, call_id: str) -> Message | None:
+        """The message that made call ``call_id`` (recorded while pins are on), else None."""
+        index = self.callers.get(call_id)
+        return None if index is None else self.messages[index]
 
     def shown(self, group_index: int) -> list[Message]:
         """Group ``group_index`` as a view shows it."""

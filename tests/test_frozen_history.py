@@ -1,0 +1,99 @@
+"""The stored history is kept in a form the garbage collector does not walk (issue 48): messages as exact tuples of
+atoms, closed groups as an array of starts. Readers still get ordinary, mutable messages."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+
+from amplifier_module_context_summarize import create_manager
+from amplifier_module_context_summarize.core import frozen
+from amplifier_module_context_summarize.core.frozen import MessageLog, freeze, thaw
+from amplifier_module_context_summarize.core.messages import group_messages
+from amplifier_module_context_summarize.testing import mixed_history
+
+
+def test_a_message_thaws_to_what_was_frozen_in_new_containers_and_the_same_atoms() -> None:
+    for message in mixed_history(40):
+        thawed = thaw(freeze(message))
+        assert thawed == message and thawed is not message
+        assert type(thawed["content"]) is type(message["content"])
+    odd = {"role": "user", "content": "x", "metadata": {"at": datetime.date(2026, 1, 2), "tags": {"a"}, "t": (1, [2])}}
+    thawed = thaw(freeze(odd))
+    assert thawed == odd
+    assert thawed["metadata"]["tags"] is not odd["metadata"]["tags"]  # not JSON: a deep copy, never the stored one
+
+
+def test_the_stored_forms_are_not_tracked_by_the_collector_once_collected() -> None:
+    log = MessageLog()
+    for message in mixed_history(60):
+        log.append(message)
+    gc.collect()
+    stored = [log.frozen(i) for i in range(len(log))]
+    assert stored and not any(gc.is_tracked(form) for form in stored)
+    assert not any(isinstance(form, (dict, list)) for form in stored)
+
+
+def test_a_tag_is_told_by_identity_not_by_an_equal_string() -> None:
+    message = {"role": "user", "content": ["\x00frozen dict", "a", "b"]}
+    assert thaw(freeze(message)) == message
+
+
+def test_reads_give_one_object_per_message_while_it_is_cached_and_a_fresh_one_after(monkeypatch) -> None:
+    monkeypatch.setattr(frozen, "CACHE_SIZE", 4)
+    log = MessageLog()
+    messages = mixed_history(20)
+    for message in messages:
+        log.append(message)
+    assert log[-1] is log[len(log) - 1]
+    first = log[0]
+    assert first == messages[0]
+    for i in range(1, len(log)):  # twice the cache: message 0 is let go
+        assert log[i] == messages[i]
+    assert log[0] == first and log[0] is not first
+    assert log[2:5] == messages[2:5] and list(log) == messages
+
+
+def test_closed_groups_are_an_array_and_read_as_the_grouping_of_a_plain_list() -> None:
+    manager = create_manager({"max_tokens": 50_000})
+    messages = mixed_history(50)
+    for message in messages:
+        manager.history.append(message)
+    groups = manager.history.groups
+    assert [(g.start, g.end, set(g.pending), g.closed) for g in groups] == [
+        (g.start, g.end, set(g.pending), g.closed) for g in group_messages(messages)
+    ]
+    assert groups[-1] is groups[len(groups) - 1]  # the newest group is the one the grouper extends
+    assert len(groups._starts) == len(groups) - 1  # the closed groups are starts, not objects
+
+
+async def test_get_messages_returns_what_was_added_as_copies_the_caller_may_change() -> None:
+    manager = create_manager({"max_tokens": 50_000})
+    messages = mixed_history(30)
+    for message in messages:
+        await manager.add_message(message)
+    got = await manager.get_messages()
+    assert got == messages
+    got[3]["role"] = "changed"
+    content = got[5].get("content")
+    if isinstance(content, list):
+        content.append({"type": "text", "text": "changed"})
+    assert await manager.get_messages() == messages
+    view = await manager.get_messages_for_request(token_budget=50_000)
+    assert all(type(m) is dict for m in view)
+
+
+async def test_a_manager_holds_few_tracked_objects_per_message(monkeypatch) -> None:
+    """Before issue 48 about three per message (a dict, a list and a group); now the thaw cache is bounded and
+    what grows with the history is the working set's records."""
+    monkeypatch.setattr(frozen, "CACHE_SIZE", 16)
+    messages = mixed_history(1_500)
+    gc.collect()
+    before = len(gc.get_objects())
+    manager = create_manager({"max_tokens": 8_000, "compaction_strategy": "extractive"})
+    for message in messages:
+        await manager.add_message(message)
+    await manager.get_messages_for_request(token_budget=8_000)
+    gc.collect()
+    held = len(gc.get_objects()) - before
+    assert held < 1.25 * len(messages), held  # 3 per message before
