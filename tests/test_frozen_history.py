@@ -97,3 +97,64 @@ async def test_a_manager_holds_few_tracked_objects_per_message(monkeypatch) -> N
     gc.collect()
     held = len(gc.get_objects()) - before
     assert held < 1.25 * len(messages), held  # 3 per message before
+
+
+def test_every_shape_thaws_compiled_and_by_the_general_reader_alike() -> None:
+    values = [
+        {},
+        [],
+        (),
+        {"a": [], "b": {}, "c": ()},
+        {"role": "user", "content": [[[]], [(), (1,)], {"k": (2, [3.5, None, True])}]},
+        {1: "int key", (1, "t"): "tuple key", None: [False]},
+        {"deep": [[[[[[[[[[{"x": 1}]]]]]]]]]]},
+    ]
+    for value in values:
+        form = freeze(value)
+        assert thaw(form) == value and frozen._read_all(form) == value
+        assert type(thaw(form)) is type(value)
+
+
+def test_a_shape_too_large_or_too_deep_to_compile_is_read_by_the_general_reader() -> None:
+    wide = {"role": "tool", "content": [{"type": "text", "text": str(i)} for i in range(1_000)]}
+    deep: object = "leaf"
+    for _ in range(60):
+        deep = [deep]
+    for value in (wide, {"role": "user", "content": deep}):
+        form = freeze(value)
+        assert thaw(form) == value
+        assert frozen._compiled.get(form[0]) is None
+
+
+def test_a_shape_is_compiled_once_and_its_string_shared_by_every_form() -> None:
+    first, second = freeze({"role": "user", "content": "a"}), freeze({"role": "user", "content": "b"})
+    assert first[0] is second[0]
+    thaw(first)
+    assert frozen._compiled[first[0]] is frozen._compiled[second[0]]
+    assert thaw(second) == {"role": "user", "content": "b"}
+
+
+def test_a_cyclic_message_is_kept_as_a_deep_copy_of_its_own() -> None:
+    message: dict = {"role": "user", "content": []}
+    message["content"].append(message)
+    form, copied = frozen.frozen_copy(message)
+    assert copied is not message and copied["content"][0] is copied
+    assert thaw(form)["content"][0]["role"] == "user"
+
+
+async def test_what_the_caller_changes_after_add_or_set_never_reaches_the_stored_history() -> None:
+    manager = create_manager({"max_tokens": 50_000})
+    messages = mixed_history(12)
+    originals = [thaw(freeze(m)) for m in messages]
+    for message in messages[:6]:
+        await manager.add_message(message)
+    for message in messages[:6]:
+        message["role"] = "changed"
+        content = message.get("content")
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            content[0]["text"] = "changed"
+    assert await manager.get_messages() == originals[:6]
+    await manager.set_messages(messages[6:])
+    messages[6]["role"] = "changed"
+    assert await manager.get_messages() == originals[6:]
+    assert (await manager.get_messages())[0] is not (await manager.get_messages())[0]

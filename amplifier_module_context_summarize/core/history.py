@@ -7,7 +7,7 @@ and every group's view form (what a request shows for it) is settled once, when 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex, overload
 
 from .frozen import MessageLog
@@ -111,7 +111,7 @@ class History:
         """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
         self.irregular: list[int] = []
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
-        self.spill: Callable[[list[Message], int], Message] | None = None
+        self.spill: Callable[[Sequence[Message], int], Message] | None = None
         """Shows a stored message with its large tool outputs as previews of files (``spill.Spiller.shown``): set
         before appending; a message pinned verbatim is never shown so."""
         self.spilled: set[int] = set()
@@ -181,12 +181,13 @@ class History:
         return max(len(self.groups) - 1, 0)
 
     def append(self, message: Message) -> None:
+        """Keep a copy of ``message`` (frozen: ``core.frozen``) and all that derives from it."""
         is_system = self.preserve_system and message.get("role") == "system"
         counting = self._counting
         # first: should it fail, nothing has changed
         tokens = self.counter.count_message(message) if counting or is_system else 0
         index = len(self.messages)
-        self.messages.append(message)
+        message = self.messages.append(message)  # the history's own copy from here on
         groups = self.groups
         if self._grouper.push(message, index):
             self._open_stored += tokens
