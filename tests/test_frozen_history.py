@@ -158,3 +158,18 @@ async def test_what_the_caller_changes_after_add_or_set_never_reaches_the_stored
     messages[6]["role"] = "changed"
     assert await manager.get_messages() == originals[6:]
     assert (await manager.get_messages())[0] is not (await manager.get_messages())[0]
+
+
+def test_the_stored_forms_are_held_in_untracked_chunks_so_a_collection_does_not_visit_them(monkeypatch) -> None:
+    monkeypatch.setattr(frozen, "CHUNK", 8)
+    log = MessageLog()
+    messages = mixed_history(30)
+    for message in messages:
+        log.append(message)
+    gc.collect()
+    gc.collect()  # a chunk is untracked once its forms are: the collection after the one that untracked them at most
+    *chunks, tail = log.stored()
+    assert len(chunks) == len(messages) // 8 and len(tail) == len(messages) % 8
+    assert not any(gc.is_tracked(chunk) for chunk in chunks)
+    assert [log.frozen(i) for i in range(len(log))] == [freeze(m) for m in messages]
+    assert log.copies() == messages and list(log) == messages and log[-1] == messages[-1]

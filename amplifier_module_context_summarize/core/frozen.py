@@ -33,6 +33,9 @@ resume's extraction) thaws die young instead of reaching the collector's oldest 
 off full collections (with 1,024, a 50,000-message cold resume made 9 full collections where the code before
 made 3)."""
 
+CHUNK = 1_024
+"""Forms per tuple of the stored history (``MessageLog``)."""
+
 SHAPES_KEPT = 4_096
 """Compiled shapes kept (a session has tens); past this, or for a shape too large or deep to compile, the
 general reader thaws (slower, same result)."""
@@ -170,10 +173,16 @@ def _read(codes: list[str], code_at: int, atoms: tuple[Any, ...], at: int) -> tu
 
 
 class MessageLog(Sequence[Message]):
-    """The history's messages: appended frozen, read thawed (``Sequence[Message]``; a slice is a new list)."""
+    """The history's messages: appended frozen, read thawed (``Sequence[Message]``; a slice is a new list).
+
+    The forms are kept in tuples of ``CHUNK`` (the newest in a list until it fills): a tuple of untracked tuples is
+    untracked too, so a full collection does not even visit the stored messages one by one, as it would the items
+    of one long list.
+    """
 
     def __init__(self) -> None:
-        self._frozen: list[Any] = []
+        self._chunks: list[tuple[Any, ...]] = []
+        self._tail: list[Any] = []
         self._recent: dict[int, Message] = {}
         self._older: dict[int, Message] = {}
         """Two generations of thawed messages: a hit in the older one moves to the recent one; when the recent one
@@ -181,14 +190,17 @@ class MessageLog(Sequence[Message]):
 
     def append(self, message: Message) -> Message:
         """Keep ``message`` frozen; return the copy of it the next read returns (the caller's own is never kept)."""
-        index = len(self._frozen)
+        index = len(self)
         frozen, copied = frozen_copy(message)
-        self._frozen.append(frozen)
+        self._tail.append(frozen)
+        if len(self._tail) == CHUNK:
+            self._chunks.append(tuple(self._tail))
+            self._tail = []
         self._keep(index, copied)
         return copied  # type: ignore[no-any-return]  # a dict copies to a dict
 
     def __len__(self) -> int:
-        return len(self._frozen)
+        return len(self._chunks) * CHUNK + len(self._tail)
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -198,24 +210,29 @@ class MessageLog(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return [self._read(i) for i in range(*index.indices(len(self._frozen)))]
+            return [self._read(i) for i in range(*index.indices(len(self)))]
         if index < 0:
-            index += len(self._frozen)
-        if not 0 <= index < len(self._frozen):
+            index += len(self)
+        if not 0 <= index < len(self):
             raise IndexError("message index out of range")
         return self._read(index)
 
     def __iter__(self) -> Iterator[Message]:
-        for i in range(len(self._frozen)):
+        for i in range(len(self)):
             yield self._read(i)
 
     def copies(self) -> list[Message]:
         """Every message thawed afresh, none shared with the cache: ``get_messages()``'s list the caller may change."""
-        return [thaw(frozen) for frozen in self._frozen]
+        return [thaw(frozen) for chunk in (*self._chunks, self._tail) for frozen in chunk]
 
     def frozen(self, index: int) -> Any:
         """Message ``index`` as stored."""
-        return self._frozen[index]
+        chunk, at = divmod(index, CHUNK)
+        return self._chunks[chunk][at] if chunk < len(self._chunks) else self._tail[at]
+
+    def stored(self) -> list[Any]:
+        """What holds the forms: the full chunks (tuples), then the newest one (a list)."""
+        return [*self._chunks, self._tail]
 
     def _read(self, index: int) -> Message:
         found = self._recent.get(index)
@@ -223,7 +240,7 @@ class MessageLog(Sequence[Message]):
             return found
         found = self._older.pop(index, None)
         if found is None:
-            found = thaw(self._frozen[index])
+            found = thaw(self.frozen(index))
         self._keep(index, found)
         return found
 
