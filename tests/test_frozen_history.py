@@ -173,3 +173,12 @@ def test_the_stored_forms_are_held_in_untracked_chunks_so_a_collection_does_not_
     assert not any(gc.is_tracked(chunk) for chunk in chunks)
     assert [log.frozen(i) for i in range(len(log))] == [freeze(m) for m in messages]
     assert log.copies() == messages and list(log) == messages and log[-1] == messages[-1]
+
+
+async def test_bench_collector_counts_the_managers_tracked_objects_beside_the_hosts() -> None:
+    from amplifier_module_context_summarize.benchmark.collector import measure_collector, render
+
+    costs = await measure_collector(600)
+    assert costs.host.tracked > costs.alone.tracked  # the host's messages are tracked dicts and lists
+    assert 0 < costs.tracked_per_message < 1.5, costs  # about 3 before issue 48
+    assert costs.ratio > 0 and "tracked objects per stored message" in render([costs])
