@@ -3,16 +3,17 @@
 Run it with ``python -m amplifier_module_context_summarize bench``. Everything here drives the manager
 from outside, with an instant fake summarizer backend, so only the module's own work is timed.
 
-``cli`` parses ``bench`` and ``run`` gathers every measurement into one result; ``report`` prints it and
-``targets`` checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's
-growing working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request,
-compaction and memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early
-and late), ``resume`` (a cold and a warm resume), ``latency`` (what compaction adds to a request),
-``pins`` (``bench --pins``: what ``pin_patterns`` cost a request as the history grows),
-``heartbeat`` (how long the event loop stays blocked), ``simulation`` (summarizer tokens and cache breaks of a
-long session), ``fleet`` (provider calls of workers sharing Redis), ``cost_compare`` (``bench --cost``: session
-cost under prompt caching). Helpers: ``timing`` (batches with the collector paused), ``fake_backend`` (an instant
-summarizer), ``virtual_time`` (a virtual-time loop for slow summarizers).
+``cli`` parses ``bench`` and ``run`` gathers every measurement into one result; ``report`` prints it and ``targets``
+checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's growing
+working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request, compaction and
+memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early and late),
+``resume`` (a cold and a warm resume), ``latency`` (what compaction adds to a request), ``pins`` (``bench --pins``:
+what ``pin_patterns`` cost a request as the history grows), ``heartbeat`` (how long the event loop stays blocked),
+``collector`` (``bench --collector``: a full garbage collection with the host's messages alone and with a manager
+holding them), ``simulation`` (summarizer tokens and cache breaks of a long session), ``fleet`` (provider calls of
+workers sharing Redis), ``cost_compare`` (``bench --cost``: session cost under prompt caching). Helpers: ``timing``
+(batches with the collector paused), ``fake_backend`` (an instant summarizer), ``virtual_time`` (a virtual-time loop
+for slow summarizers).
 
 May import: anything of the package (it sits on top: ``bench --cost`` replays the evaluation's corpus
 through its runner and bills it with its prompt-cache model).
