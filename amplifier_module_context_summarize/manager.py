@@ -32,7 +32,7 @@ from .config import Config
 from .core.budget import RequestBudget, SystemPromptFactory, request_budget
 from .core.clock import now
 from .core.history import History
-from .core.messages import Message, copy_message, scrub_value, validate_message
+from .core.messages import Message, scrub_value, validate_message
 from .core.plan import needs_compaction
 from .core.state import SUMMARY_MARKER, CompactionState, Segment, pin_matcher
 from .core.tokens import TokenCounter
@@ -147,10 +147,10 @@ class SummarizingContextManager:
             validate_message(message)
         except ValueError as exc:  # named by the index it would have had, as set_messages names it
             raise ValueError(f"messages[{len(self.history.messages)}]: {exc}") from None
-        self.history.append(copy_message(message))
+        self.history.append(message)  # copied as it is frozen (core.frozen)
 
     async def get_messages(self) -> list[dict[str, Any]]:
-        return list(self.history.messages)
+        return self.history.messages.copies()
 
     async def set_messages(self, messages: list[dict[str, Any]]) -> None:
         if not isinstance(messages, list):
@@ -162,7 +162,7 @@ class SummarizingContextManager:
                 raise ValueError(f"messages[{i}]: {exc}") from None
         async with self._lock:
             # Built aside and installed only once whole: a failure leaves the previous history as it was.
-            history = self._history_of([copy_message(m) for m in messages], counting=False)
+            history = self._history_of(messages, counting=False)
             state, injected = await self.compactor.resumer.aside(history, self.budget.wire)
             await self.compactor.flights.cancel("replaced")
             self.compactor.start_over(history, state)

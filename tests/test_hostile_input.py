@@ -843,7 +843,7 @@ async def test_deep_json_arguments_never_brick_a_session(strategy: str) -> None:
     views = await replay(manager, deep_call_session(), FakeProvider(), budget=4_000)
     assert len(views[-1]) < len(manager.history.messages)
     resumed = create_manager({"max_tokens": 4_000, "compaction_strategy": strategy, "background_compaction": False})
-    await resumed.set_messages(manager.history.messages)
+    await resumed.set_messages(await manager.get_messages())
     assert await resumed.get_messages_for_request(provider=FakeProvider())
 
 

@@ -67,7 +67,7 @@ async def test_the_account_matches_the_replay_and_the_events():
     messages = session(LOSSY_TURNS)
     found = await inspect_session(messages, BUDGET, "s")
     manager = found.manager
-    assert manager.history.messages == messages  # the history is untouched
+    assert list(manager.history.messages) == messages  # the history is untouched
     assert found.compactions and found.view == await manager.get_messages_for_request(token_budget=BUDGET)
     for record in found.compactions:
         assert record.payload["artifacts_kept"] >= 0 and record.payload["artifacts_lost"] >= 0

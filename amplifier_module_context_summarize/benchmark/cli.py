@@ -61,6 +61,12 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="only the long session: CPU time per compaction at 5k-50k messages, extractive and failing summarizer",
     )
+    parser.add_argument(
+        "--collector",
+        action="store_true",
+        help="instead: one full garbage collection with the host's messages alone and with a manager holding them "
+        "(resumed, then a few turns), and the manager's tracked objects per message (--sizes, default 50000)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
     parser.add_argument("--check", action="store_true", help="exit with status 1 when a target fails")
     parser.add_argument(
@@ -124,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return run_latency(args)
     if getattr(args, "pins", False):
         return run_pins(args)
+    if getattr(args, "collector", False):
+        return run_collector(args)
     from .report import render
     from .run import run_benchmark
     from .targets import all_passed
@@ -177,3 +185,17 @@ def run_pins(args: argparse.Namespace) -> int:
     timings = run_pins(QUICK_TURNS if args.quick else PIN_TURNS)
     print(json.dumps([asdict(t) for t in timings], indent=2) if args.json else render(timings))
     return 1 if args.check and not pins_target(timings)[1] else 0
+
+
+def run_collector(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .collector import measure_collector, render
+
+    async def measure() -> list[Any]:
+        return [await measure_collector(size) for size in args.sizes or ([5_000] if args.quick else [50_000])]
+
+    costs = asyncio.run(measure())
+    shown = [{**asdict(c), "ratio": c.ratio, "tracked_per_message": c.tracked_per_message} for c in costs]
+    print(json.dumps(shown, indent=2) if args.json else render(costs))
+    return 0

@@ -9,6 +9,7 @@ forged one fails the checksum and is refused with a clear error.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,18 +28,18 @@ class Handle:
     message: int
     block: int | None = None
 
-    def text(self, messages: list[Message]) -> str:
+    def text(self, messages: Sequence[Message]) -> str:
         target = _target(messages, self)
         index = f"{self.message}" if self.block is None else f"{self.message}.{self.block}"
         return f"m{index}-{_checksum(target)}"
 
 
-def handle_for(messages: list[Message], message: int, block: int | None = None) -> str:
+def handle_for(messages: Sequence[Message], message: int, block: int | None = None) -> str:
     """The handle of message ``message`` (or of its content block ``block``)."""
     return Handle(message, block).text(messages)
 
 
-def resolve(messages: list[Message], text: str) -> tuple[Handle, Any]:
+def resolve(messages: Sequence[Message], text: str) -> tuple[Handle, Any]:
     """The handle and what it names (a message, or one content block), or ``HandleError`` saying why not."""
     match = _HANDLE.match(text.strip()) if isinstance(text, str) else None
     if match is None:
@@ -53,7 +54,7 @@ def resolve(messages: list[Message], text: str) -> tuple[Handle, Any]:
     return handle, target
 
 
-def _target(messages: list[Message], handle: Handle) -> Any:
+def _target(messages: Sequence[Message], handle: Handle) -> Any:
     if not 0 <= handle.message < len(messages):
         raise HandleError(f"no message {handle.message}")
     message = messages[handle.message]

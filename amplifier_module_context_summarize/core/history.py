@@ -7,12 +7,13 @@ and every group's view form (what a request shows for it) is settled once, when 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex, overload
 
+from .frozen import MessageLog
 from .messages import (
-    Group,
     Grouper,
+    GroupList,
     Message,
     call_ids,
     canonical_json,
@@ -88,7 +89,8 @@ class History:
     ) -> None:
         self.counter = counter
         self.preserve_system = preserve_system
-        self.messages: list[Message] = []
+        self.messages = MessageLog()
+        """Kept frozen (``core.frozen``: nothing the collector walks), read as ordinary messages."""
         self._prefix: list[int] = [0] if counting else PrefixSums([0])
         """A plain list (read on every request) unless built for ``count_from``, which may leave entries waiting."""
         self._counting = counting
@@ -109,7 +111,7 @@ class History:
         """Closed groups a view shows differently from storage (sanitized, or hidden system messages)."""
         self.irregular: list[int] = []
         """The keys of ``shown_as`` in order, for the view's merge of stored and replaced groups."""
-        self.spill: Callable[[list[Message], int], Message] | None = None
+        self.spill: Callable[[Sequence[Message], int], Message] | None = None
         """Shows a stored message with its large tool outputs as previews of files (``spill.Spiller.shown``): set
         before appending; a message pinned verbatim is never shown so."""
         self.spilled: set[int] = set()
@@ -124,8 +126,9 @@ class History:
         """What each marked message's pin keeps: its words, the tool outputs it carries."""
         self.pinned_calls: set[str] = set()
         """Ids of calls whose outputs are pinned (a pattern in their arguments, a flagged caller), until answered."""
-        self.callers: dict[str, Message] = {}
-        """Call id -> the message that made it, while pins are on: a restated output is headed by its call."""
+        self.callers: dict[str, int] = {}
+        """Call id -> the index of the message that made it, while pins are on: a restated output is headed by its
+        call (an index, not the message: the stored history stays frozen, ``core.frozen``)."""
         self.pin_forms: dict[tuple[int, int], tuple[Message, int] | None] = {}
         """(index, allowance) -> a pin as shown and its tokens: worked out once per message (``core.state._pin``)."""
         self.pin_tokens: dict[int, int] = {}
@@ -151,7 +154,7 @@ class History:
         """Bumped when bounds stop being read as counts: what cached them (``Masks``) works them out again."""
 
     @property
-    def groups(self) -> list[Group]:
+    def groups(self) -> GroupList:
         return self._grouper.groups
 
     @property
@@ -178,12 +181,13 @@ class History:
         return max(len(self.groups) - 1, 0)
 
     def append(self, message: Message) -> None:
+        """Keep a copy of ``message`` (frozen: ``core.frozen``) and all that derives from it."""
         is_system = self.preserve_system and message.get("role") == "system"
         counting = self._counting
         # first: should it fail, nothing has changed
         tokens = self.counter.count_message(message) if counting or is_system else 0
         index = len(self.messages)
-        self.messages.append(message)
+        message = self.messages.append(message)  # the history's own copy from here on
         groups = self.groups
         if self._grouper.push(message, index):
             self._open_stored += tokens
@@ -218,7 +222,7 @@ class History:
         """Record what of ``message`` a pin keeps: once per message, as it is stored (a request only reads it)."""
         flagged = rule.flagged(message)
         for call_id in call_ids(message):
-            self.callers[call_id] = message
+            self.callers[call_id] = index
         self.pinned_calls.update(rule.calls(message, flagged))
         results = tuple(
             dict.fromkeys(
@@ -345,6 +349,11 @@ class History:
         """The content hash of one group's stored messages, which its chain hash links to the ones before."""
         g = self.groups[group_index]
         return content_hash(canonical_json(self.messages[g.start : g.end]))
+
+    def caller(self, call_id: str) -> Message | None:
+        """The message that made call ``call_id`` (recorded while pins are on), else None."""
+        index = self.callers.get(call_id)
+        return None if index is None else self.messages[index]
 
     def shown(self, group_index: int) -> list[Message]:
         """Group ``group_index`` as a view shows it."""

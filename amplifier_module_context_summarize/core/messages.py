@@ -25,8 +25,10 @@ import copy
 import hashlib
 import json
 import re
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from .blocks import TEXT_FIELDS, carried
 
@@ -355,6 +357,59 @@ class Group:
         return self.end - self.start
 
 
+class GroupList(Sequence[Group]):
+    """A history's groups, the closed ones kept as their starts in an ``array`` (no object the collector walks; a
+    group's end is the next one's start), the newest as a ``Group`` the ``Grouper`` may still extend.
+
+    Reading a closed group builds a ``Group`` (closed, its dangling calls as ``pending``) for the reader; only the
+    newest one is shared, and only the ``Grouper`` changes it.
+    """
+
+    def __init__(self) -> None:
+        self._starts = array("q")
+        """Starts of the groups before the newest."""
+        self._dangling: dict[int, set[str] | frozenset[str]] = {}
+        """Closed groups whose calls were never all answered: their ``pending``."""
+        self._last: Group | None = None
+
+    def append(self, group: Group) -> None:
+        """Open ``group`` as the newest; the one before it must be closed."""
+        last = self._last
+        if last is not None:
+            if last.pending:
+                self._dangling[len(self._starts)] = last.pending
+            self._starts.append(last.start)
+        self._last = group
+
+    def __len__(self) -> int:
+        return len(self._starts) + (self._last is not None)
+
+    @overload
+    def __getitem__(self, index: int) -> Group: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Group]: ...
+
+    def __getitem__(self, index: int | slice) -> Group | list[Group]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        settled = len(self._starts)
+        if index < 0:
+            index += settled + (self._last is not None)
+        last = self._last
+        if index == settled and last is not None:
+            return last
+        if not 0 <= index < settled:
+            raise IndexError("group index out of range")
+        assert last is not None  # a settled group has a newer one
+        end = self._starts[index + 1] if index + 1 < settled else last.start
+        return Group(self._starts[index], end, self._dangling.get(index, _NO_IDS), True)
+
+    def __iter__(self) -> Iterator[Group]:
+        for i in range(len(self)):
+            yield self[i]
+
+
 class Grouper:
     """Splits a history into groups incrementally, one message at a time.
 
@@ -364,7 +419,7 @@ class Grouper:
     """
 
     def __init__(self) -> None:
-        self.groups: list[Group] = []
+        self.groups = GroupList()
 
     def push(self, message: Message, index: int) -> bool:
         """Place message ``index``; return True when it joined the last group instead of opening one."""
@@ -394,7 +449,7 @@ def group_messages(messages: list[Message]) -> list[Group]:
     grouper = Grouper()
     for i, message in enumerate(messages):
         grouper.push(message, i)
-    return grouper.groups
+    return list(grouper.groups)
 
 
 def sanitize(messages: list[Message]) -> list[Message]:

@@ -15,6 +15,7 @@ any other pin, and can never leave a call unanswered on the wire.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .messages import (
@@ -112,16 +113,17 @@ def results_of(message: Message) -> list[tuple[str, str]]:
     return found
 
 
-def restated(message: Message, mark: PinMark, call_of: dict[str, Message]) -> Message | None:
+def restated(message: Message, mark: PinMark, call_of: Callable[[str], Message | None]) -> Message | None:
     """The user message a pinned message shows as after the summary: its words, then each pinned output verbatim
-    under the call that produced it (``call_of``: call id -> the message that made it). None: nothing to show."""
+    under the call that produced it (``call_of``: call id -> the message that made it, if known). None: nothing to
+    show."""
     words = strip_tool_blocks(message, keep_calls=set(), keep_results=set()) if mark.words else None
     if not mark.results:
         return words
     parts = [message_text(words)] if words is not None else []
     outputs = dict(results_of(message))
     for call_id in mark.results:
-        header = PINNED_OUTPUT_HEADER.format(call=_call_shown(call_id, call_of.get(call_id)))
+        header = PINNED_OUTPUT_HEADER.format(call=_call_shown(call_id, call_of(call_id)))
         parts.append(f"{header}\n{outputs[call_id]}")
     return {"role": "user", "content": "\n\n".join(p for p in parts if p)}
 

@@ -243,7 +243,7 @@ def pin_tokens(history: History, index: int) -> int:
 def pin_form(history: History, index: int) -> Message | None:
     """The stored message at ``index`` as pinned after the summary, before any clip: its words without tool blocks,
     and the tool outputs its pin keeps restated under their calls (``core.pins.restated``)."""
-    return restated(history.messages[index], history.pin_marks.get(index, WORDS), history.callers)
+    return restated(history.messages[index], history.pin_marks.get(index, WORDS), history.caller)
 
 
 def pin_matcher(patterns: tuple[str, ...]) -> PinRule:

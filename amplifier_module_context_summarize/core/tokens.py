@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +126,7 @@ class TokenCounter:
         """Content, calls and hidden reasoning; a call or thinking block stored twice counts once."""
         return MESSAGE_OVERHEAD + self._count_value(unique_content(message)) + self._count_extras(message)
 
-    def count_messages(self, messages: list[Message]) -> int:
+    def count_messages(self, messages: Sequence[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
 
     def bounding(self) -> TokenCounter:

@@ -11,7 +11,7 @@ text and where they come from — never instructions.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -363,7 +363,7 @@ def _cost(node: Any) -> int:
     return body
 
 
-def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:
+def _pieces(messages: Sequence[Message], index: int) -> Iterator[Piece]:
     message = messages[index]
     content = message.get("content")
     blocks: list[Any] = content if isinstance(content, list) else []
@@ -378,7 +378,7 @@ def _pieces(messages: list[Message], index: int) -> Iterator[Piece]:
             yield Piece(handle_for(messages, index, i), index, i, text)
 
 
-def _group_of(groups: list[Any], index: int) -> int | None:
+def _group_of(groups: Sequence[Any], index: int) -> int | None:
     low, high = 0, len(groups)
     while low < high:
         mid = (low + high) // 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class Spiller:
         self.threshold = threshold_tokens
         self.counter = counter
         self.recall_tool = recall_tool
-        self._messages: list[Message] | None = None
+        self._messages: Sequence[Message] | None = None
         self._memo: dict[int, tuple[Message, Message]] = {}
         """id(stored message) -> (it, as shown): every output over the byte bound is decided once per history."""
         self._sessions: dict[int, tuple[Message, str]] = {}
@@ -65,7 +65,7 @@ class Spiller:
         return self._key
 
     @property
-    def hook(self) -> Callable[[list[Message], int], Message] | None:
+    def hook(self) -> Callable[[Sequence[Message], int], Message] | None:
         """What ``History.spill`` calls: None while spilling is off, so a history without it pays nothing."""
         return self.shown if self.folder is not None else None
 
@@ -74,7 +74,7 @@ class Spiller:
         pending, self._pending = self._pending, []
         return pending
 
-    def shown(self, messages: list[Message], index: int) -> Message:
+    def shown(self, messages: Sequence[Message], index: int) -> Message:
         """``messages[index]`` as a view shows it: itself, or a copy with each output over the threshold previewed."""
         message = messages[index]
         if self.folder is None or not _may_carry_large_output(message, self.threshold):
@@ -88,7 +88,7 @@ class Spiller:
         self._memo[id(message)] = (message, shown)
         return shown
 
-    def _spilled(self, messages: list[Message], index: int, message: Message) -> Message:
+    def _spilled(self, messages: Sequence[Message], index: int, message: Message) -> Message:
         content = message.get("content")
         if message.get("role") == "tool" and not isinstance(content, list):
             text = block_text(content) if content is not None else ""
@@ -109,7 +109,7 @@ class Spiller:
         changed = any(a is not b for a, b in zip(blocks, content, strict=True))
         return {**message, "content": blocks} if changed else message
 
-    def _preview(self, messages: list[Message], index: int, block: int | None, text: str) -> str | None:
+    def _preview(self, messages: Sequence[Message], index: int, block: int | None, text: str) -> str | None:
         if self.folder is None or _utf8_bytes(text) <= self.threshold:
             return None
         tokens = self.counter.count_text(text)
@@ -125,7 +125,7 @@ class Spiller:
             return None
         return render(text, Spilled(str(path), handle, tokens, self.recall_tool))
 
-    def _session(self, messages: list[Message]) -> str:
+    def _session(self, messages: Sequence[Message]) -> str:
         """The session's folder name: a hash of its first message that is not a system message (the same in every
         process that holds the session; a fork sharing it shares the folder, whose names are content hashes)."""
         first = next((m for m in messages if m.get("role") != "system"), messages[0])

@@ -15,7 +15,7 @@ import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -116,7 +116,8 @@ class _File:
     """One canonical path: its spellings (in the order they were first seen), its entry, where it is shelved."""
 
     ordinal: int
-    spellings: list[str] = field(default_factory=list)
+    spellings: tuple[str, ...] = ()
+    """A tuple (usually of one): of strings only, so the collector stops walking it (issue 48)."""
     entry: FileEntry | None = None
     folder: tuple[bool, str] | None = None
 
@@ -141,8 +142,9 @@ class Shelves:
         self.definition_items: dict[str, tuple[str, str, int]] = {}
         """Canonical path -> (text, trimmed text, newest change) of the files still there."""
         self.definition_recency = Recency()
-        self.groups: dict[str, list[str]] = {}
-        """Shown command -> the commands as run that show as it, in first-run order."""
+        self.groups: dict[str, tuple[str, ...]] = {}
+        """Shown command -> the commands as run that show as it, in first-run order (a tuple, usually of one: of
+        strings only, so the collector stops walking it, issue 48)."""
         self.command_rank: dict[str, int] = {}
         """Shown command -> its rank, for commands shelved on their own (not a file's folded reads)."""
         self.file_reads: dict[str, dict[str, tuple[Any, ...]]] = {}
@@ -208,7 +210,7 @@ class Shelves:
         if known is None:
             known = self.files[path] = _File(len(self.files))
         if spelling not in known.spellings:
-            known.spellings.append(spelling)
+            known.spellings += (spelling,)
         before = known.entry
         entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
         folder = None if entry.state == MOVED_AWAY else (entry.state in CHANGED_ORDER, posixpath.dirname(path))
@@ -273,9 +275,9 @@ class Shelves:
 
     def _group(self, key: str) -> str:
         shown = command_in_root(key, self.root)
-        keys = self.groups.setdefault(shown, [])
+        keys = self.groups.get(shown, ())
         if key not in keys:
-            keys.append(key)
+            self.groups[shown] = (*keys, key)
             self.in_root += shown != key
         return shown
 

@@ -1,0 +1,99 @@
+"""``bench --collector``: what a manager holding a long session costs the garbage collector (issue 48).
+
+A full collection walks every object the collector tracks, so its pause follows the whole process's heap. Three
+figures in one process, each the best of a few ``gc.collect()`` calls (CPU time) with its count of tracked
+objects: the interpreter and the package alone (a first manager's imports done), then with the host's messages
+(the bench's coding session), then with a manager that resumed that session (``set_messages``, then the first
+request: the extractive strategy, nothing stored) and took a few turns after it. The ratio of the last two is the
+module's share of every full collection the host pays; the tracked objects it adds per stored message are what its
+storage leaves for the collector to walk.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+
+from .. import create_manager
+from ..testing import replay_steps
+from .coding import CodingSession
+from .synth import SMALL, TextSource
+
+BUDGET = 100_000
+"""The long session's budget (``long_session.LongPlan``)."""
+TURNS_AFTER = 40
+"""Messages added after the resume, a request before each assistant one: the steady state, not only the resume."""
+REPEATS = 7
+
+
+@dataclass(frozen=True)
+class Collection:
+    seconds: float
+    """The best of ``REPEATS`` full collections, in CPU seconds (``time.process_time``)."""
+    tracked: int
+    """Objects the collector tracks (``gc.get_objects()``) after them."""
+
+
+@dataclass(frozen=True)
+class CollectorCosts:
+    messages: int
+    alone: Collection
+    """The interpreter and the package."""
+    host: Collection
+    """With the host's messages."""
+    manager: Collection
+    """With the host's messages and a manager holding them."""
+
+    @property
+    def ratio(self) -> float:
+        """A full collection with the manager over one with the host's messages only (target <= 1.25)."""
+        return self.manager.seconds / self.host.seconds if self.host.seconds else 0.0
+
+    @property
+    def tracked_per_message(self) -> float:
+        """The manager's tracked objects per stored message."""
+        return (self.manager.tracked - self.host.tracked) / max(self.messages, 1)
+
+
+def full_collection() -> Collection:
+    best = float("inf")
+    for _ in range(REPEATS):
+        started = time.process_time()  # CPU time: another process on the machine does not count
+        gc.collect()
+        best = min(best, time.process_time() - started)
+    return Collection(best, len(gc.get_objects()))
+
+
+async def measure_collector(size: int, text: TextSource | None = None) -> CollectorCosts:
+    text = text or TextSource()
+    config = {"max_tokens": BUDGET, "compaction_strategy": "extractive", "background_compaction": False}
+    warm = create_manager({**config, "max_tokens": 2_000})  # what a first manager imports is not the session's
+    await warm.set_messages(CodingSession(SMALL, seed=1, text=text).history(300))
+    await warm.get_messages_for_request(token_budget=2_000)
+    del warm
+    alone = full_collection()
+    session = CodingSession(SMALL, seed=50_000, text=text).history(size + TURNS_AFTER)
+    messages, later = session[:size], session[size:]
+    host = full_collection()
+    manager = create_manager(config)
+    await manager.set_messages(messages)
+    await manager.get_messages_for_request(token_budget=BUDGET)
+    async for step in replay_steps(manager, later, budget=BUDGET):
+        if step.due:
+            await step.request()
+    return CollectorCosts(size, alone, host, full_collection())
+
+
+def render(costs: list[CollectorCosts]) -> str:
+    lines = [f"Garbage collector: one full collection (best of {REPEATS}) and the objects it walks"]
+    for c in costs:
+        lines += [
+            f"  at {c.messages:,} msgs: interpreter and package {c.alone.seconds * 1000:.0f} ms "
+            f"({c.alone.tracked:,} tracked); with the host's messages {c.host.seconds * 1000:.0f} ms "
+            f"({c.host.tracked:,}); with a manager holding them {c.manager.seconds * 1000:.0f} ms "
+            f"({c.manager.tracked:,})",
+            f"  manager / host's messages only: {c.ratio:.2f}x (target <= 1.25); the manager's tracked objects per "
+            f"stored message: {c.tracked_per_message:.2f}",
+        ]
+    return "\n".join(lines)
