@@ -90,17 +90,28 @@ class WorkingSetIndex:
 
     Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept
     (``FactsLog``); the folded state at the furthest end asked for is kept too, so a further end folds only
-    the new groups. A nearer end is folded again from the kept facts. The newest group may still change, so
-    it is read afresh and never kept.
+    the new groups. A nearer end folds from the nearest state kept at or before it (``SNAPSHOTS`` of them: the
+    ends rendered last, copied before folding past them), else from the start. The newest group may still
+    change, so it is read afresh and never kept.
+
+    A nearer end is what a request asks while a summary is written in the background (it plans on the summary
+    in force, the summary under way has folded further): refolding the whole history then held the event loop
+    for the history's length (issue 48).
     """
+
+    SNAPSHOTS = 2
+    """Folded states kept at nearer ends, and renders kept: the summary in force and the one being written."""
 
     def __init__(self, history: History) -> None:
         self.history = history
         self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
-        self._rendered: tuple[tuple[int, int, Callable[[str], int]], str, int | None] | None = None
-        """The last render: its arguments, its text and, when a render counted it whole, its tokens."""
+        self._rendered: dict[tuple[int, int, Callable[[str], int]], tuple[str, int | None]] = {}
+        """The last renders (``SNAPSHOTS``, oldest first): arguments -> text and, when a render counted it whole,
+        its tokens."""
+        self._snapshots: dict[int, WorkingSet] = {}
+        """End group -> the folded state there, for ends before the furthest (``SNAPSHOTS``, oldest first)."""
         self._seeded: dict[tuple[int, int], str] = {}
         """(end group, room) -> the text a resume found stored for it, counted by the history's own counter:
         served as that render (the text is a function of the groups, the room and the counter), so the groups
@@ -135,19 +146,37 @@ class WorkingSetIndex:
         end = max(min(end_group, len(self.history.groups)), 0)
         closed = min(end, self._closed())
         if closed >= self._end:
+            if closed > self._end and any(key[0] == self._end for key in self._rendered):
+                self._keep_state(self._end, self._state.copy())  # a rendered end may be asked again
             for group in range(self._end, closed):
                 self._state.add(self.facts(group))
             self._end = closed
             folded = self._state
         else:
-            folded = WorkingSet()
-            for facts in self._facts.first(closed):
-                folded.add(facts)
-        if end > closed:
-            folded = folded.copy() if folded is self._state else folded
+            folded = self._nearer(closed)
+        if end > closed:  # the folded states are kept: the open groups fold onto a copy
+            folded = folded.copy()
             for group in range(closed, end):
                 folded.add(self.facts(group))
         return folded
+
+    def _nearer(self, end: int) -> WorkingSet:
+        """The state folded at ``end`` (before the furthest): from the nearest kept state, kept in turn."""
+        start = max((kept for kept in self._snapshots if kept <= end), default=0)
+        if start == end and start in self._snapshots:
+            return self._snapshots[start]
+        folded = self._snapshots[start].copy() if start in self._snapshots else WorkingSet()
+        facts = self._facts.first(end) if start == 0 else (self._facts[group] for group in range(start, end))
+        for fact in facts:
+            folded.add(fact)
+        self._keep_state(end, folded)
+        return folded
+
+    def _keep_state(self, end: int, state: WorkingSet) -> None:
+        self._snapshots.pop(end, None)
+        self._snapshots[end] = state
+        while len(self._snapshots) > self.SNAPSHOTS:
+            del self._snapshots[next(iter(self._snapshots))]
 
     def render(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
         """The ``### Working set`` section for groups ``[0, end_group)`` within ``max_tokens`` ("" if empty)."""
@@ -175,15 +204,16 @@ class WorkingSetIndex:
     async def tokens_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> int:
         """Tokens of ``render_off_loop``'s text: the count its render made, else one made in a worker thread."""
         text = await self.render_off_loop(end_group, max_tokens, count_tokens)
-        kept = self._rendered
-        if kept is not None and kept[0] == (end_group, max_tokens, count_tokens) and kept[2] is not None:
-            return kept[2]
+        kept = self._rendered.get((end_group, max_tokens, count_tokens))
+        if kept is not None and kept[1] is not None:
+            return kept[1]
         return await asyncio.to_thread(count_tokens, text) if text else 0
 
     def _known(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
         """The render kept last for these arguments, else the text a resume found stored for them."""
-        if self._rendered is not None and self._rendered[0] == (end_group, max_tokens, count_tokens):
-            return self._rendered[1]
+        kept = self._rendered.get((end_group, max_tokens, count_tokens))
+        if kept is not None:
+            return kept[0]
         if count_tokens != self.history.counter.count_text:
             return None
         seeded = self._seeded.get((end_group, max_tokens))
@@ -194,7 +224,11 @@ class WorkingSetIndex:
     ) -> str:
         """Keep the render of closed groups (the newest group may still change)."""
         if end_group <= self._closed():
-            self._rendered = ((end_group, max_tokens, count_tokens), text, tokens)
+            key = (end_group, max_tokens, count_tokens)
+            self._rendered.pop(key, None)
+            self._rendered[key] = (text, tokens)
+            while len(self._rendered) > self.SNAPSHOTS:
+                del self._rendered[next(iter(self._rendered))]
         return text
 
 
