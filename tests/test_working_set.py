@@ -359,9 +359,13 @@ def test_a_nearer_end_folds_from_the_state_kept_there_not_from_the_start(monkeyp
     in_force = index.render(40, 600, COUNT)
     index.render(closed, 600, COUNT)  # the summary under way folds further
     folds.clear()
+    first = index.render(40, 500, COUNT)
+    assert len(folds) == 40  # the first nearer ask folds from the start, once
+    folds.clear()
     again = [index.render(40, 600, COUNT), index.render(40, 300, COUNT), index.render(closed, 300, COUNT)]
 
     assert folds == []  # both ends served by the states kept there
+    assert first == WorkingSetIndex(history_of(messages)).render(40, 500, COUNT)
     ends = ((40, 600), (40, 300), (closed, 300))
     fresh = [WorkingSetIndex(history_of(messages)).render(end, room, COUNT) for end, room in ends]
     assert again == fresh and again[0] == in_force

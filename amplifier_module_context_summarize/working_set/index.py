@@ -90,13 +90,15 @@ class WorkingSetIndex:
 
     Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept
     (``FactsLog``); the folded state at the furthest end asked for is kept too, so a further end folds only
-    the new groups. A nearer end folds from the nearest state kept at or before it (``SNAPSHOTS`` of them: the
-    ends rendered last, copied before folding past them), else from the start. The newest group may still
-    change, so it is read afresh and never kept.
+    the new groups. A nearer end folds from the nearest state kept at or before it (the last ``SNAPSHOTS``
+    nearer ends folded), else from the start, and is kept in turn. The newest group may still change, so it is
+    read afresh and never kept.
 
     A nearer end is what a request asks while a summary is written in the background (it plans on the summary
-    in force, the summary under way has folded further): refolding the whole history then held the event loop
-    for the history's length (issue 48).
+    in force; the summary under way has folded further): folding the whole history again at every such request
+    held the event loop for the history's length (issue 48). Kept, each summary's end folds from the previous
+    one's, so that costs the groups between them; copying the furthest state before every fold past a rendered end
+    would cost every compaction a copy for the few that need it.
     """
 
     SNAPSHOTS = 2
@@ -146,8 +148,6 @@ class WorkingSetIndex:
         end = max(min(end_group, len(self.history.groups)), 0)
         closed = min(end, self._closed())
         if closed >= self._end:
-            if closed > self._end and any(key[0] == self._end for key in self._rendered):
-                self._keep_state(self._end, self._state.copy())  # a rendered end may be asked again
             for group in range(self._end, closed):
                 self._state.add(self.facts(group))
             self._end = closed
