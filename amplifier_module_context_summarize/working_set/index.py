@@ -25,6 +25,11 @@ text beside the segments so a resume need not extract the history). Bump it when
 change the text for the same groups: a text stored before is then not served, and the resume renders afresh."""
 
 
+YIELDS = 3
+"""Loop iterations given away between folding and laying out (``compaction/plan/warm.py``'s ``YIELDS``: a task
+woken by a timer or by I/O runs one iteration after the callback that wakes it)."""
+
+
 class FactsLog:
     """The facts of closed groups in order, kept compressed in blocks of ``BLOCK`` groups.
 
@@ -189,10 +194,18 @@ class WorkingSetIndex:
         """``render``, with the whole text's count (late in a long session, the longest step of a render: tens of
         thousands of characters) in a worker thread, so the event loop runs meanwhile.
 
-        The text is laid out before the await, from the groups folded then; when the estimate was short (rare),
-        the render is done again as ``render`` does it, on the loop.
+        The new groups are folded first and the loop let run before the layout (late in a long session each
+        holds it for tens of milliseconds); the text is laid out before the await, from the groups folded then
+        (folded again if another task folded further meanwhile); when the estimate was short (rare), the render
+        is done again as ``render`` does it, on the loop.
         """
         known = self._known(end_group, max_tokens, count_tokens)
+        if known is not None:
+            return known
+        self.state(end_group)
+        for _ in range(YIELDS):
+            await asyncio.sleep(0)
+        known = self._known(end_group, max_tokens, count_tokens)  # another task may have rendered it meanwhile
         if known is not None:
             return known
         text = estimated_text(self.state(end_group), max_tokens, count_tokens)
