@@ -434,3 +434,39 @@ async def test_a_resume_over_a_working_set_row_with_a_broken_room_renders_instea
 
     assert resumed.state == live.state
     assert await resumed.get_messages_for_request(token_budget=budget) == view
+
+
+async def test_many_large_rows_under_one_start_are_checked_off_the_loop_and_served_the_same() -> None:
+    """The rows under the first group's chain grow with every merge; checking them (a scrub and a count each) runs in
+    a worker thread past ``OFF_LOOP_CHARS``, and serves what the inline check serves (issue 48)."""
+    import threading
+
+    from amplifier_module_context_summarize.stores.base import OFF_LOOP_CHARS
+
+    texts = [(f"e{i}", f"summary {i} " + "word " * 600) for i in range(12)]
+    texts.append(("lone", "a \ud800 b " + "word " * 600))  # another writer's: scrubbed
+    rows = [CachedSummary("s", end, text, 700, 1) for end, text in texts]
+
+    class Rows(MemoryStore):  # a store that answers with what it holds, unchecked (a shared file, a third party)
+        async def starting_at(self, start: str) -> list[CachedSummary]:
+            return [row for row in rows if row.start == start]
+
+        async def get(self, start: str, end: str) -> CachedSummary | None:
+            return next((row for row in rows if (row.start, row.end) == (start, end)), None)
+
+    inner = Rows()
+    assert sum(len(row.text) for row in rows) > OFF_LOOP_CHARS
+    threads: list[bool] = []
+
+    def count(text: str) -> int:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return COUNTER.count_text(text)
+
+    served = await CheckedStore(inner, count, 4_000).starting_at("s")
+    assert threads and not any(threads)
+    inline = CheckedStore(inner, COUNTER.count_text, 4_000)
+    assert served == [inline.accept(row, "s", None) for row in await inner.starting_at("s")]
+    assert len(served) == len(rows) and "\ufffd" in served[-1].text
+    threads.clear()
+    await CheckedStore(inner, count, 4_000).get("s", "e0")
+    assert threads == [True]  # one row: checked inline

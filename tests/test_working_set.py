@@ -341,6 +341,39 @@ def test_incremental_folding_equals_folding_from_scratch() -> None:
     assert index_of(whole).render(len(whole.groups), BIG, COUNT) == render(messages)  # the open group too
 
 
+def test_a_nearer_end_folds_from_the_state_kept_there_not_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request planning on the summary in force while the next one is written (it folded further) renders the
+    nearer end again: from the state kept there, not by folding the whole history (issue 48), and the same text."""
+    messages = long_session()
+    history = history_of(messages)
+    closed = len(history.groups) - 1
+    index = index_of(history)
+    folds: list[int] = []
+    real = working_set_index.WorkingSet.add
+
+    def counting(self: Any, facts: Any) -> None:
+        folds.append(1)
+        real(self, facts)
+
+    monkeypatch.setattr(working_set_index.WorkingSet, "add", counting)
+    in_force = index.render(40, 600, COUNT)
+    index.render(closed, 600, COUNT)  # the summary under way folds further
+    folds.clear()
+    first = index.render(40, 500, COUNT)
+    assert len(folds) == 40  # the first nearer ask folds from the start, once
+    folds.clear()
+    again = [index.render(40, 600, COUNT), index.render(40, 300, COUNT), index.render(closed, 300, COUNT)]
+
+    assert folds == []  # both ends served by the states kept there
+    assert first == WorkingSetIndex(history_of(messages)).render(40, 500, COUNT)
+    ends = ((40, 600), (40, 300), (closed, 300))
+    fresh = [WorkingSetIndex(history_of(messages)).render(end, room, COUNT) for end, room in ends]
+    assert again == fresh and again[0] == in_force
+    folds.clear()
+    index.render(45, 600, COUNT)
+    assert len(folds) == 5  # a nearer end past a kept one folds only the groups between
+
+
 def test_each_group_is_extracted_once_across_many_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     real = working_set_index.extract

@@ -7,6 +7,7 @@ against the history; the only thing to check is that the stored row is well form
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -131,6 +132,10 @@ limit, the artifact ledger adds a quarter, and a span cut into fragments a few m
 a summary this module wrote with this allowance, and serving it could overrun any budget."""
 CHARS_PER_TOKEN_CAP = 16
 """Characters a served summary may have per allowed token, checked before it is counted."""
+OFF_LOOP_CHARS = 16_384
+"""Rows under one start with more text than this are checked (scrubbed and counted) in a worker thread: late in a
+long session the rows under the first group's chain (every merge of the oldest summaries) are hundreds of
+kilobytes, and counting them held the event loop for tens of milliseconds at each install (issue 48)."""
 
 
 class CheckedStore:
@@ -179,6 +184,13 @@ class CheckedStore:
         except Exception as exc:
             self._fault("starting_at", exc)
             return []
+        texts = (entry.text for entry in found if isinstance(entry, CachedSummary))
+        chars = sum(len(text) for text in texts if isinstance(text, str))
+        if chars > OFF_LOOP_CHARS:  # pure: the rows are the store's answer, the counter keeps no state
+            return await asyncio.to_thread(self._accepted, found, start)
+        return self._accepted(found, start)
+
+    def _accepted(self, found: list[CachedSummary], start: str) -> list[CachedSummary]:
         accepted = (self.accept(entry, start, None) for entry in found)
         return [entry for entry in accepted if entry is not None]
 

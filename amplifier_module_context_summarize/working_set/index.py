@@ -25,6 +25,11 @@ text beside the segments so a resume need not extract the history). Bump it when
 change the text for the same groups: a text stored before is then not served, and the resume renders afresh."""
 
 
+YIELDS = 3
+"""Loop iterations given away between folding and laying out (``compaction/plan/warm.py``'s ``YIELDS``: a task
+woken by a timer or by I/O runs one iteration after the callback that wakes it)."""
+
+
 class FactsLog:
     """The facts of closed groups in order, kept compressed in blocks of ``BLOCK`` groups.
 
@@ -90,17 +95,30 @@ class WorkingSetIndex:
 
     Each closed group is extracted once (``extract`` on the group as a view shows it) and its facts kept
     (``FactsLog``); the folded state at the furthest end asked for is kept too, so a further end folds only
-    the new groups. A nearer end is folded again from the kept facts. The newest group may still change, so
-    it is read afresh and never kept.
+    the new groups. A nearer end folds from the nearest state kept at or before it (the last ``SNAPSHOTS``
+    nearer ends folded), else from the start, and is kept in turn. The newest group may still change, so it is
+    read afresh and never kept.
+
+    A nearer end is what a request asks while a summary is written in the background (it plans on the summary
+    in force; the summary under way has folded further): folding the whole history again at every such request
+    held the event loop for the history's length (issue 48). Kept, each summary's end folds from the previous
+    one's, so that costs the groups between them; copying the furthest state before every fold past a rendered end
+    would cost every compaction a copy for the few that need it.
     """
+
+    SNAPSHOTS = 2
+    """Folded states kept at nearer ends, and renders kept: the summary in force and the one being written."""
 
     def __init__(self, history: History) -> None:
         self.history = history
         self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
-        self._rendered: tuple[tuple[int, int, Callable[[str], int]], str, int | None] | None = None
-        """The last render: its arguments, its text and, when a render counted it whole, its tokens."""
+        self._rendered: dict[tuple[int, int, Callable[[str], int]], tuple[str, int | None]] = {}
+        """The last renders (``SNAPSHOTS``, oldest first): arguments -> text and, when a render counted it whole,
+        its tokens."""
+        self._snapshots: dict[int, WorkingSet] = {}
+        """End group -> the folded state there, for ends before the furthest (``SNAPSHOTS``, oldest first)."""
         self._seeded: dict[tuple[int, int], str] = {}
         """(end group, room) -> the text a resume found stored for it, counted by the history's own counter:
         served as that render (the text is a function of the groups, the room and the counter), so the groups
@@ -140,14 +158,30 @@ class WorkingSetIndex:
             self._end = closed
             folded = self._state
         else:
-            folded = WorkingSet()
-            for facts in self._facts.first(closed):
-                folded.add(facts)
-        if end > closed:
-            folded = folded.copy() if folded is self._state else folded
+            folded = self._nearer(closed)
+        if end > closed:  # the folded states are kept: the open groups fold onto a copy
+            folded = folded.copy()
             for group in range(closed, end):
                 folded.add(self.facts(group))
         return folded
+
+    def _nearer(self, end: int) -> WorkingSet:
+        """The state folded at ``end`` (before the furthest): from the nearest kept state, kept in turn."""
+        start = max((kept for kept in self._snapshots if kept <= end), default=0)
+        if start == end and start in self._snapshots:
+            return self._snapshots[start]
+        folded = self._snapshots[start].copy() if start in self._snapshots else WorkingSet()
+        facts = self._facts.first(end) if start == 0 else (self._facts[group] for group in range(start, end))
+        for fact in facts:
+            folded.add(fact)
+        self._keep_state(end, folded)
+        return folded
+
+    def _keep_state(self, end: int, state: WorkingSet) -> None:
+        self._snapshots.pop(end, None)
+        self._snapshots[end] = state
+        while len(self._snapshots) > self.SNAPSHOTS:
+            del self._snapshots[next(iter(self._snapshots))]
 
     def render(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
         """The ``### Working set`` section for groups ``[0, end_group)`` within ``max_tokens`` ("" if empty)."""
@@ -160,10 +194,18 @@ class WorkingSetIndex:
         """``render``, with the whole text's count (late in a long session, the longest step of a render: tens of
         thousands of characters) in a worker thread, so the event loop runs meanwhile.
 
-        The text is laid out before the await, from the groups folded then; when the estimate was short (rare),
-        the render is done again as ``render`` does it, on the loop.
+        The new groups are folded first and the loop let run before the layout (late in a long session each
+        holds it for tens of milliseconds); the text is laid out before the await, from the groups folded then
+        (folded again if another task folded further meanwhile); when the estimate was short (rare), the render
+        is done again as ``render`` does it, on the loop.
         """
         known = self._known(end_group, max_tokens, count_tokens)
+        if known is not None:
+            return known
+        self.state(end_group)
+        for _ in range(YIELDS):
+            await asyncio.sleep(0)
+        known = self._known(end_group, max_tokens, count_tokens)  # another task may have rendered it meanwhile
         if known is not None:
             return known
         text = estimated_text(self.state(end_group), max_tokens, count_tokens)
@@ -175,15 +217,16 @@ class WorkingSetIndex:
     async def tokens_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> int:
         """Tokens of ``render_off_loop``'s text: the count its render made, else one made in a worker thread."""
         text = await self.render_off_loop(end_group, max_tokens, count_tokens)
-        kept = self._rendered
-        if kept is not None and kept[0] == (end_group, max_tokens, count_tokens) and kept[2] is not None:
-            return kept[2]
+        kept = self._rendered.get((end_group, max_tokens, count_tokens))
+        if kept is not None and kept[1] is not None:
+            return kept[1]
         return await asyncio.to_thread(count_tokens, text) if text else 0
 
     def _known(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
         """The render kept last for these arguments, else the text a resume found stored for them."""
-        if self._rendered is not None and self._rendered[0] == (end_group, max_tokens, count_tokens):
-            return self._rendered[1]
+        kept = self._rendered.get((end_group, max_tokens, count_tokens))
+        if kept is not None:
+            return kept[0]
         if count_tokens != self.history.counter.count_text:
             return None
         seeded = self._seeded.get((end_group, max_tokens))
@@ -194,7 +237,11 @@ class WorkingSetIndex:
     ) -> str:
         """Keep the render of closed groups (the newest group may still change)."""
         if end_group <= self._closed():
-            self._rendered = ((end_group, max_tokens, count_tokens), text, tokens)
+            key = (end_group, max_tokens, count_tokens)
+            self._rendered.pop(key, None)
+            self._rendered[key] = (text, tokens)
+            while len(self._rendered) > self.SNAPSHOTS:
+                del self._rendered[next(iter(self._rendered))]
         return text
 
 

@@ -11,6 +11,8 @@ others' too). Every read goes through the store's own checks (``within`` sizes t
 
 from __future__ import annotations
 
+import asyncio
+
 from ...config import Config
 from ...core.history import History
 from ...core.messages import encodable
@@ -158,7 +160,9 @@ class PlanRecords:
         text = index_of(history).render(end, room, count)
         if not encodable(text):
             return
-        row = WorkingSetRecord(key, tag, chain, room, end, text).row(count)
+        # Counted in a worker thread (a pure count of a text of its own): late in a long session it is tens of
+        # kilobytes, and this runs right after the compaction's own work (issue 48).
+        row = await asyncio.to_thread(WorkingSetRecord(key, tag, chain, room, end, text).row, count)
         await self.store.within(row.tokens).put(row)
         self._working_set_recorded = (key, tag, chain, room)
 
