@@ -196,3 +196,28 @@ def test_a_plan_is_a_value() -> None:
     assert plan.done and plan == Plan(CompactionState(3))
     waiting = Plan(CompactionState(3), None, Progress(Phase.PASSES, summaries=1))
     assert not waiting.done, "no step, not done: the executor settles what the plan reads next, then asks again"
+
+
+def test_states_differing_only_in_their_mask_end_share_one_count_of_the_summary_message() -> None:
+    """A plan weighs masking further under the summary in force (issue 48: late in a long session each count of the
+    summary message held the loop for tens of ms): the summary and pins depend on the boundary and the segments
+    only, so one count serves every mask end, and the count is the one a fresh plan would make."""
+    history = history_of(60, 120)
+    segment = Segment(0, 20, "### Goal\nRead every module's config.", 12, 0)
+    summarized = CompactionState(20, (segment,))
+    facts = facts_of(history, 30_000)
+    counted: list[object] = []
+    real = COUNTER.count_message
+
+    def counting(message: dict) -> int:
+        counted.append(message)
+        return real(message)
+
+    facts.counter = TokenCounter("cl100k_base")
+    facts.counter.count_message = counting  # type: ignore[method-assign]
+    shows = [facts.shown(summarized.masked_to(end)) for end in (0, 24, 30, 36)]
+    summaries = [m for m in counted if str(m.get("content", "")).startswith("[CONTEXT SUMMARY]")]
+    assert len(summaries) == 1, "the summary message was counted once per mask end"
+    assert all(s == shows[0] for s in shows)
+    assert shows[0].tokens == facts_of(history, 30_000).shown(summarized.masked_to(30)).tokens
+    assert facts.shown(CompactionState(24, (segment,))) is not shows[0], "another boundary is another view"

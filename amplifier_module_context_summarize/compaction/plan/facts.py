@@ -18,7 +18,7 @@ from typing import overload
 from ...core.history import History
 from ...core.invariants import last_allowed_cut
 from ...core.plan import Limits, choose_boundary, near_target
-from ...core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Shown, pins_for
+from ...core.state import TRUNCATION_MARKER_TOKENS, CompactionState, Segment, Shown, pins_for
 from ...core.tokens import TokenCounter
 from ...working_set.index import index_of
 from ..view.masking import Masks
@@ -27,6 +27,14 @@ from .warm import let_loop_run
 
 PIN_PASSES = 3
 """Pinned requests are the first and the latest: the pinned set can change at most twice as the cut moves."""
+
+
+ShownKey = tuple[int, tuple[Segment, ...]]
+
+
+def shown_key(state: CompactionState) -> ShownKey:
+    """What a state's summary message and pins are a function of: its boundary and its segments (not its mask end)."""
+    return state.boundary, state.segments
 
 
 @dataclass
@@ -53,14 +61,16 @@ class PlanFacts:
     prefetched_end: int | None = None
     """End of a stored segment from the boundary that brings the view near the target (a prefetch), when the
     executor looked for one."""
-    _shown: dict[CompactionState, Shown] = field(default_factory=dict, repr=False)
-    _working_set: dict[CompactionState, int] = field(default_factory=dict, repr=False)
+    _shown: dict[ShownKey, Shown] = field(default_factory=dict, repr=False)
+    """By what a state's summary and pins depend on (``shown_key``): the states a plan weighs that differ only in
+    how far they mask share one count of the summary message (tens of ms late in a long session)."""
+    _working_set: dict[tuple[Segment, ...], int] = field(default_factory=dict, repr=False)
 
     def shown(self, state: CompactionState) -> Shown:
         """What ``state`` shows before the tail (remembered: a plan asks about the same states repeatedly)."""
-        known = self._shown.get(state)
+        known = self._shown.get(shown_key(state))
         if known is None:
-            known = self._shown[state] = shown(
+            known = self._shown[shown_key(state)] = shown(
                 state,
                 self.history,
                 self.counter,
@@ -73,12 +83,12 @@ class PlanFacts:
 
     def remember(self, state: CompactionState, shows: Shown) -> None:
         """What the caller already knows ``state`` shows (the current state: its summary is not recounted)."""
-        self._shown[state] = shows
+        self._shown[shown_key(state)] = shows
 
     async def settle(self, state: CompactionState) -> None:
         """Work out ``shown(state)`` with the event loop let run between writing the summary message and counting
         it, and the counting (a pure function of a message of its own) done in a worker thread."""
-        if state in self._shown:
+        if shown_key(state) in self._shown:
             return
         await let_loop_run()
         if state.segments:  # the message below finds this render kept, its count made in a worker thread
@@ -89,13 +99,13 @@ class PlanFacts:
         await let_loop_run()
         tokens = await asyncio.to_thread(self.counter.count_message, summary) if summary is not None else 0
         pins = pins_for(self.history, state.boundary, self.counter, self.summary_allowance)
-        self._shown[state] = Shown(summary, tokens).pinning(pins)
+        self._shown[shown_key(state)] = Shown(summary, tokens).pinning(pins)
 
     async def settle_working_set(self, state: CompactionState) -> None:
         """Work out ``working_set_shown(state)``: late in a long session, laying the working set out holds the loop
         for tens of milliseconds, and counting it for as long again: other tasks run before the layout, and the
         text is counted once, in a worker thread."""
-        if state in self._working_set:
+        if state.segments in self._working_set:
             return
         tokens = 0
         if state.segments:
@@ -104,18 +114,18 @@ class PlanFacts:
             await let_loop_run()
             index = index_of(history)
             tokens = await index.tokens_off_loop(state.segments[-1].end, room, history.counter.count_text)
-        self._working_set[state] = tokens
+        self._working_set[state.segments] = tokens
 
     def working_set_shown(self, state: CompactionState) -> int:
         """Tokens the working set takes in ``state``'s summary message (the segment summaries share the rest)."""
-        known = self._working_set.get(state)
+        known = self._working_set.get(state.segments)
         if known is None:
             known = 0
             if state.segments:
                 room = working_set_room(state, self.working_set_tokens, self.summary_room)
                 count = self.history.counter.count_text
                 known = count(index_of(self.history).render(state.segments[-1].end, room, count))
-            self._working_set[state] = known
+            self._working_set[state.segments] = known
         return known
 
     def view_tokens(self, state: CompactionState) -> int:
