@@ -707,3 +707,25 @@ async def test_a_render_counted_off_the_loop_is_the_render() -> None:
             assert await index.render_off_loop(end, room, count) == expected
             assert index.render(end, room, count) == expected  # kept, as a render keeps it
             assert await index.tokens_off_loop(end, room, count) == (count(expected) if expected else 0)
+
+
+def test_a_working_set_folded_again_to_a_nearer_end_measures_no_line_already_measured() -> None:
+    """A nearer end's working set is a new fold with shelves of its own; its lines are mostly the furthest one's,
+    and their token counts are shared by counter (issue 48: measuring them all afresh held the loop for up to
+    0.8 s at 50,000 messages), so laying it out counts only lines no render counted before."""
+    history = history_of(long_session())
+    closed = len(history.groups) - 1
+    index = index_of(history)
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return COUNT(text)
+
+    index.render(closed, 2_000, count)
+    further = set(counted)
+    counted.clear()
+    nearer = index.render(closed - 2, 2_000, count)
+    lines = [line for line in counted if line.endswith("\n")]
+    assert not further.intersection(lines), "a line the furthest render measured was measured again"
+    assert nearer == WorkingSetIndex(history_of(long_session())).render(closed - 2, 2_000, COUNT)

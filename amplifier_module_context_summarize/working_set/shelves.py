@@ -40,6 +40,12 @@ READS_KEY = "\0reads "
 """Key prefix of a file's folded reads on the rank-0 command shelf (no shown command starts with NUL)."""
 MEASURED_KEEP = 32_768
 """Line token counts remembered, of the lines counted last (the lines of recent renders stay)."""
+COUNTERS_KEPT = 4
+"""Counters whose line counts are remembered (a session uses one; a test or the evaluation a few)."""
+_LINE_TOKENS: dict[Callable[[str], int], Callable[[str], int]] = {}
+"""Line counts by counter, shared by every working set's shelves: a working set folded again to a nearer end (a
+request planning beside a background summary) lays out mostly the lines the furthest one did, and measuring them
+all afresh held the loop for 0.1-0.8 s late in a long session (issue 48)."""
 
 
 class Recency:
@@ -364,7 +370,7 @@ class Shelves:
                 recency.made.clear()  # made and sized with the last one
             for shelf in (*self.folders[True].values(), *self.folders[False].values()):
                 shelf.sizes = {}
-            self._measured = (count_tokens, lru_cache(maxsize=MEASURED_KEEP)(lambda line: count_tokens(line + "\n")))
+            self._measured = (count_tokens, _line_tokens(count_tokens))
         return self._measured[1]
 
 
@@ -398,3 +404,13 @@ def shelved(ws: WorkingSet) -> Shelves:
         shelves.refresh(ws, ws.touched)
     ws.touched = Touched()
     return shelves
+
+
+def _line_tokens(count_tokens: Callable[[str], int]) -> Callable[[str], int]:
+    """Tokens of a line with its newline by ``count_tokens``, remembered across renders and working sets."""
+    known = _LINE_TOKENS.get(count_tokens)
+    if known is None:
+        if len(_LINE_TOKENS) >= COUNTERS_KEPT:
+            _LINE_TOKENS.pop(next(iter(_LINE_TOKENS)))
+        known = _LINE_TOKENS[count_tokens] = lru_cache(maxsize=MEASURED_KEEP)(lambda line: count_tokens(line + "\n"))
+    return known
