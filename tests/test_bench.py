@@ -59,6 +59,9 @@ def test_json_has_every_figure(result):
     for run in data["long_session"]:  # the loop as a user sees it: the collector's pauses count
         raw = [t for t in data["targets"] if "collector pauses included" in t["name"] and run["kind"] in t["name"]]
         assert [t["value"] for t in raw] == [pytest.approx(run["loop_lag_raw_last_s"] * 1000)]
+        # measured against the host's own full collection in the same process, not a fixed figure
+        assert run["host_collection_s"] > 0
+        assert [t["limit"] for t in raw] == [pytest.approx(1.25 * run["host_collection_s"] * 1000)]
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
 
 

@@ -21,6 +21,7 @@ from .. import create_manager
 from ..backends.base import BackendError, Fault
 from ..testing import EventRecorder, replay_steps
 from .coding import CodingSession
+from .collector import full_collection
 from .heartbeat import Heartbeat
 from .resume import ResumeCosts, measure_resume
 from .synth import SMALL, TextSource
@@ -73,6 +74,10 @@ class LongCosts:
     """``loop_lag_last_s`` as seen, the garbage collector's pauses included (``heartbeat.Heartbeat``)."""
     gc_pause_last_s: float = 0.0
     """The garbage collector's longest pause over the same requests (it follows the process's heap)."""
+    host_collection_s: float = 0.0
+    """One full collection of the bench's process holding the session's messages, before the manager holds
+    them (``collector.full_collection``): what the host pays whatever the module does, the measure of
+    ``loop_lag_raw_last_s``'s target."""
     resume: ResumeCosts | None = None
     """The whole session resumed on a new manager (``set_messages``, then the first request)."""
 
@@ -106,8 +111,9 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     """Replay one coding session to the last checkpoint, timing every compacting request."""
     started = time.perf_counter()
     events = EventRecorder(only={"context:post_compact"})
-    manager = _manager(kind, plan.budget, events)
     messages = CodingSession(SMALL, seed=plan.seed, text=text).history(max(plan.checkpoints))
+    host_collection = full_collection().seconds
+    manager = _manager(kind, plan.budget, events)
     timed: list[tuple[int, float]] = []
     """(messages in the history, CPU seconds) of each compacting request."""
     heartbeat = Heartbeat()
@@ -131,6 +137,7 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     await asyncio.sleep(2 * heartbeat.interval_s)
     await heartbeat.stop()
     result = LongCosts(kind, plan.budget, compactions=len(timed), provider_calls=manager.stats["provider_calls"])
+    result.host_collection_s = host_collection
     resume = None
     if plan.resume and kind == "extractive":
         live = await manager.get_messages_for_request(token_budget=plan.budget)

@@ -14,8 +14,12 @@ FLAT_COMPACTIONS = 1.5
 """A compaction late in a long session may cost at most this many times one early in it."""
 LOOP_LAG_MS = 50.0
 LOOP_LAG_SIZE = 50_000
-"""Longest the event loop may stay blocked late in the long session (a heartbeat's lag): by the module's own
-work, and as a user sees it, the garbage collector's pauses included."""
+"""Longest the event loop may stay blocked late in the long session (a heartbeat's lag) by the module's own
+work."""
+LOOP_LAG_HOST_COLLECTIONS = 1.25
+"""The same as a user sees it, the garbage collector's pauses included, in the host's own full collections (the
+bench process holding the session's messages, before a manager holds them: ``LongCosts.host_collection_s``): a
+collection the host pays anyway may land in a beat, the module's work beside it must stay short (issue 48)."""
 RESUME_STORED_S = 2.0
 RESUME_NOTHING_STORED_S = 5.0
 RESUME_SIZE = 50_000
@@ -139,9 +143,10 @@ def evaluate(
                 lag_at,
             ),
             Target(
-                f"event loop blocked at most near {last:,} msgs, collector pauses included, ms ({run.kind})",
+                f"event loop blocked at most near {last:,} msgs, collector pauses included, ms ({run.kind}; limit "
+                f"{LOOP_LAG_HOST_COLLECTIONS}x the host's full collection, {run.host_collection_s * 1000:.0f} ms)",
                 run.loop_lag_raw_last_s * 1000,
-                LOOP_LAG_MS,
+                LOOP_LAG_HOST_COLLECTIONS * run.host_collection_s * 1000,
                 True,
                 lag_at,
             ),
