@@ -18,7 +18,6 @@ from .messages import (
     call_ids,
     canonical_json,
     content_hash,
-    has_lone_surrogate,
     is_user_turn,
     sanitize,
 )
@@ -215,7 +214,7 @@ class History:
             self.latest_request = index
             if self.first_request < 0:
                 self.first_request = index
-        if not self.unencodable and has_lone_surrogate(message):
+        if not self.unencodable and self.messages.holds_lone_surrogate(index):
             self.unencodable = True
 
     def _mark(self, index: int, message: Message, rule: PinRule) -> None:
