@@ -370,6 +370,21 @@ class History:
             span.extend(self.shown(g))
         return span
 
+    def shown_count(self, start: int, end: int) -> int:
+        """How many messages ``span(start, end)`` holds, without reading any but the open group's: a view's measure
+        (its message count) must not thaw a whole resumed history just to count it."""
+        groups = self.groups
+        if end <= start:
+            return 0
+        if end == len(groups):  # the open group, as the view shows it (``shown``)
+            return self.shown_count(start, end - 1) + len(self.shown(end - 1))
+        count = groups[end - 1].end - groups[start].start
+        irregular = self.irregular
+        for g in irregular[bisect_left(irregular, start) : bisect_left(irregular, end)]:
+            group = groups[g]
+            count += len(self.shown_as[g]) - (group.end - group.start)
+        return count
+
     def messages_before(self, group_index: int) -> int:
         """Stored messages in groups ``[0, group_index)``, system messages not counted when kept apart."""
         groups = self.groups
