@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.compaction.view.masking import first_line
+from amplifier_module_context_summarize.compaction.view.masking import first_line, json_longer_than
 from amplifier_module_context_summarize.core.handles import resolve
 from amplifier_module_context_summarize.core.invariants import check_view
-from amplifier_module_context_summarize.core.messages import block_text, result_ids
+from amplifier_module_context_summarize.core.messages import block_text, canonical_json, result_ids
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
@@ -341,3 +341,25 @@ async def test_a_one_line_output_is_masked_as_one_line_not_1_lines():
     views = await replay(manager, history, FakeProvider(), budget=WIDE)
     masked = [t for t in outputs(views[-1]) if t.startswith("[tool output masked:")]
     assert masked and all(" chars, 1 line; " in t for t in masked)
+
+
+_ARG_TEXT = st.text(alphabet=st.sampled_from('ab "\\\n\x01é☃\ud800'), max_size=40) | st.builds(
+    lambda c, n: c * n, st.sampled_from(["a", '"', "\x01", "é"]), st.integers(0, 900)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(
+        _ARG_TEXT | st.integers(-3, 3),
+        _ARG_TEXT | st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.lists(_ARG_TEXT, max_size=3),
+        max_size=5,
+    ),
+    st.sampled_from([0, 2, 20, 80, 600, 601, 2_000]),
+)
+def test_whether_call_arguments_are_long_enough_to_clip_is_their_json_length_however_it_is_settled(
+    args: dict, limit: int
+) -> None:
+    """The bounds either side of the JSON's length (used so most arguments are not written out) never change the
+    answer: escapes (up to six characters for one), words, numbers, nested values, keys that are not strings."""
+    assert json_longer_than(args, limit) is (len(canonical_json(args)) > limit)

@@ -262,7 +262,7 @@ class Masks:
                 return json.dumps({"clipped": self._clip_value(args, position, block)})
             clipped = self._clip_arguments(parsed, position, block)
             return args if clipped is parsed else json.dumps(clipped, ensure_ascii=False)
-        if not isinstance(args, dict) or len(canonical_json(args)) <= limit:
+        if not isinstance(args, dict) or not json_longer_than(args, limit):
             return args
         out = {
             key: self._clip_value(value, position, block)
@@ -309,6 +309,35 @@ class Masks:
                 self._output_groups.append(g)
                 self._outputs_before.append((self._outputs_before[-1] if self._outputs_before else 0) + count)
             self._outputs_scanned += 1
+
+
+_JSON_WORDS = {True: 4, False: 5, None: 4}
+"""Lengths of ``true``, ``false`` and ``null``."""
+
+
+def json_longer_than(args: dict[Any, Any], limit: int) -> bool:
+    """``len(canonical_json(args)) > limit``, without writing the JSON when its length is bounded either side.
+
+    A flat object of strings (most calls' arguments) writes as its braces, and per item two quoted strings, a colon
+    and a comma; an escape writes one character as at most six (``\\u001f``), so each string's JSON is between its
+    length and six times it. Short arguments fall under ``limit`` and a long written file goes over it by these
+    bounds alone; anything else (nested values, numbers, lengths between the bounds) is written and measured.
+    """
+    low = high = 1  # the braces, less the comma the first item does not have
+    for key, value in args.items():
+        if type(key) is not str:
+            return len(canonical_json(args)) > limit
+        if type(value) is str:
+            size = len(value)
+            low, high = low + len(key) + size + 6, high + 6 * (len(key) + size) + 6
+        elif value is None or type(value) is bool:
+            size = _JSON_WORDS[value]
+            low, high = low + len(key) + size + 4, high + 6 * len(key) + size + 4
+        else:
+            return len(canonical_json(args)) > limit
+        if low > limit:
+            return True
+    return high > limit and len(canonical_json(args)) > limit
 
 
 def result_ids_in(history: History, group_index: int) -> list[str]:
