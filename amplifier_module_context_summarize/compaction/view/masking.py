@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from ...core.tokens import TokenCounter
 
 FIRST_LINE_CHARS = 120
+BACK_SCAN = 64
+"""Groups ``Masks.limit`` reads back from the newest for the outputs kept verbatim before it counts them all from
+the first (once; then only new groups): bounds the work of each call when outputs are rare."""
 ARGUMENT_KEEP_CHARS = 80
 """Head of a clipped call argument that stays (enough to recognise the file or text)."""
 
@@ -89,13 +92,16 @@ class Masks:
         """The furthest mask end allowed: the groups holding the newest ``keep_recent`` outputs stay verbatim."""
         history = self.history
         closed = history.last_cuttable
-        self._scan_outputs(closed)
         keep = self.settings.keep_recent
         open_outputs = len(result_ids_in(history, closed)) if history.groups else 0
         if keep <= open_outputs:
             return closed
-        counts, total = self._outputs_before, self._outputs_before[-1] if self._outputs_before else 0
         remaining = keep - open_outputs
+        newest = self._newest_outputs(closed, remaining)
+        if newest is not None:
+            return newest
+        self._scan_outputs(closed)
+        counts, total = self._outputs_before, self._outputs_before[-1] if self._outputs_before else 0
         if total <= remaining:
             return 0
         first_kept = bisect_right(counts, total - remaining)
@@ -299,6 +305,24 @@ class Masks:
     def _recall(self, handle: str) -> str:
         tool = self.settings.recall_tool
         return f"recall with {tool}, handle {handle}" if tool else f"handle {handle}"
+
+    def _newest_outputs(self, closed: int, outputs: int) -> int | None:
+        """``limit``'s answer found going back from ``closed`` through at most ``BACK_SCAN`` groups the forward scan
+        has not read: the group holding the ``outputs``-th newest tool output once an older output shows there are
+        more than that (else 0: every output is kept); None when those groups do not settle it. A resumed
+        history's first plan then reads its newest groups only, not every group to count outputs from the first
+        (a whole pass of thaws at 50,000 messages)."""
+        history, found, kept = self.history, 0, None
+        stop = max(self._outputs_scanned, closed - BACK_SCAN)
+        for g in range(closed - 1, stop - 1, -1):
+            found += len(result_ids_in(history, g))
+            if kept is not None and found > outputs:
+                return kept
+            if found >= outputs and kept is None:
+                if found > outputs:
+                    return g
+                kept = g
+        return 0 if stop == 0 else None
 
     def _scan_outputs(self, closed: int) -> None:
         history = self.history
