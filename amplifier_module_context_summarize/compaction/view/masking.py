@@ -71,6 +71,8 @@ class Masks:
         self._plain: set[int] = set()
         """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
         self._epoch = history.counted_epoch
+        self._ahead: dict[int, int] = {}
+        """Tokens of groups worked out ahead of the prefix sums reaching them (``ahead``), under ``_epoch``."""
         self._floor: TokenCounter | None = None
         """Lower bounds of the history's counts (``TokenCounter.flooring``), made on first use."""
         self._outputs_scanned = 0
@@ -87,6 +89,16 @@ class Masks:
         self._cover(start, end)
         origin = self._origin or 0
         return self._prefix[end - origin] - self._prefix[start - origin]
+
+    def ahead(self, start: int, end: int) -> None:
+        """Work out closed groups ``[start, end)`` now, forms and counts, for the prefix sums to take when they reach
+        them: a caller reading these groups anyway (``warm.py``, extracting their facts) masks them while their
+        messages are still in the history's thaw cache, instead of a later pass thawing them all again."""
+        self._renew()
+        origin, covered = self._origin, len(self._prefix) - 1
+        for g in range(start, end):
+            if g not in self._ahead and not (origin is not None and origin <= g < origin + covered):
+                self._ahead[g] = self._decide(g)[1]
 
     def limit(self) -> int:
         """The furthest mask end allowed: the groups holding the newest ``keep_recent`` outputs stay verbatim."""
@@ -127,25 +139,34 @@ class Masks:
         for g in [g for g in self._changed if g < index]:
             del self._changed[g]
         self._plain = {g for g in self._plain if g >= index}
+        self._ahead = {g: tokens for g, tokens in self._ahead.items() if g >= index}
 
     # ------------------------------------------------------------------ internals
 
-    def _cover(self, start: int, end: int) -> None:
+    def _renew(self) -> None:
         epoch = self.history.counted_epoch
         if epoch != self._epoch:  # bounds the history lent (a cold resume's first plan) are counts no more
             self._epoch, self._origin = epoch, None
+            self._ahead.clear()
+
+    def _tokens_of(self, index: int) -> int:
+        tokens = self._ahead.pop(index, None)
+        return self._decide(index)[1] if tokens is None else tokens
+
+    def _cover(self, start: int, end: int) -> None:
+        self._renew()
         if self._origin is None:
             self._origin, self._prefix = start, [0]
         elif start < self._origin:  # reach back: the groups already worked out keep their forms and counts
             head = [0]
             for g in range(start, self._origin):
-                head.append(head[-1] + self._decide(g)[1])
+                head.append(head[-1] + self._tokens_of(g))
             self._prefix = head + [tokens + head[-1] for tokens in self._prefix[1:]]
             self._origin = start
         origin = self._origin
         while origin + len(self._prefix) - 1 < end:
             g = origin + len(self._prefix) - 1
-            self._prefix.append(self._prefix[-1] + self._decide(g)[1])
+            self._prefix.append(self._prefix[-1] + self._tokens_of(g))
 
     def _decide(self, index: int) -> tuple[list[Message], int]:
         """Group ``index`` as a view shows it, masked only where that makes it smaller, and its tokens.
