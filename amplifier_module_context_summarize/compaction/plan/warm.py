@@ -66,7 +66,7 @@ class Warmer:
         group = start
         while group < closed:
             step, group = group, min(group + STEP, closed)
-            index.facts(group - 1)
+            index.extract_to(group)
             self._facts = group
             history.chain_at(group)
             if masks is not None and max(step, boundary) < min(group, mask_end):
