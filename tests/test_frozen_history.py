@@ -184,3 +184,39 @@ async def test_bench_collector_counts_the_managers_tracked_objects_beside_the_ho
     # about 2 a message, and message copies kept as dicts and lists would add 2 to 3 more
     assert 0 < costs.tracked_per_message < 3.5, costs
     assert costs.ratio > 0 and "tracked objects per stored message" in render([costs])
+
+
+class _Text(str):
+    """A ``str`` subclass: not an atom, so it is frozen whole (an ``o`` atom), yet JSON writes it as a string."""
+
+
+SURROGATE = "ok \ud800 then"
+
+
+def test_a_lone_surrogate_is_found_from_the_frozen_atoms_wherever_the_message_holds_it() -> None:
+    holding = [
+        {"role": "user", "content": SURROGATE},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": SURROGATE}]},
+        {"role": "assistant", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "f", SURROGATE: 1}}]},
+        {"role": "user", "content": "x", "metadata": {"tags": {SURROGATE}}},  # a set: searched whole
+        {"role": "user", "content": "x", "metadata": {"t": (1, [SURROGATE])}},
+        {"role": "user", "content": "x", "metadata": {(1, SURROGATE): 2}},  # a key JSON cannot hold
+        {"role": "user", "content": _Text(SURROGATE)},
+    ]
+    clean = [*mixed_history(30), {"role": "user", "content": "naïve ☃ \U0001f600", "metadata": {"tags": {"é"}}}]
+    for message in holding + clean:
+        expected = message in holding
+        assert frozen.holds_lone_surrogate(freeze(message)) is expected, message
+        log = MessageLog()
+        log.append(message)
+        assert log.holds_lone_surrogate(0) is expected
+
+
+async def test_a_history_holding_a_lone_surrogate_anywhere_is_marked_unencodable() -> None:
+    for where in ({"content": SURROGATE}, {"content": "x", "metadata": {"k": [{SURROGATE: "v"}]}}):
+        manager = create_manager({"max_tokens": 50_000})
+        await manager.set_messages([*mixed_history(10), {"role": "user", **where}])
+        assert manager.history.unencodable
+    manager = create_manager({"max_tokens": 50_000})
+    await manager.set_messages(mixed_history(10))
+    assert not manager.history.unencodable

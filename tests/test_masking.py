@@ -7,10 +7,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import SUMMARY_MARKER, create_manager
-from amplifier_module_context_summarize.compaction.view.masking import first_line
+from amplifier_module_context_summarize.compaction.view import masking
+from amplifier_module_context_summarize.compaction.view.masking import (
+    Masks,
+    MaskSettings,
+    first_line,
+    json_longer_than,
+    result_ids_in,
+)
 from amplifier_module_context_summarize.core.handles import resolve
+from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.invariants import check_view
-from amplifier_module_context_summarize.core.messages import block_text, result_ids
+from amplifier_module_context_summarize.core.messages import block_text, canonical_json, result_ids
+from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.stores import MemoryStore
 from amplifier_module_context_summarize.testing import (
     EventRecorder,
@@ -341,3 +350,74 @@ async def test_a_one_line_output_is_masked_as_one_line_not_1_lines():
     views = await replay(manager, history, FakeProvider(), budget=WIDE)
     masked = [t for t in outputs(views[-1]) if t.startswith("[tool output masked:")]
     assert masked and all(" chars, 1 line; " in t for t in masked)
+
+
+_ARG_TEXT = st.text(alphabet=st.sampled_from('ab "\\\n\x01é☃\ud800'), max_size=40) | st.builds(
+    lambda c, n: c * n, st.sampled_from(["a", '"', "\x01", "é"]), st.integers(0, 900)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(
+        _ARG_TEXT | st.integers(-3, 3),
+        _ARG_TEXT | st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.lists(_ARG_TEXT, max_size=3),
+        max_size=5,
+    ),
+    st.sampled_from([0, 2, 20, 80, 600, 601, 2_000]),
+)
+def test_whether_call_arguments_are_long_enough_to_clip_is_their_json_length_however_it_is_settled(
+    args: dict, limit: int
+) -> None:
+    """The bounds either side of the JSON's length (used so most arguments are not written out) never change the
+    answer: escapes (up to six characters for one), words, numbers, nested values, keys that are not strings."""
+    assert json_longer_than(args, limit) is (len(canonical_json(args)) > limit)
+
+
+def _limit_counted_from_the_first(history: History, keep: int) -> int:
+    """``Masks.limit`` by its definition: the group holding the newest ``keep`` outputs (the open group's first)."""
+    closed = history.last_cuttable
+    open_outputs = len(result_ids_in(history, closed)) if history.groups else 0
+    if keep <= open_outputs:
+        return closed
+    remaining = keep - open_outputs
+    outputs = [g for g in range(closed) for _ in result_ids_in(history, g)]
+    return 0 if len(outputs) <= remaining else outputs[-remaining]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=0, max_size=200), st.integers(0, 7), st.integers(1, 4))
+def test_the_mask_limit_keeps_the_newest_outputs_however_far_back_they_are(
+    outputs_per_turn: list[int], keep: int, asks: int
+) -> None:
+    """Outputs rare or dense, near the newest group or far back (past the groups read back from the newest),
+    the limit is the group holding the newest ``keep`` outputs, asked once or again as the history grows."""
+    history = History(TokenCounter(), "fp")
+    masks = Masks(history, MaskSettings(keep_recent=keep))
+    step = max(len(outputs_per_turn) // asks, 1)
+    for i, count in enumerate(outputs_per_turn):
+        calls = [
+            {"id": f"c{i}_{k}", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+            for k in range(count)
+        ]
+        history.append({"role": "user", "content": f"turn {i}"})
+        history.append({"role": "assistant", "content": "ok", **({"tool_calls": calls} if calls else {})})
+        for call in calls:
+            history.append({"role": "tool", "tool_call_id": call["id"], "content": "out"})
+        if i % step == 0:
+            assert masks.limit() == _limit_counted_from_the_first(history, keep)
+    assert masks.limit() == _limit_counted_from_the_first(history, keep)
+
+
+def test_a_resumed_historys_mask_limit_reads_its_newest_groups_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    history = History(TokenCounter(), "fp")
+    for i in range(2_000):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+        history.append({"role": "user", "content": f"turn {i}"})
+        history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        history.append({"role": "tool", "tool_call_id": call["id"], "content": "out"})
+    read: list[int] = []
+    monkeypatch.setattr(masking, "result_ids_in", lambda h, g: read.append(g) or result_ids_in(h, g))
+    limit = Masks(history, MaskSettings(keep_recent=5)).limit()
+    assert limit == _limit_counted_from_the_first(history, 5) > 0
+    assert len(read) <= 16, "the groups before the newest outputs are not read (old: all 4,000 of them)"

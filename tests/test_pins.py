@@ -238,3 +238,21 @@ def test_a_long_pin_is_clipped_to_its_allowance_in_tokens_whatever_its_script(wo
         assert tokens <= allowance, tokens
     long_pin = message_text(pinned[0][0])
     assert words[:10] in long_pin and "handle" in long_pin  # the task, clipped with its recall handle
+
+
+def test_a_message_is_taken_apart_for_its_pinned_words_only_when_something_could_pin_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every append asks whether a message's words are pinned: with no ``pin_patterns`` and no ``metadata.pin``
+    the answer is no without stripping the message of its tool blocks (a cold resume appends 50,000)."""
+    from amplifier_module_context_summarize.core import pins
+    from amplifier_module_context_summarize.core.pins import PinRule
+
+    stripped: list[object] = []
+    strip = pins.strip_tool_blocks
+    monkeypatch.setattr(pins, "strip_tool_blocks", lambda m, **kw: stripped.append(m) or strip(m, **kw))
+    plain = {"role": "assistant", "content": [{"type": "text", "text": "keep the TICKET-1 fix"}]}
+    flagged = {"role": "user", "content": "remember this", "metadata": {"pin": True}}
+    assert not PinRule(()).words(plain, False) and stripped == []
+    assert PinRule(()).words(flagged, True) and PinRule(("TICKET-1",)).words(plain, False)
+    assert not PinRule(("nowhere",)).words(plain, False) and len(stripped) == 3

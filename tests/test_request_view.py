@@ -89,3 +89,45 @@ def test_an_injection_is_clipped_to_the_pins_room_and_none_clears_it() -> None:
     assert view.injection is not None and view.injection.tokens <= room + 64
     view.inject(None)
     assert view.injection is None and view.shown().injected is None
+
+
+def irregular_history() -> History:
+    """Steps shown as stored, groups a view shows sanitized (a call never answered, a result no call made), and
+    an open group still waiting for its result."""
+    history = history_of(12, 60)
+    for i in range(3):
+        call = {"id": f"lost_{i}", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+        history.append({"role": "user", "content": f"Try {i}."})
+        history.append({"role": "assistant", "content": "Running it.", "tool_calls": [call]})
+        history.append({"role": "user", "content": f"Never mind {i}."})
+        history.append({"role": "tool", "tool_call_id": f"stray_{i}", "content": "an answer to nothing"})
+        history.append({"role": "assistant", "content": "Noted."})
+    for message in history_of(4, 60).messages[1:]:
+        history.append(message)
+    call = {"id": "open", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    history.append({"role": "user", "content": "One more."})
+    history.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    return history
+
+
+@pytest.mark.parametrize("masking", [False, True], ids=["plain", "masked"])
+def test_the_views_message_count_is_the_length_of_the_view_it_builds_without_building_it(
+    masking: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = irregular_history()
+    assert history.irregular, "groups shown other than stored are counted as shown"
+    closed = len(history.groups) - 1
+    text = "a summary"
+    states = [CompactionState()]
+    for boundary in (1, 5, closed // 2, closed):
+        segment = Segment(0, boundary, text, COUNTER.count_text(text))
+        state = CompactionState(boundary, (segment,))
+        states += [state, state.masked_to(min(boundary + 6, closed))] if masking else [state]
+    counts = []
+    for state in states:
+        view = view_of(history, state, masking)
+        counts.append(view.message_count())
+        assert counts[-1] == len(view.build())
+    fresh = view_of(history, CompactionState(), masking)
+    monkeypatch.setattr(RequestView, "build", lambda self: pytest.fail("a count builds no view"))
+    assert fresh.message_count() == counts[0]

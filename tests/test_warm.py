@@ -130,3 +130,26 @@ async def test_fold_ahead_after_a_further_fold_folds_nothing_again(monkeypatch: 
     monkeypatch.setattr(index, "state", lambda end: folds.append(end) or state(end))
     await fold_ahead(history, history.last_cuttable - 1)
     assert folds == [] and index.folded == history.last_cuttable
+
+
+async def test_warming_reads_each_message_once_for_its_facts_chain_hash_and_masked_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Masked forms are worked out in the same slices as the facts, while the messages are in the thaw cache: a
+    pass of their own thawed the whole history again (and reaching back from where the first plan had masked
+    from, on a cold resume, did it in one stretch that never let the loop run)."""
+    from amplifier_module_context_summarize.core import frozen
+
+    history = history_of(200, 200)
+    masks = Masks(history, MaskSettings(min_chars=100, keep_recent=2))
+    masks.tokens(history.last_cuttable - 20, history.last_cuttable - 10)  # the first plan's look at the newest
+    reference = Masks(history, MaskSettings(min_chars=100, keep_recent=2))
+    thaws: list[object] = []
+    thaw = frozen.thaw
+    monkeypatch.setattr(frozen, "thaw", lambda form: thaws.append(form) or thaw(form))
+    await Warmer().warm(history, masks, CompactionState())
+    assert len(thaws) <= 1.1 * len(history.messages)
+    end = min(masks.limit(), history.last_cuttable)
+    assert end > 100
+    assert [masks.tokens(0, g) for g in range(end + 1)] == [reference.tokens(0, g) for g in range(end + 1)]
+    assert all(masks.group(g) == reference.group(g) for g in range(end))

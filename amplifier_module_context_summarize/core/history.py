@@ -18,7 +18,6 @@ from .messages import (
     call_ids,
     canonical_json,
     content_hash,
-    has_lone_surrogate,
     is_user_turn,
     sanitize,
 )
@@ -215,7 +214,7 @@ class History:
             self.latest_request = index
             if self.first_request < 0:
                 self.first_request = index
-        if not self.unencodable and has_lone_surrogate(message):
+        if not self.unencodable and self.messages.holds_lone_surrogate(index):
             self.unencodable = True
 
     def _mark(self, index: int, message: Message, rule: PinRule) -> None:
@@ -370,6 +369,21 @@ class History:
         for g in range(start, end):
             span.extend(self.shown(g))
         return span
+
+    def shown_count(self, start: int, end: int) -> int:
+        """How many messages ``span(start, end)`` holds, without reading any but the open group's: a view's measure
+        (its message count) must not thaw a whole resumed history just to count it."""
+        groups = self.groups
+        if end <= start:
+            return 0
+        if end == len(groups):  # the open group, as the view shows it (``shown``)
+            return self.shown_count(start, end - 1) + len(self.shown(end - 1))
+        count = groups[end - 1].end - groups[start].start
+        irregular = self.irregular
+        for g in irregular[bisect_left(irregular, start) : bisect_left(irregular, end)]:
+            group = groups[g]
+            count += len(self.shown_as[g]) - (group.end - group.start)
+        return count
 
     def messages_before(self, group_index: int) -> int:
         """Stored messages in groups ``[0, group_index)``, system messages not counted when kept apart."""

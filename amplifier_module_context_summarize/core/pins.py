@@ -80,8 +80,8 @@ class PinRule:
 
     def words(self, message: Message, flagged: bool) -> bool:
         """Whether the message's own words (without its calls and results) are pinned."""
-        if message.get("role") == "tool":
-            return False
+        if message.get("role") == "tool" or not (flagged or self.patterns):
+            return False  # nothing could pin them: no need to take the message apart (every append asks)
         words = strip_tool_blocks(message, keep_calls=set(), keep_results=set())
         if words is None:
             return False

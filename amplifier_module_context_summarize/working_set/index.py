@@ -17,7 +17,7 @@ from ..core.history import History
 from .facts import extract
 from .fold import WorkingSet
 from .layout import estimated_text, render
-from .records import CallOutcome, Facts, FileAction
+from .records import NO_FACTS, CallOutcome, Facts, FileAction
 
 RENDER_VERSION = "1"
 """Names what a render writes for given groups, room and counter in a store (``compaction/run/install.py`` keeps the
@@ -78,15 +78,25 @@ def _plain(facts: Facts) -> tuple[Any, ...]:
     return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs, facts.definitions)
 
 
+_new = tuple.__new__
+"""Builds a named tuple from a tuple of all its fields in C (its own ``__new__`` is a Python call with a parameter
+per field): each group's facts read back (folding, the artifact account) are thousands of these on a resume."""
+
+
 def _facts(plain: Any) -> Facts:
     files, outcomes, urls, identifiers, workdirs, definitions = plain
-    return Facts(
-        tuple(FileAction(*f) for f in files),
-        tuple(CallOutcome(*o) for o in outcomes),
-        urls,
-        identifiers,
-        workdirs,
-        definitions,
+    if not (files or outcomes or urls or identifiers or workdirs or definitions):
+        return NO_FACTS
+    return _new(
+        Facts,
+        (
+            tuple([_new(FileAction, f) for f in files]),
+            tuple([_new(CallOutcome, o) for o in outcomes]),
+            urls,
+            identifiers,
+            workdirs,
+            definitions,
+        ),
     )
 
 
@@ -143,10 +153,15 @@ class WorkingSetIndex:
 
     def facts(self, group: int) -> Facts:
         """The facts of one group (kept once the group is closed)."""
-        kept, closed = self._facts, self._closed()
-        while len(kept) <= group and len(kept) < closed:
-            kept.append(extract(self.history.shown(len(kept))))
+        kept = self._facts
+        self.extract_to(group + 1)
         return kept[group] if group < len(kept) else extract(self.history.shown(group))
+
+    def extract_to(self, end: int) -> None:
+        """Extract and keep the facts of closed groups ``[0, end)`` not kept yet (none read back: ``warm.py``)."""
+        kept, closed = self._facts, self._closed()
+        while len(kept) < end and len(kept) < closed:
+            kept.append(extract(self.history.shown(len(kept))))
 
     def state(self, end_group: int) -> WorkingSet:
         """The facts of groups ``[0, end_group)`` folded (the kept state itself when it is the furthest)."""

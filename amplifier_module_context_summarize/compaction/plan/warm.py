@@ -61,12 +61,16 @@ class Warmer:
         # A whole history to extract (a resume with nothing stored) is extracted here too, on the loop's thread, in
         # the same slices: the library never forks its host (a process with threads, issue 48).
         slice_ends = time.perf_counter() + SLICE_S
+        boundary = state.boundary
+        mask_end = min(masks.limit(), last_allowed_cut(history)) if masks is not None else boundary
         group = start
         while group < closed:
-            group = min(group + STEP, closed)
-            index.facts(group - 1)
+            step, group = group, min(group + STEP, closed)
+            index.extract_to(group)
             self._facts = group
             history.chain_at(group)
+            if masks is not None and max(step, boundary) < min(group, mask_end):
+                masks.ahead(max(step, boundary), min(group, mask_end))  # one thaw of these groups for all three
             if time.perf_counter() >= slice_ends:
                 await let_loop_run()
                 slice_ends = time.perf_counter() + SLICE_S

@@ -69,4 +69,4 @@ def attempt_of(
     job = Job(facts, view.state, ask.provider, ask.deadline, ask.offline, last_sent=last_sent)
     history = view.history
     estimated = history.estimating and view.state.boundary < history.bounded
-    return Attempt(job, view.state, view.tokens(), len(view.build()), started, ask.force, estimated)
+    return Attempt(job, view.state, view.tokens(), view.message_count(), started, ask.force, estimated)

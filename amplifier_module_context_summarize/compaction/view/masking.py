@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from ...core.tokens import TokenCounter
 
 FIRST_LINE_CHARS = 120
+BACK_SCAN = 64
+"""Groups ``Masks.limit`` reads back from the newest for the outputs kept verbatim before it counts them all from
+the first (once; then only new groups): bounds the work of each call when outputs are rare."""
 ARGUMENT_KEEP_CHARS = 80
 """Head of a clipped call argument that stays (enough to recognise the file or text)."""
 
@@ -68,6 +71,8 @@ class Masks:
         self._plain: set[int] = set()
         """Groups masking would not make smaller (nothing long in them, or placeholders costing more)."""
         self._epoch = history.counted_epoch
+        self._ahead: dict[int, int] = {}
+        """Tokens of groups worked out ahead of the prefix sums reaching them (``ahead``), under ``_epoch``."""
         self._floor: TokenCounter | None = None
         """Lower bounds of the history's counts (``TokenCounter.flooring``), made on first use."""
         self._outputs_scanned = 0
@@ -85,17 +90,30 @@ class Masks:
         origin = self._origin or 0
         return self._prefix[end - origin] - self._prefix[start - origin]
 
+    def ahead(self, start: int, end: int) -> None:
+        """Work out closed groups ``[start, end)`` now, forms and counts, for the prefix sums to take when they reach
+        them: a caller reading these groups anyway (``warm.py``, extracting their facts) masks them while their
+        messages are still in the history's thaw cache, instead of a later pass thawing them all again."""
+        self._renew()
+        origin, covered = self._origin, len(self._prefix) - 1
+        for g in range(start, end):
+            if g not in self._ahead and not (origin is not None and origin <= g < origin + covered):
+                self._ahead[g] = self._decide(g)[1]
+
     def limit(self) -> int:
         """The furthest mask end allowed: the groups holding the newest ``keep_recent`` outputs stay verbatim."""
         history = self.history
         closed = history.last_cuttable
-        self._scan_outputs(closed)
         keep = self.settings.keep_recent
         open_outputs = len(result_ids_in(history, closed)) if history.groups else 0
         if keep <= open_outputs:
             return closed
-        counts, total = self._outputs_before, self._outputs_before[-1] if self._outputs_before else 0
         remaining = keep - open_outputs
+        newest = self._newest_outputs(closed, remaining)
+        if newest is not None:
+            return newest
+        self._scan_outputs(closed)
+        counts, total = self._outputs_before, self._outputs_before[-1] if self._outputs_before else 0
         if total <= remaining:
             return 0
         first_kept = bisect_right(counts, total - remaining)
@@ -121,25 +139,34 @@ class Masks:
         for g in [g for g in self._changed if g < index]:
             del self._changed[g]
         self._plain = {g for g in self._plain if g >= index}
+        self._ahead = {g: tokens for g, tokens in self._ahead.items() if g >= index}
 
     # ------------------------------------------------------------------ internals
 
-    def _cover(self, start: int, end: int) -> None:
+    def _renew(self) -> None:
         epoch = self.history.counted_epoch
         if epoch != self._epoch:  # bounds the history lent (a cold resume's first plan) are counts no more
             self._epoch, self._origin = epoch, None
+            self._ahead.clear()
+
+    def _tokens_of(self, index: int) -> int:
+        tokens = self._ahead.pop(index, None)
+        return self._decide(index)[1] if tokens is None else tokens
+
+    def _cover(self, start: int, end: int) -> None:
+        self._renew()
         if self._origin is None:
             self._origin, self._prefix = start, [0]
         elif start < self._origin:  # reach back: the groups already worked out keep their forms and counts
             head = [0]
             for g in range(start, self._origin):
-                head.append(head[-1] + self._decide(g)[1])
+                head.append(head[-1] + self._tokens_of(g))
             self._prefix = head + [tokens + head[-1] for tokens in self._prefix[1:]]
             self._origin = start
         origin = self._origin
         while origin + len(self._prefix) - 1 < end:
             g = origin + len(self._prefix) - 1
-            self._prefix.append(self._prefix[-1] + self._decide(g)[1])
+            self._prefix.append(self._prefix[-1] + self._tokens_of(g))
 
     def _decide(self, index: int) -> tuple[list[Message], int]:
         """Group ``index`` as a view shows it, masked only where that makes it smaller, and its tokens.
@@ -262,7 +289,7 @@ class Masks:
                 return json.dumps({"clipped": self._clip_value(args, position, block)})
             clipped = self._clip_arguments(parsed, position, block)
             return args if clipped is parsed else json.dumps(clipped, ensure_ascii=False)
-        if not isinstance(args, dict) or len(canonical_json(args)) <= limit:
+        if not isinstance(args, dict) or not json_longer_than(args, limit):
             return args
         out = {
             key: self._clip_value(value, position, block)
@@ -300,6 +327,24 @@ class Masks:
         tool = self.settings.recall_tool
         return f"recall with {tool}, handle {handle}" if tool else f"handle {handle}"
 
+    def _newest_outputs(self, closed: int, outputs: int) -> int | None:
+        """``limit``'s answer found going back from ``closed`` through at most ``BACK_SCAN`` groups the forward scan
+        has not read: the group holding the ``outputs``-th newest tool output once an older output shows there are
+        more than that (else 0: every output is kept); None when those groups do not settle it. A resumed
+        history's first plan then reads its newest groups only, not every group to count outputs from the first
+        (a whole pass of thaws at 50,000 messages)."""
+        history, found, kept = self.history, 0, None
+        stop = max(self._outputs_scanned, closed - BACK_SCAN)
+        for g in range(closed - 1, stop - 1, -1):
+            found += len(result_ids_in(history, g))
+            if kept is not None and found > outputs:
+                return kept
+            if found >= outputs and kept is None:
+                if found > outputs:
+                    return g
+                kept = g
+        return 0 if stop == 0 else None
+
     def _scan_outputs(self, closed: int) -> None:
         history = self.history
         while self._outputs_scanned < closed:
@@ -309,6 +354,35 @@ class Masks:
                 self._output_groups.append(g)
                 self._outputs_before.append((self._outputs_before[-1] if self._outputs_before else 0) + count)
             self._outputs_scanned += 1
+
+
+_JSON_WORDS = {True: 4, False: 5, None: 4}
+"""Lengths of ``true``, ``false`` and ``null``."""
+
+
+def json_longer_than(args: dict[Any, Any], limit: int) -> bool:
+    """``len(canonical_json(args)) > limit``, without writing the JSON when its length is bounded either side.
+
+    A flat object of strings (most calls' arguments) writes as its braces, and per item two quoted strings, a colon
+    and a comma; an escape writes one character as at most six (``\\u001f``), so each string's JSON is between its
+    length and six times it. Short arguments fall under ``limit`` and a long written file goes over it by these
+    bounds alone; anything else (nested values, numbers, lengths between the bounds) is written and measured.
+    """
+    low = high = 1  # the braces, less the comma the first item does not have
+    for key, value in args.items():
+        if type(key) is not str:
+            return len(canonical_json(args)) > limit
+        if type(value) is str:
+            size = len(value)
+            low, high = low + len(key) + size + 6, high + 6 * (len(key) + size) + 6
+        elif value is None or type(value) is bool:
+            size = _JSON_WORDS[value]
+            low, high = low + len(key) + size + 4, high + 6 * len(key) + size + 4
+        else:
+            return len(canonical_json(args)) > limit
+        if low > limit:
+            return True
+    return high > limit and len(canonical_json(args)) > limit
 
 
 def result_ids_in(history: History, group_index: int) -> list[str]:

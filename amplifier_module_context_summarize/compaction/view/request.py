@@ -389,6 +389,21 @@ class RequestView:
         assert message is not None  # the state has segments
         return message
 
+    def message_count(self) -> int:
+        """``len(self.build())``, worked out from the history's groups: a compaction's measure of the view before
+        it reads only this, and on a cold resume the view before is the whole history, which ``build`` would thaw
+        (50,000 messages: a tenth of a second, and a full collection for the list of them)."""
+        history, state = self.history, self.state
+        count = len(self.system_view()) + len(self.shown().messages)
+        groups = history.groups
+        if not groups:
+            return count
+        if self.masks is not None and state.tail_start > state.boundary:  # masking keeps every message, one for one
+            count += history.shown_count(state.boundary, state.tail_start)
+        if state.tail_start < len(groups):
+            count += history.shown_count(state.tail_start, len(groups))
+        return count
+
     def build(self) -> list[Message]:
         view = self.system_view()
         view += self.shown().messages
