@@ -59,8 +59,10 @@ def test_a_quick_run_draws_nothing_and_off_a_terminal_nothing_at_all():
     assert stream.getvalue() == ""
 
 
-def _long_session(tmp_path: Path, copies: int = 4) -> Path:
-    """The example session several times over (~500 messages): several seconds of replay."""
+def _long_session(tmp_path: Path, copies: int = 40) -> Path:
+    """The example session many times over (~4,900 messages): several seconds of replay even on a fast machine
+    (four copies took 0.7 s once the replay got faster: the bar, shown after ``DELAY_S``, never came), ended by
+    SIGINT once the bar shows."""
     text = EXAMPLE_SESSION.read_text()
     path = tmp_path / "long.jsonl"
     path.write_text(text.rstrip("\n") + "\n" + (text.rstrip("\n") + "\n") * (copies - 1))
