@@ -7,6 +7,7 @@ resolve, commands run with and without ``cd <root> &&``. Any difference fails wi
 
 from __future__ import annotations
 
+import gc
 import posixpath
 import random
 from collections import Counter
@@ -323,3 +324,18 @@ def test_commit_ids_are_merged_as_a_scan_of_every_id_would_merge_them(seed: int)
             )
         reference_ids[known or identifier] = seq
         assert list(ws.ids.items()) == list(reference_ids.items()), (seed, seq)
+
+
+def test_the_files_a_session_touched_are_kept_in_forms_the_collector_stops_walking() -> None:
+    """Issue 48: each file's row and its entry on its folder's shelf are plain tuples of atoms, which a collection
+    untracks (a dataclass or a named tuple per file stays tracked: thousands of objects in a long session)."""
+    rng = random.Random(7)
+    ws = WorkingSet()
+    for _ in range(200):
+        ws.add(random_facts(rng))
+    shelves = shelved(ws)
+    gc.collect()
+    rows = list(shelves.files.values())
+    entries = [e for kind in shelves.folders.values() for shelf in kind.values() for e in shelf.by_order.values()]
+    assert len(rows) > 50 and len(entries) > 50
+    assert not any(gc.is_tracked(row) for row in [*rows, *entries])

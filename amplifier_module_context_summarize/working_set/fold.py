@@ -14,6 +14,7 @@ import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..core.messages import Message
 from ..core.substrings import Substrings
@@ -272,8 +273,9 @@ def _add_spelling(index: dict[str, str | tuple[str, ...]], name: str, spelling: 
     index[name] = (*_spellings(index, name), spelling) if name in index else spelling
 
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
+    """A file as the working set shows it. A tuple of atoms: the collector stops walking it (issue 48)."""
+
     path: str
     state: str
     last: int

@@ -15,9 +15,9 @@ import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 from .fold import (
@@ -89,27 +89,28 @@ class FolderShelf:
 
     def __init__(self, name: str, changed: bool) -> None:
         self.name, self.changed = name, changed
-        self.by_order: dict[int, FileEntry] = {}
-        """Its entries by the order their paths were first seen."""
+        self.by_order: dict[int, tuple[str, str, int, str]] = {}
+        """Its entries by the order their paths were first seen, as plain tuples (``FileEntry``'s fields): the
+        collector stops walking a tuple of atoms, not a named one (issue 48)."""
         self.last = 0
         self.lines: dict[str, list[str]] = {}
         self.sizes: dict[str, int] = {}
         """Tokens of its lines per shape (counted by the shelves' current counter: ``Shelves.measure``)."""
 
     def put(self, ordinal: int, entry: FileEntry) -> None:
-        self.by_order[ordinal] = entry
+        self.by_order[ordinal] = (entry.path, entry.state, entry.last, entry.moved_from)
         self.last = max(self.last, entry.last)
         self.lines, self.sizes = {}, {}
 
     def remove(self, ordinal: int) -> None:
         del self.by_order[ordinal]
-        self.last = max((e.last for e in self.by_order.values()), default=0)
+        self.last = max((FileEntry._make(e).last for e in self.by_order.values()), default=0)
         self.lines, self.sizes = {}, {}
 
     @property
     def files(self) -> list[FileEntry]:
         """Its entries in first-seen order (read only to make its lines, which are kept)."""
-        return [self.by_order[o] for o in sorted(self.by_order)]
+        return [FileEntry._make(self.by_order[o]) for o in sorted(self.by_order)]
 
     @property
     def weight(self) -> int:
@@ -117,13 +118,16 @@ class FolderShelf:
         return len(self.by_order)
 
 
-@dataclass
-class _File:
-    """One canonical path: its spellings (in the order they were first seen), its entry, where it is shelved."""
+class _File(NamedTuple):
+    """One canonical path: its spellings (in the order they were first seen), its entry, where it is shelved.
+
+    Kept as a plain tuple of atoms (``Shelves._keep``), replaced whole when it changes: the collector stops walking
+    it after its first look, which it does for no named tuple (issue 48: one per file the session touched,
+    thousands in a long one)."""
 
     ordinal: int
     spellings: tuple[str, ...] = ()
-    """A tuple (usually of one): of strings only, so the collector stops walking it (issue 48)."""
+    """Usually one."""
     entry: FileEntry | None = None
     folder: tuple[bool, str] | None = None
 
@@ -133,7 +137,8 @@ class Shelves:
 
     def __init__(self, working_set: WorkingSet, root: str | None) -> None:
         self.root = root
-        self.files: dict[str, _File] = {}
+        self.files: dict[str, tuple[Any, ...]] = {}
+        """Canonical path -> its ``_File`` as a plain tuple (``_known``, ``_keep``)."""
         self.spelled: dict[str, str] = {}
         """Spelling -> canonical path."""
         self.folders: dict[bool, dict[str, FolderShelf]] = {True: {}, False: {}}
@@ -177,7 +182,8 @@ class Shelves:
         redefine: dict[str, None] = {}
         for spelling in touched.files:
             path, was = self._file(ws, spelling)
-            now = self.files[path].entry if path in self.files else None
+            known = self._known(path)
+            now = known.entry if known is not None else None
             if path in self.definitions and (was in excluded) != (now is not None and now.state in excluded):
                 redefine[path] = None
         for spelling in touched.definitions:
@@ -207,22 +213,31 @@ class Shelves:
             path = self.spelled[spelling] = canonical(spelling, self.root)
         return path
 
+    def _known(self, path: str) -> _File | None:
+        row = self.files.get(path)
+        if row is None:
+            return None
+        ordinal, spellings, entry, folder = row
+        return _File(ordinal, spellings, None if entry is None else FileEntry._make(entry), folder)
+
+    def _keep(self, path: str, known: _File) -> None:
+        entry = None if known.entry is None else tuple(known.entry)
+        self.files[path] = (known.ordinal, known.spellings, entry, known.folder)
+
     def _file(self, ws: WorkingSet, spelling: str) -> tuple[str, str | None]:
         """Re-merge the entry ``spelling`` belongs to and move it to its folder; returns (path, previous state)."""
         path = self._canonical(spelling)
         if path in (".", "/"):
             return path, None
-        known = self.files.get(path)
-        if known is None:
-            known = self.files[path] = _File(len(self.files))
-        if spelling not in known.spellings:
-            known.spellings += (spelling,)
+        known = self._known(path) or _File(len(self.files))
+        spellings = known.spellings if spelling in known.spellings else (*known.spellings, spelling)
         before = known.entry
-        entry = known.entry = merge_entry(path, [ws.files[s] for s in known.spellings], self.root)
+        entry = merge_entry(path, [ws.files[s] for s in spellings], self.root)
+        known = known._replace(spellings=spellings, entry=entry)
         folder = None if entry.state == MOVED_AWAY else (entry.state in CHANGED_ORDER, posixpath.dirname(path))
         if known.folder is not None and known.folder != folder:
             self._unshelve(known)
-            known.folder = None
+            known = known._replace(folder=None)
         if folder is not None:
             changed, name = folder
             shelf = self.folders[changed].get(name)
@@ -233,7 +248,7 @@ class Shelves:
             size = shelf.weight
             shelf.put(known.ordinal, entry)
             self._resized(changed, name, shelf, size)
-        known.folder = folder
+        self._keep(path, known._replace(folder=folder))
         return path, before.state if before is not None else None
 
     def _unshelve(self, known: _File) -> None:
@@ -261,7 +276,7 @@ class Shelves:
 
     def _define(self, ws: WorkingSet, path: str) -> None:
         """A file's definitions merged over its spellings, newest change first; none once it is deleted or moved."""
-        known = self.files.get(path)
+        known = self._known(path)
         if known is not None and known.entry is not None and known.entry.state in (DELETED, MOVED_AWAY):
             self.definition_items.pop(path, None)
             self.definition_recency.remove(path)
