@@ -76,12 +76,15 @@ def test_batches_are_consecutive_and_within_the_limit_unless_one_item_alone_is_n
 async def test_a_cold_llm_resume_of_many_fragments_keeps_the_recent_tail_verbatim() -> None:
     """The seam: a first request after ``set_messages`` with nothing stored summarizes a span of dozens of
     fragments; the view must still show the recent groups verbatim and come near the target, not the summary and
-    the last group alone."""
+    the last group alone. Blocking (``background_compaction: false``): the request waits for the LLM's summary
+    (with background compaction on, a span this long is stood in for, ``test_stand_in.py``)."""
     budget = 12_000
     messages = history(1_500)
     backend = InstantBackend(TEXT, COUNT, ratio=0.25, low=60, high=1_500)  # a fragment's summary: ~ the size asked
     manager = create_manager(
-        {"max_tokens": budget, "summarizer": {"max_input_tokens": 2_000}}, backend=backend, store=MemoryStore()
+        {"max_tokens": budget, "background_compaction": False, "summarizer": {"max_input_tokens": 2_000}},
+        backend=backend,
+        store=MemoryStore(),
     )
     await manager.set_messages(messages)
     view = await manager.get_messages_for_request(token_budget=budget)
