@@ -40,7 +40,7 @@ async def rewrite(job: Job, before: CompactionState, segments: SegmentSource) ->
         at = shown.index(stand_in.segment)
         old = stand_in.segment
         previous = CompactionState(0, tuple(shown[:at])).summary_text
-        written = await segments.summary(job, old.start, old.end, previous, max_tokens=stand_in.max_tokens)
+        written = await segments.summary(job, old.start, old.end, previous, stand_in.max_tokens, stand_in.span)
         if written is None or job.report.fallback is not None:
             break
         shown[at] = Segment(old.start, old.end, written.text, written.tokens, old.tier)
