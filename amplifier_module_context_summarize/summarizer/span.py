@@ -44,6 +44,8 @@ MIN_ASK_TOKENS = 96
 """The smallest summary asked for: a goal, a decision and the next step."""
 MIN_SPAN_TOKENS = int(MIN_ASK_TOKENS / SUMMARY_RATIO)
 """A span smaller than this is not worth an LLM summary (it stays masked, or the span widens)."""
+OFF_LOOP_MESSAGES = 2_000
+"""A span of this many messages or more is rendered and counted in a worker thread (~30 us a message)."""
 PROSE_TOKENS_PER_WORD = 1.3
 MAX_TOKENS_PER_WORD = 4.0
 
@@ -250,9 +252,7 @@ class SpanSummarizer:
             if parts is None:
                 if deadline is not None and deadline - now() <= 0:  # as its first ask would: before rendering the span
                     raise BackendError(Fault.DEADLINE)
-                # Rendered and counted in a worker thread (1.4 s at 50,000 messages): the loop runs meanwhile. Safe
-                # as ``extractive_off_loop`` is: the messages are nobody's to change, the counter keeps no state.
-                span = await asyncio.to_thread(SpanText, messages, self.count_text)
+                span = await self._span_text(messages)
                 done: list[str] = []
                 await self._summarize_fragments(
                     span, 0, len(messages), previous_summary, done, provider, outcome, 0, deadline, max_tokens, focus
@@ -268,6 +268,14 @@ class SpanSummarizer:
             return fallback
         outcome.text = scrub_text("\n\n".join(parts))
         return outcome
+
+    async def _span_text(self, messages: list[Message]) -> SpanText:
+        """The span rendered and counted once; a long one in a worker thread (1.4 s at 50,000 messages), so the loop
+        runs meanwhile. Safe as ``extractive_off_loop`` is: the messages are nobody's to change, the counter keeps
+        no state. A short one stays on the loop (a thread hop would only delay its first ask)."""
+        if len(messages) < OFF_LOOP_MESSAGES:
+            return SpanText(messages, self.count_text)
+        return await asyncio.to_thread(SpanText, messages, self.count_text)
 
     async def merge(
         self,
