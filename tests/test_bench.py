@@ -224,7 +224,7 @@ def test_the_llm_path_cold_first_request_is_timed_with_its_target(result):
     request; measured at a small size in ``--quick``, its 50,000-message target is then indicative."""
     [cold] = result.cold_llm
     assert cold.messages == 2_000 and cold.provider_calls > 0 and cold.compactions >= 1
-    assert 0 < cold.view_messages < cold.messages
+    assert 0 < cold.view_messages < cold.messages and 0 < cold.landed_view_messages < cold.messages
     assert cold.request_s > 0 and 0 <= cold.collector_s <= cold.set_s + cold.request_s
     [target] = [t for t in result.targets if t.name.startswith("LLM path")]
     assert target.value == cold.request_s and target.limit == 5.0 and target.set_at == 50_000

@@ -364,7 +364,7 @@ def test_each_fault_is_retryable_and_held_against_the_breaker_as_the_old_sets_sa
 
 def test_the_faults_are_the_old_categories_and_the_skips_are_no_faults():
     assert {f.value for f in Fault} == OLD_CATEGORIES
-    assert {s.value for s in Skip} == {"cooldown", "circuit_open"}
+    assert {s.value for s in Skip} == {"cooldown", "circuit_open", "deferred"}
     assert not any(s.counts_against_breaker for s in Skip)
     assert all(Fault.named(s) is None for s in Skip) and Fault.named(None) is None
 

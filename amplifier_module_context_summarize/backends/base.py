@@ -110,6 +110,9 @@ class Skip(StrEnum):
     """This span's summary failed recently: it is not sent again until its cooldown ends."""
     CIRCUIT_OPEN = "circuit_open"
     """Recent summaries kept failing, so the LLM is not asked for a while."""
+    DEFERRED = "deferred"
+    """A span too long to summarize while a request waits (a cold resume's): the extractive summary stands in, and
+    the LLM's is written in the background and lands on a later request (``Writer.STAND_IN``)."""
 
     @property
     def counts_against_breaker(self) -> bool:

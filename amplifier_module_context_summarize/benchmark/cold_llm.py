@@ -1,15 +1,18 @@
 """The LLM path's cold first request: ``set_messages`` of a long coding session on a new manager with nothing
 stored and a summarizer that answers at once (``InstantBackend``), then its first request at a 60,000-token budget.
 
-That request summarizes the whole history before the tail in band, so it times the module's own work on the LLM
-path: cutting each span into fragments that fit the summarizer's input (``summarizer/fragments.py``), building each
-prompt, reading each answer's source for the grounding check, and the planning around them (issue 48: 31 s at
-50,000 messages; held to 5 s, as the extractive cold resume is). Timed in wall seconds with the collector running,
-as a restarted process resumes (``resume.py``), its pauses reported beside.
+That request must summarize the whole history before the tail. Its span is dozens of fragments of the summarizer's
+input, too long to wait for: the extractive summary stands in at once and the LLM's is written in the background
+(``compaction/run/stand_in.py``), so the request times the module's own work (issue 48: 31 s at 50,000 messages,
+in band; held to 5 s, as the extractive cold resume is). Timed in wall seconds with the collector running, as a
+restarted process resumes (``resume.py``), its pauses reported beside. The background write that follows (cutting
+the span into fragments, each prompt, each answer's grounding check) is timed apart, until the next request lands
+it: no request waits for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from dataclasses import dataclass
@@ -36,8 +39,13 @@ class ColdLLMTimes:
     collector_s: float
     """The collector's pauses within ``set_s + request_s``."""
     provider_calls: int
+    """Summarizer calls the first request waited for."""
     view_messages: int
     compactions: int
+    background_s: float = 0.0
+    """From the first request's return until the LLM's summary written in the background is installed by the next."""
+    background_calls: int = 0
+    landed_view_messages: int = 0
 
 
 async def cold_first_request(messages: int, text: TextSource) -> ColdLLMTimes:
@@ -52,6 +60,12 @@ async def cold_first_request(messages: int, text: TextSource) -> ColdLLMTimes:
         set_done = time.perf_counter()
         view = await manager.get_messages_for_request(token_budget=COLD_LLM_BUDGET)
         request_done = time.perf_counter()
+    calls, compactions = backend.calls, manager.stats["compactions"]
+    flight = manager.compactor.background.flight
+    if flight is not None:  # the LLM's summary in place of the stand-in, landed by the next request
+        await asyncio.wait({flight.task})
+    landed = await manager.get_messages_for_request(token_budget=COLD_LLM_BUDGET)
+    background_s = time.perf_counter() - request_done
     # The resume folds the working set between requests: stopped, so the next measurement is not charged with it.
     manager.compactor.stop_folding()
     return ColdLLMTimes(
@@ -59,9 +73,12 @@ async def cold_first_request(messages: int, text: TextSource) -> ColdLLMTimes:
         set_done - started,
         request_done - set_done,
         collector.seconds,
-        backend.calls,
+        calls,
         len(view),
-        manager.stats["compactions"],
+        compactions,
+        background_s,
+        backend.calls - calls,
+        len(landed),
     )
 
 

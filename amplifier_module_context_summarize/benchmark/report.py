@@ -200,10 +200,14 @@ def _cold_llm(result: BenchResult) -> list[str]:
             f"{c.collector_s:.2f}",
             str(c.provider_calls),
             f"{c.view_messages:,}",
+            f"{c.background_s:.2f}",
+            str(c.background_calls),
+            f"{c.landed_view_messages:,}",
         ]
         for c in result.cold_llm
     ]
-    lines += _table(["messages", "set_messages s", "first request s", "collector s", "summarizer calls", "view"], rows)
+    header = ["messages", "set_messages s", "first request s", "collector s", "summarizer calls", "view"]
+    lines += _table([*header, "background s", "its calls", "view landed"], rows)
     lines.append(f"  target: first request <= {COLD_LLM_S:g} s at {COLD_LLM_SIZE:,} msgs")
     return lines
 

@@ -56,9 +56,7 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self.clock.now
 
-    def run_in_executor(
-        self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts
-    ) -> asyncio.Future[T]:
+    def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         """Counted while under way, so time does not jump past work a thread is still doing."""
         selector = self.selector
         future = super().run_in_executor(executor, func, *args)

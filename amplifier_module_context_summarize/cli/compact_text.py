@@ -18,7 +18,6 @@ OFFLINE = "extractive"
 """The offline summarizer every failed LLM summary falls back to."""
 
 
-
 def fallback_words(report: Mapping[str, Any]) -> str | None:
     """``anthropic failed (connection) at 1 of 1 compactions that summarized``, or None when every summary came
     from the summarizer asked for (or the offline one was asked for)."""

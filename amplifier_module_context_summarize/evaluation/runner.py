@@ -352,9 +352,7 @@ def oneshot_summary(manager: SummarizingContextManager, span: list[Message], tex
     state = CompactionState(end, (Segment(0, end, text, manager.counter.count_text(text)),))
     config = manager.config
     budget = config.budget_fallback
-    shown = summary_message(
-        state, history, config.working_set_tokens(budget), summary_room=config.summary_room(budget)
-    )
+    shown = summary_message(state, history, config.working_set_tokens(budget), summary_room=config.summary_room(budget))
     return str(shown["content"]) if shown is not None else text
 
 

@@ -148,9 +148,7 @@ def native_messages(path: Path, text: str) -> list[dict[str, Any]]:
     return _native(path, parse(text), strict=True)[0]
 
 
-def _native(
-    path: Path, parsed: Parsed, strict: bool
-) -> tuple[list[dict[str, Any]], list[tuple[int | None, str]]]:
+def _native(path: Path, parsed: Parsed, strict: bool) -> tuple[list[dict[str, Any]], list[tuple[int | None, str]]]:
     """Our own messages in ``parsed`` and (line, why) of each item that is not one; ``strict``: the first
     invalid item is the error. Nothing valid is always an error, naming the first line that is wrong."""
     if parsed.kind == "text":

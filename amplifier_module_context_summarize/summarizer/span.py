@@ -44,6 +44,8 @@ MIN_ASK_TOKENS = 96
 """The smallest summary asked for: a goal, a decision and the next step."""
 MIN_SPAN_TOKENS = int(MIN_ASK_TOKENS / SUMMARY_RATIO)
 """A span smaller than this is not worth an LLM summary (it stays masked, or the span widens)."""
+OFF_LOOP_MESSAGES = 2_000
+"""A span of this many messages or more is rendered and counted in a worker thread (~30 us a message)."""
 PROSE_TOKENS_PER_WORD = 1.3
 MAX_TOKENS_PER_WORD = 4.0
 
@@ -250,22 +252,30 @@ class SpanSummarizer:
             if parts is None:
                 if deadline is not None and deadline - now() <= 0:  # as its first ask would: before rendering the span
                     raise BackendError(Fault.DEADLINE)
-                span = SpanText(messages, self.count_text)
-                parts = await self._summarize_fragments(
-                    span, 0, len(messages), previous_summary, provider, outcome, 0, deadline, max_tokens, focus
+                span = await self._span_text(messages)
+                done: list[str] = []
+                await self._summarize_fragments(
+                    span, 0, len(messages), previous_summary, done, provider, outcome, 0, deadline, max_tokens, focus
                 )
+                parts = await self._fold(done, provider, outcome, deadline, max_tokens, focus)
         except BackendError as exc:
             # A fault of the moment (busy or slow) is INFO, the event says it; anything else is never silent.
             level = logging.INFO if exc.fault.transient else logging.WARNING
             logger.log(level, "summarizer %s failed (%s); using the extractive summary", self.name, exc.fault)
-            fallback = await self.extractive_off_loop(
-                messages, previous_summary, exc.fault, pinned, max_tokens, focus
-            )
+            fallback = await self.extractive_off_loop(messages, previous_summary, exc.fault, pinned, max_tokens, focus)
             fallback.provider_calls = outcome.provider_calls
             fallback.input_tokens, fallback.output_tokens = outcome.input_tokens, outcome.output_tokens
             return fallback
         outcome.text = scrub_text("\n\n".join(parts))
         return outcome
+
+    async def _span_text(self, messages: list[Message]) -> SpanText:
+        """The span rendered and counted once; a long one in a worker thread (1.4 s at 50,000 messages), so the loop
+        runs meanwhile. Safe as ``extractive_off_loop`` is: the messages are nobody's to change, the counter keeps
+        no state. A short one stays on the loop (a thread hop would only delay its first ask)."""
+        if len(messages) < OFF_LOOP_MESSAGES:
+            return SpanText(messages, self.count_text)
+        return await asyncio.to_thread(SpanText, messages, self.count_text)
 
     async def merge(
         self,
@@ -292,23 +302,32 @@ class SpanSummarizer:
         lo: int,
         hi: int,
         previous_summary: str | None,
+        done: list[str],
         provider: Any | None,
         outcome: Outcome,
         depth: int,
         deadline: float | None,
         max_tokens: int | None = None,
         focus: str | None = None,
-    ) -> list[str]:
-        """Summarize messages ``[lo, hi)`` of a span, halving it into fragments that fit the summarizer's input,
-        folded in order. A range sure to be too long is halved without rendering it (``fragments``)."""
-        ask = self._fragment_ask(span, lo, hi, previous_summary, max_tokens, focus)
+    ) -> None:
+        """Summarize messages ``[lo, hi)`` of a span onto ``done`` (the summaries of the fragments before them, in
+        order), halving it into fragments that fit the summarizer's input. A range sure to be too long is halved
+        without rendering it (``fragments``). Each fragment continues from ``previous_summary`` (the span's) and
+        the newest summaries in ``done`` (``_newest``)."""
+        context = "\n\n".join(p for p in [previous_summary, *self._newest(done, max_tokens)] if p) or None
+        ask = self._fragment_ask(span, lo, hi, context, max_tokens, focus)
         if ask is not None:
             try:
-                return [await self._ask(ask, provider, outcome, deadline)]
+                done.append(await self._ask(ask, provider, outcome, deadline))
+                return
             except BackendError as exc:
                 if exc.fault is not Fault.INPUT_TOO_LONG or hi - lo < 2 or depth >= MAX_SPLIT_DEPTH:
                     raise
-        return await self._split(span, lo, hi, previous_summary, provider, outcome, depth, deadline, max_tokens, focus)
+        middle = lo + (hi - lo) // 2
+        for a, b in ((lo, middle), (middle, hi)):
+            await self._summarize_fragments(
+                span, a, b, previous_summary, done, provider, outcome, depth + 1, deadline, max_tokens, focus
+            )
 
     def _fragment_ask(
         self, span: SpanText, lo: int, hi: int, previous_summary: str | None, max_tokens: int | None, focus: str | None
@@ -358,28 +377,59 @@ class SpanSummarizer:
             logger.info("summary at the end of the view: %s; asking with the compact prompt", exc.fault)
             return None
 
-    async def _split(
+    def _newest(self, parts: list[str], max_tokens: int | None) -> list[str]:
+        """The newest fragment summaries within the size asked (the newest one at least): what the next fragment
+        is given as the summary before it, beside the span's own previous summary. All of them made the prompt of
+        the k-th fragment k summaries long, past the model's input after a few dozen fragments, and the work of
+        counting and grounding those prompts quadratic in the span."""
+        size, total = self._cap(max_tokens), 0
+        for i in range(len(parts) - 1, -1, -1):
+            total += self.count_text(parts[i])
+            if total > size and i < len(parts) - 1:
+                return parts[i + 1 :]
+        return parts
+
+    async def _fold(
         self,
-        span: SpanText,
-        lo: int,
-        hi: int,
-        previous_summary: str | None,
+        parts: list[str],
         provider: Any | None,
         outcome: Outcome,
-        depth: int,
         deadline: float | None,
-        max_tokens: int | None = None,
-        focus: str | None = None,
+        max_tokens: int | None,
+        focus: str | None,
     ) -> list[str]:
-        middle = lo + (hi - lo) // 2
-        first = await self._summarize_fragments(
-            span, lo, middle, previous_summary, provider, outcome, depth + 1, deadline, max_tokens, focus
-        )
-        context = "\n\n".join(p for p in [previous_summary, *first] if p)
-        second = await self._summarize_fragments(
-            span, middle, hi, context, provider, outcome, depth + 1, deadline, max_tokens, focus
-        )
-        return first + second
+        """The fragment summaries merged until they are within the size asked (or one is left): a span cut into k
+        fragments otherwise comes back k times that size (a cold resume of 50,000 messages: 64 fragments, 106,000
+        tokens asked for 1,800), which the plan can only make room for by summarizing the recent tail too.
+
+        Merged in order, as many consecutive summaries per ask as the model's input takes (``max_input_tokens``,
+        the fragments' own limit), each ask for the size asked; a failed merge falls back as a failed fragment
+        does (the ladder in ``summarize``)."""
+        size, limit = self._cap(max_tokens), self.settings.max_input_tokens
+        while len(parts) > 1:
+            counts = [self.count_text(part) for part in parts]
+            if sum(counts) <= size:
+                break
+            merged: list[str] = []
+            for lo, hi in batches(counts, limit):
+                if hi - lo == 1:
+                    merged.append(parts[lo])
+                    continue
+                transcript = fence_safe("\n\n---\n\n".join(parts[lo:hi]))
+                tokens = self.count_text(transcript)
+                ask = Ask(
+                    "merge",
+                    transcript,
+                    tokens,
+                    size,
+                    focus=focus,
+                    transcript_tokens=tokens,
+                )
+                merged.append(await self._ask(ask, provider, outcome, deadline))
+            if len(merged) == len(parts):  # no two neighbours fit one ask: nothing more to fold
+                break
+            parts = merged
+        return parts
 
     async def _ask(
         self, ask: Ask, provider: Any | None, outcome: Outcome, deadline: float | None, context: InContext | None = None
@@ -519,6 +569,21 @@ def grounded(text: str, source: Source) -> tuple[str, Fault | None]:
         )
         return verdict.kept, None
     return text, verdict.problem
+
+
+def batches(counts: list[int], limit: int) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[lo, hi)`` of ``counts``, each as long as its sum stays within ``limit`` (one item
+    at least), in order."""
+    ranges: list[tuple[int, int]] = []
+    lo, total = 0, 0
+    for i, count in enumerate(counts):
+        if i > lo and total + count > limit:
+            ranges.append((lo, i))
+            lo, total = i, 0
+        total += count
+    if counts:
+        ranges.append((lo, len(counts)))
+    return ranges
 
 
 def tokens_per_word(text: str, tokens: int) -> float:

@@ -16,12 +16,54 @@ from .records import DELETE, EDIT, MOVE, READ, USE, WRITE, Definitions, FileActi
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
 # Commands whose output is what they read: error words in it are data (unless the command itself failed).
-_READERS = frozenset({
-    "cat", "head", "tail", "less", "more", "bat", "nl", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack",
-    "sed", "awk", "cut", "sort", "uniq", "diff", "cmp", "file", "stat", "ls", "tree", "find", "pwd", "cd",
-    "echo", "printf", "jq", "yq", "xxd", "od", "strings", "column", "tr", "true",
-    "Get-Content", "gc", "type", "Select-String", "Get-ChildItem", "dir",
-})
+_READERS = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "bat",
+        "nl",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "sed",
+        "awk",
+        "cut",
+        "sort",
+        "uniq",
+        "diff",
+        "cmp",
+        "file",
+        "stat",
+        "ls",
+        "tree",
+        "find",
+        "pwd",
+        "cd",
+        "echo",
+        "printf",
+        "jq",
+        "yq",
+        "xxd",
+        "od",
+        "strings",
+        "column",
+        "tr",
+        "true",
+        "Get-Content",
+        "gc",
+        "type",
+        "Select-String",
+        "Get-ChildItem",
+        "dir",
+    }
+)
 # fmt: on
 _GIT_READERS = frozenset({"show", "log", "diff", "blame", "grep", "status"})
 # Programs whose operands are files whatever their names (``vim LICENSE``, ``cat src/main``, ``cp .env.example

@@ -22,7 +22,7 @@ from ...stores.records import ArtefactKey, ArtefactRecord
 from ...summarizer.offline_merge import merge_summaries
 from ...summarizer.span import Outcome, SpanSummarizer
 from ...working_set.facts import authored_text
-from ..plan.job import CompactionReport, Job
+from ..plan.job import CompactionReport, Job, StandIn
 from .breaker import CircuitBreaker
 from .flight import SingleFlight
 from .keys import focused_end
@@ -76,11 +76,17 @@ class SegmentSource:
         return history.chain_at(start), focused_end(history.chain_at(end), focus)
 
     async def summary(
-        self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
+        self,
+        job: Job,
+        start: int,
+        end: int,
+        previous: str | None,
+        max_tokens: int | None = None,
+        span: list[Message] | None = None,
     ) -> Segment | None:
         """The summary of groups ``[start, end)``, from the store when it has it (``max_tokens``: its size when
-        below the summarizer's output cap); None when the store has not got it and the job writes none
-        (``Job.offline``)."""
+        below the summarizer's output cap; ``span``: the groups as read already, else ``job.span``); None when the
+        store has not got it and the job writes none (``Job.offline``)."""
         history, report = job.history, job.report
         key = self.key(history, start, end, job.focus)
         cached = await self.store.get(*key)
@@ -89,13 +95,21 @@ class SegmentSource:
             return Segment(start, end, cached.text, cached.tokens, cached.tier)
         if job.offline:
             return None
-        return await self._summary(job, key, start, end, previous, max_tokens)
+        return await self._summary(job, key, start, end, previous, max_tokens, span)
 
     async def _summary(
-        self, job: Job, key: tuple[str, str], start: int, end: int, previous: str | None, max_tokens: int | None
+        self,
+        job: Job,
+        key: tuple[str, str],
+        start: int,
+        end: int,
+        previous: str | None,
+        max_tokens: int | None,
+        read: list[Message] | None = None,
     ) -> Segment | None:
         history, report, focus = job.history, job.report, job.focus
-        span, pinned = job.span(start, end), pinned_requests(history, start, end)
+        span = read if read is not None else job.span(start, end)
+        pinned = pinned_requests(history, start, end)
         if self.cooling_down(key):
             outcome = await self.summarizer.extractive_off_loop(
                 span, previous, Skip.COOLDOWN, pinned, max_tokens, focus
@@ -143,6 +157,29 @@ class SegmentSource:
         span = job.span(start, end)
         outcome = await self.summarizer.extractive_off_loop(span, previous, None, pinned, max_tokens, job.focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report)
+
+    async def stand_in(
+        self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
+    ) -> Segment | None:
+        """The summary of groups ``[start, end)`` from the store when it has it; else the extractive summary standing
+        in for the LLM's (``Writer.STAND_IN``): reported as ``Skip.DEFERRED`` and not stored as the span's summary
+        (the cut carries its text, ``PlanRecords.record_cuts``), so the LLM's, written in the background, takes the
+        key. None when the store has not got it and the job writes none (``Job.offline``)."""
+        key = self.key(job.history, start, end, job.focus)
+        cached = await self.store.get(*key)
+        if cached is not None:
+            job.report.cache_hits += 1
+            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+        if job.offline:
+            return None
+        pinned = pinned_requests(job.history, start, end)
+        span = job.span(start, end)
+        outcome = await self.summarizer.extractive_off_loop(
+            span, previous, Skip.DEFERRED, pinned, max_tokens, job.focus
+        )
+        segment = await self.record(key, start, end, outcome, tier=0, report=job.report)
+        job.stand_ins.append(StandIn(segment, max_tokens, span))
+        return segment
 
     async def fresh(self, job: Job, start: int, end: int) -> Segment | None:
         """A summary of groups ``[start, end)`` as the history has them, written afresh: nothing read from the store

@@ -58,6 +58,10 @@ class PlanFacts:
     """The mounted recall tool the summary's preamble names (none: it names no tool)."""
     summarizer: bool = True
     """An LLM writes summaries (False: the extractive summarizer does, at no cost)."""
+    stand_in_above: int | None = None
+    """A summary step whose span, as the summarizer reads it, is longer than this is written by the extractive
+    summarizer now and by the LLM in the background (``Writer.STAND_IN``); None: always as the plan says. Set for a
+    request's in-band compaction when background compaction is on (``attempt_of``)."""
     prefetched_end: int | None = None
     """End of a stored segment from the boundary that brings the view near the target (a prefetch), when the
     executor looked for one."""

@@ -12,7 +12,7 @@ from ...backends.base import Fault, Skip
 from ...core.history import History
 from ...core.messages import Message
 from ...core.plan import Limits
-from ...core.state import CompactionState
+from ...core.state import CompactionState, Segment
 from ...summarizer.in_context import InContext, SentView, locate
 from ..view.masking import Masks
 from .facts import PlanFacts
@@ -36,6 +36,19 @@ class CompactionReport:
         self.fallback = self.fallback or category
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A segment the extractive summarizer wrote in place of the LLM's (``Writer.STAND_IN``), and the size its
+    summary was asked for: the background compaction that replaces it asks the LLM for the same."""
+
+    segment: Segment
+    max_tokens: int | None
+    span: list[Message]
+    """The groups as the stand-in read them (masked): the LLM reads the same, and they are not masked again (an
+    install forgets the masked forms before its boundary; masking 31,000 groups again took 2.3 s at 50,000
+    messages, the loop held)."""
+
+
 @dataclass
 class Job:
     """One compaction: its facts, the state it starts from, and what its summaries may do."""
@@ -56,6 +69,10 @@ class Job:
     """The view the session's last request sent (read when a summary is asked: a background compaction's runs
     after the request that started it returned its view)."""
     report: CompactionReport = field(default_factory=CompactionReport)
+    stand_ins: list[StandIn] = field(default_factory=list)
+    """The segments this job wrote as stand-ins (``Writer.STAND_IN``): the LLM's summaries of them are owed."""
+    rewrites: tuple[StandIn, ...] = ()
+    """A background job that writes the LLM's summaries of these stand-ins in their place (and nothing else)."""
 
     @property
     def history(self) -> History:

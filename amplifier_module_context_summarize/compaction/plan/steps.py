@@ -23,6 +23,10 @@ class Writer(Enum):
     """The configured summarizer (the LLM when there is one), through the store."""
     EXTRACTIVE = "extractive"
     """The extractive summarizer, at no cost: a span too small for an LLM summary that must be cut to fit."""
+    STAND_IN = "stand_in"
+    """The extractive summarizer now, in place of an LLM summary too long for a request to wait for (more than
+    ``facts.stand_in_above`` tokens); it is not stored as the span's summary, and the LLM's is written in the
+    background and replaces it (``Compactor.rewrite``)."""
     FRESH = "fresh"
     """The configured summarizer on the unmasked span, nothing stored or reused (the naive baseline)."""
 

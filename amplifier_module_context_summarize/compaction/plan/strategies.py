@@ -215,6 +215,9 @@ class SummarizeStrategy:
             if worth is None and not to_fit:
                 return Plan(facts.masked(state, end), None, after.to(then, fitting=None))
             end, writer = (worth, writer) if worth is not None else (end, Writer.EXTRACTIVE)
+            above = facts.stand_in_above
+            if writer is Writer.SUMMARIZER and above is not None and facts.span_tokens(state.boundary, end) > above:
+                writer = Writer.STAND_IN
         step = Summarize(state.boundary, end, self.segment_tokens(facts), writer)
         return Plan(state, step, after)
 

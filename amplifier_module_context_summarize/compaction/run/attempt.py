@@ -13,6 +13,7 @@ from ...summarizer.in_context import SentView
 from ..plan.facts import PlanFacts
 from ..plan.job import Job
 from ..view.request import RequestView
+from .stand_in import stand_in_above
 
 
 @dataclass
@@ -41,6 +42,8 @@ class Request:
     """A ``core.clock.now()`` value past which no summarizer call runs."""
     offline: bool = False
     """Plan without writing any summary (``Job.offline``)."""
+    stand_in: bool = False
+    """A summary too long to wait for is written extractively now, the LLM's in the background (``stand_in.py``)."""
 
 
 def attempt_of(
@@ -64,6 +67,7 @@ def attempt_of(
         masks=view.masks,
         recall_tool=config.recall_tool_name,
         summarizer=summarizer,
+        stand_in_above=stand_in_above(config.summarizer.max_input_tokens) if ask.stand_in and summarizer else None,
     )
     facts.remember(view.state, view.shown_by_state())  # its injection is in ``system_tokens``
     job = Job(facts, view.state, ask.provider, ask.deadline, ask.offline, last_sent=last_sent)

@@ -63,6 +63,7 @@ from .prefetch import Prefetcher
 from .reporter import CompactionRun, Emit, End, Reporter
 from .reports import answers_pre_compact
 from .resume import Resumer
+from .stand_in import rewrite
 
 logger = logging.getLogger(__name__)
 
@@ -132,12 +133,13 @@ class Compactor:
             return
         if action is Action.MASK_NOW and await self._compact_soft(limits, provider, over_budget=True):
             return  # masking alone made it fit: the summary is written in the background
+        stand_in = self.config.background_compaction and not self.flights.in_band_next  # see ``stand_in.py``
         if self.config.background_compaction:
             self.flights.in_band_next = False
             await self.flights.settle(deadline)
             if not needs_compaction(self.view.tokens(), limits):
                 return
-        await self.in_band(limits, provider, force=False, deadline=deadline)
+        await self.in_band(limits, provider, force=False, deadline=deadline, stand_in=stand_in)
 
     def _moment(self, limits: Limits, tokens: int, stalled: bool, waited: bool) -> Moment:
         background = self.config.background_compaction
@@ -249,17 +251,18 @@ class Compactor:
         force: bool,
         deadline: float | None = None,
         focus: str | None = None,
+        stand_in: bool = False,
     ) -> bool:
         """Compact in band: the request waits for the summarizer (until ``deadline``, a ``core.clock.now()`` value).
 
         ``focus`` (or one a ``context:pre_compact`` hook returns) steers this compaction's summaries; a hook's
-        ``deny`` postpones it while the view fits (False: nothing was done)."""
+        ``deny`` postpones it while the view fits (False: nothing was done). ``stand_in``: see ``stand_in.py``."""
         started = time.perf_counter()
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         if deadline is None:
             deadline = now() + self.config.compaction_deadline_s
         await self.prefetcher.drain(deadline)
-        attempt = await self._begin(Request(limits, provider, force, deadline), started=started)
+        attempt = await self._begin(Request(limits, provider, force, deadline, stand_in=stand_in), started=started)
         async with self.reporter.open(attempt) as run:
             steer = await run.ask(focus)
             if await run.postponed(limits):
@@ -271,8 +274,11 @@ class Compactor:
             if not gains(attempt.tokens, limits.budget, planned):
                 await self.unchanged(run, attempt.job, attempt.tokens, attempt.messages, _ms_since(attempt.started))
                 return False
-            await self._finish(run, attempt, state)
-            return True
+            await self._finish(run, attempt, state)  # its post is sent: the LLM's summaries owed start after it
+        if attempt.job.stand_ins:
+            rewrite = self._attempt(time.perf_counter(), Request(limits, provider, False, None))
+            await self.flights.start_rewrite(rewrite, limits, attempt.job.stand_ins, self.pace)
+        return True
 
     def _stalled(self, limits: Limits, tokens: int) -> bool:
         """A compaction of this view, which fits, could not gain the last time, and nothing that could let it gain
@@ -334,7 +340,8 @@ class Compactor:
         """
         await self.prefetcher.drain(job.deadline)
         await self.warmer.warm(job.history, job.masks, job.state)
-        state = (await self.executor.run(self.strategy, job)).state or before
+        done = await rewrite(job, before, self.segments) if job.rewrites else None  # see ``stand_in.py``
+        state = done or (await self.executor.run(self.strategy, job)).state or before
         shows = job.facts.shown(state)
         return Landed(state, shows, await artifacts_hidden(before, state, shows, job))
 

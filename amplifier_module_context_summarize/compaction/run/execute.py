@@ -89,4 +89,6 @@ class Executor:
         previous = state.summary_text
         if step.writer is Writer.EXTRACTIVE:
             return await segments.summary_offline(job, step.start, step.end, previous, max_tokens=step.max_tokens)
+        if step.writer is Writer.STAND_IN:
+            return await segments.stand_in(job, step.start, step.end, previous, max_tokens=step.max_tokens)
         return await segments.summary(job, step.start, step.end, previous, max_tokens=step.max_tokens)

@@ -7,9 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from ...core.clock import now
+from ...core.plan import Limits
 from ...core.state import CompactionState
-from ..plan.job import Job
+from ...summarizer.pace import Pace
+from ..cache.flight import BACKGROUND_CLAIM_S
+from ..plan.job import Job, StandIn
 from ..view.request import RequestView
+from .attempt import Attempt
 from .background import BackgroundCompactor, Flight, Landed, Run
 from .decide import gains, lands_onto
 from .install import Installer
@@ -35,6 +40,24 @@ class Flights:
         """Run ``job`` in the background from the view as it is; the flight holds ``run`` from here."""
         flight = self.background.start(job, self.view.state, self.view.history, tokens, run)
         await self.emit(flight, FlightPhase.STARTED)
+
+    async def start_rewrite(self, attempt: Attempt, limits: Limits, stand_ins: list[StandIn], pace: Pace) -> None:
+        """The background compaction that writes the LLM's summaries of the ``stand_ins`` the view still shows in
+        their place (``stand_in.rewrite``), as ``attempt``: asked of the hooks (``context:pre_compact``) like any,
+        its post sent when a request installs it; a ``deny`` (the view fits now) leaves the stand-ins."""
+        shown = self.view.state.segments
+        owed = tuple(s for s in stand_ins if s.segment in shown)
+        if not owed or self.background.running:
+            return
+        async with self.reporter.open(attempt) as run:
+            steer = await run.ask()
+            if await run.postponed(limits):
+                return
+            job = attempt.job
+            job.focus, job.rewrites = steer.focus, owed
+            span = sum(job.facts.span_tokens(s.segment.start, s.segment.end) for s in owed)
+            job.deadline = now() + max(BACKGROUND_CLAIM_S, pace.allowance_s(span))
+            await self.start(job, run, attempt.tokens)
 
     def may_land(self) -> bool:
         """A background compaction is in flight or has finished: ``land`` has something to look at (asked on
@@ -70,7 +93,9 @@ class Flights:
         run.estimated = False  # counted now, after the request that lent bounds: exact
         budget = flight.job.limits.budget
         planned = None if tokens_before > budget else self.installer.tokens_of(state, landed.shown)
-        if not gains(tokens_before, budget, planned):
+        # The LLM's summary in place of a stand-in is worth installing when it fits, smaller or not (``stand_in``).
+        upgrade = bool(flight.job.rewrites) and landed.state is not flight.before
+        if not gains(tokens_before, budget, planned) and not (upgrade and planned is not None and planned <= budget):
             await self.emit(flight, FlightPhase.LANDED)
             await self.unchanged(run, flight.job, tokens_before, messages_before, flight.elapsed_ms())
             return

@@ -1,0 +1,50 @@
+"""A span too long to summarize while a request waits: the extractive summary stands in now, the LLM's lands later.
+
+A cold resume of a long session (``set_messages`` with nothing stored) must summarize the whole history before
+its tail in its first request. With a real provider that is dozens of sequential calls (a 10M-token history cut
+into ~64 fragments of ``summarizer.max_input_tokens``): minutes, so the compaction deadline cut it, the extractive
+summary answered, and the LLM's summary was never written (the span was already summarized, extractively). Now a
+request's in-band compaction whose summary step reads more than ``STAND_IN_FRAGMENTS`` fragments' worth of tokens
+writes it extractively at once (``Writer.STAND_IN``, reported with fallback ``deferred``; decided on the span's
+size, never on the clock), and the compactor starts a background compaction that writes the LLM's summary of the
+same span and puts it in the stand-in's place (``rewrite``). It is a compaction of its own: its
+``context:pre_compact`` goes out when it starts, its ``context:post_compact`` when a request installs it. The
+stand-in is not stored as the span's summary (its cut carries its text, so a resume shows it), the LLM's takes
+the span's key when written: each span is paid for once.
+"""
+
+from __future__ import annotations
+
+from ...core.state import CompactionState, Segment
+from ..cache.segments import SegmentSource
+from ..plan.job import Job
+
+STAND_IN_FRAGMENTS = 4
+"""A summary step reading more than this many times ``summarizer.max_input_tokens`` is stood in for while a request
+waits: one to four fragments are one to a few sequential calls, the wait of any compaction; beyond, the calls of
+one summary add up past what a request should wait for (the 30 s deadline at 20-60 s a call)."""
+
+
+def stand_in_above(max_input_tokens: int) -> int:
+    """Span tokens past which a request's in-band summary is stood in for (``PlanFacts.stand_in_above``)."""
+    return STAND_IN_FRAGMENTS * max_input_tokens
+
+
+async def rewrite(job: Job, before: CompactionState, segments: SegmentSource) -> CompactionState:
+    """``before`` with the LLM's summary in place of each of ``job.rewrites`` it still shows; a stand-in whose LLM
+    summary fell back stays (the fallback would be another extractive summary, at another call's cost)."""
+    shown = list(before.segments)
+    for stand_in in job.rewrites:
+        if stand_in.segment not in shown:
+            continue
+        at = shown.index(stand_in.segment)
+        old = stand_in.segment
+        previous = CompactionState(0, tuple(shown[:at])).summary_text
+        written = await segments.summary(job, old.start, old.end, previous, stand_in.max_tokens, stand_in.span)
+        if written is None or job.report.fallback is not None:
+            break
+        shown[at] = Segment(old.start, old.end, written.text, written.tokens, old.tier)
+    state = before.with_segments(shown, before.boundary) if shown != list(before.segments) else before
+    await job.facts.settle(state)  # what its summary message reads, worked out with the loop let run
+    await job.facts.settle_working_set(state)
+    return state
