@@ -334,7 +334,8 @@ def test_the_files_a_session_touched_are_kept_in_forms_the_collector_stops_walki
     for _ in range(200):
         ws.add(random_facts(rng))
     shelves = shelved(ws)
-    gc.collect()
+    gc.collect()  # a tuple is untracked once the tuples in it are: an entry made in an older generation than its
+    gc.collect()  # row is looked at after it in the first collection (CPython merges the younger generations first)
     rows = list(shelves.files.values())
     entries = [e for kind in shelves.folders.values() for shelf in kind.values() for e in shelf.by_order.values()]
     assert len(rows) > 50 and len(entries) > 50

@@ -104,13 +104,13 @@ class FolderShelf:
 
     def remove(self, ordinal: int) -> None:
         del self.by_order[ordinal]
-        self.last = max((FileEntry._make(e).last for e in self.by_order.values()), default=0)
+        self.last = max((e[2] for e in self.by_order.values()), default=0)
         self.lines, self.sizes = {}, {}
 
     @property
     def files(self) -> list[FileEntry]:
         """Its entries in first-seen order (read only to make its lines, which are kept)."""
-        return [FileEntry._make(self.by_order[o]) for o in sorted(self.by_order)]
+        return [FileEntry(*self.by_order[o]) for o in sorted(self.by_order)]
 
     @property
     def weight(self) -> int:
@@ -218,7 +218,7 @@ class Shelves:
         if row is None:
             return None
         ordinal, spellings, entry, folder = row
-        return _File(ordinal, spellings, None if entry is None else FileEntry._make(entry), folder)
+        return _File(ordinal, spellings, None if entry is None else FileEntry(*entry), folder)
 
     def _keep(self, path: str, known: _File) -> None:
         entry = None if known.entry is None else tuple(known.entry)
@@ -233,34 +233,33 @@ class Shelves:
         spellings = known.spellings if spelling in known.spellings else (*known.spellings, spelling)
         before = known.entry
         entry = merge_entry(path, [ws.files[s] for s in spellings], self.root)
-        known = known._replace(spellings=spellings, entry=entry)
         folder = None if entry.state == MOVED_AWAY else (entry.state in CHANGED_ORDER, posixpath.dirname(path))
-        if known.folder is not None and known.folder != folder:
-            self._unshelve(known)
-            known = known._replace(folder=None)
+        shelved_in = known.folder
+        if shelved_in is not None and shelved_in != folder:
+            self._unshelve(path, known.ordinal, shelved_in)
+            shelved_in = None
         if folder is not None:
             changed, name = folder
             shelf = self.folders[changed].get(name)
             if shelf is None:
                 shelf = self.folders[changed][name] = FolderShelf(name, changed)
-            if known.folder is None and not path.startswith(("/", "~")):
+            if shelved_in is None and not path.startswith(("/", "~")):
                 self.relative_entries += 1
             size = shelf.weight
             shelf.put(known.ordinal, entry)
             self._resized(changed, name, shelf, size)
-        self._keep(path, known._replace(folder=folder))
+        self._keep(path, _File(known.ordinal, spellings, entry, folder))
         return path, before.state if before is not None else None
 
-    def _unshelve(self, known: _File) -> None:
-        assert known.folder is not None and known.entry is not None
-        changed, name = known.folder
+    def _unshelve(self, path: str, ordinal: int, folder: tuple[bool, str]) -> None:
+        changed, name = folder
         shelf = self.folders[changed][name]
         size = shelf.weight
-        shelf.remove(known.ordinal)
+        shelf.remove(ordinal)
         self._resized(changed, name, shelf, size)
         if not shelf.weight:
             del self.folders[changed][name]
-        if not known.entry.path.startswith(("/", "~")):
+        if not path.startswith(("/", "~")):
             self.relative_entries -= 1
 
     def _resized(self, changed: bool, name: str, shelf: FolderShelf, before: int) -> None:
