@@ -36,6 +36,33 @@ _EXIT_CODE = re.compile(
 )
 """The runs of blanks are possessive: two optional runs around an optional ``:`` tried every split of a long
 run of spaces against each other (16,000 spaces after "exit code" took seconds)."""
+_FOLDS_APART = ("\u0130", "\u0131", "\u017f")
+"""The characters a case-blind pattern takes for ``i`` or ``s`` that ``str.lower`` does not turn into them (İ, ı, ſ):
+a text holding one is searched without the word prechecks below."""
+
+
+def _exit_codes(text: str) -> list[str]:
+    """``_EXIT_CODE``'s findings in ``text``. Case-blind, the pattern has no literal start for the regex engine
+    to look for, so it is tried at every character; it needs "exit" or "return" in some case, which
+    ``str.lower`` and a substring test find in C (most outputs hold neither)."""
+    lowered = text.lower()
+    if "exit" in lowered or "return" in lowered or any(c in text for c in _FOLDS_APART):
+        return _EXIT_CODE.findall(text)
+    return []
+
+
+def _passed(text: str) -> bool:
+    """``_PASSED`` holds in ``text``: searched only where one of its words can be (``_exit_codes``' reason)."""
+    lowered = text.lower()
+    if (
+        " passed" in lowered
+        or "0 failures" in lowered
+        or lowered.startswith("ok")
+        or "\nok" in lowered
+        or any(c in text for c in _FOLDS_APART)
+    ):
+        return bool(_PASSED.search(text))
+    return False
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
@@ -119,7 +146,7 @@ def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutco
     # A read's exit code leads its output, and so does a non-shell tool's failure: further down is the
     # content it read, wrote or was told (a file echoed after an edit, a sub-agent's report).
     scope = text.split("\n", 2)[:2] if call.reader or not call.command else [text]
-    codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
+    codes = [int(code) for part in scope for code in _exit_codes(part)]
     code = next((c for c in reversed(codes) if c), 0)
     recorded = _recorded_exit(body)
     if recorded is None and flag is False and call.command:
@@ -140,7 +167,7 @@ def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutco
             label = f"failed (exit {code})" if code else "failed"
             error = clip(error_line(printed_text), ERROR_MAX_CHARS)
             return CallOutcome(call.key, call.command, False, label, error, call.reader)
-    passed = call.command and not call.reader and bool(_PASSED.search(text))
+    passed = call.command and not call.reader and _passed(text)
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
 
@@ -184,7 +211,7 @@ def _says_more(line: str) -> bool:
 
 def _nonzero_exit(text: str) -> bool:
     """The output reports a non-zero exit of its own (``cmd | tail`` after ``Halting VM with exit status 2``)."""
-    return any(int(code) for code in _EXIT_CODE.findall(text))
+    return any(int(code) for code in _exit_codes(text))
 
 
 def decode_json_object(body: Any) -> Any:

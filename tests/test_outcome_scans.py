@@ -1,0 +1,83 @@
+"""The failure and exit-code scanners with their cheap prechecks find exactly what their patterns find alone.
+
+``outcomes._exit_codes`` and ``outcomes._passed`` search a text only when a word their pattern needs is in it
+(lowered). The patterns are case-blind, and the regex engine takes characters for ``i`` and ``s`` that
+``str.lower`` does not make ``i`` or ``s`` (İ, ı, ſ): texts holding them must still be searched.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amplifier_module_context_summarize.benchmark.coding import CodingSession
+from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
+from amplifier_module_context_summarize.working_set.outcomes import (
+    _EXIT_CODE,
+    _PASSED,
+    _exit_codes,
+    _nonzero_exit,
+    _passed,
+    body_text,
+    call_results,
+    decode_json_object,
+)
+
+_PIECES = [
+    *("exit", "Exit", "EXIT", "ex\u0130t", "ex\u0131t", "exited with", "eXiT"),
+    *("code", "CODE", "status", "stat\u017fus", "return", "Return", "returncode", "RETURN_CODE", "return code"),
+    *("passed", "PASSED", "pa\u017f\u017fed", "ok", "OK", "Ok", "\u212a", "failures", "failure", "all tests"),
+    *(" ", " ", "  ", "_", ":", "=", ">", "=>", '"', "'", "\n", "\n", "\r\n", "\t"),
+    *("0", "1", "2", "42", "-3", "1234567890", "x", "error:", "\u00e9", "\u4e2d"),
+]
+_PHRASES = st.tuples(
+    st.sampled_from(["exit", "Exit", "EXIT", "ex\u0130t", "ex\u0131t", "exited with", "return", "RETURN"]),
+    st.sampled_from(["", " ", "_", "  "]),
+    st.sampled_from(["code", "status", "stat\u017fus", "CODE"]),
+    st.sampled_from(["", ":", " = ", ' "', ">"]),
+    st.sampled_from(["0", "1", "-3", "42"]),
+).map("".join) | st.tuples(
+    st.sampled_from(["", "\n", " "]),
+    st.sampled_from(["3 ", "0 ", "all tests "]),
+    st.sampled_from(["passed", "PASSED", "pa\u017f\u017fed", "failures", "fa\u0130lures"]),
+).map("".join) | st.sampled_from(["\nok", "\nOK", "OK", "\n\u212a"])
+"""Whole findings (an exit status, a pass count) spelled in any case, some with the letters ``lower`` keeps apart."""
+_TEXTS = st.lists(st.sampled_from(_PIECES) | _PHRASES, max_size=40).map("".join)
+
+
+@given(_TEXTS)
+def test_exit_codes_are_the_patterns_findings(text: str) -> None:
+    assert _exit_codes(text) == _EXIT_CODE.findall(text)
+
+
+@given(_TEXTS)
+def test_passed_is_the_patterns_answer(text: str) -> None:
+    assert _passed(text) == bool(_PASSED.search(text))
+
+
+def test_case_blind_letters_lower_does_not_make() -> None:
+    """The regex engine reads İ and ı as ``i`` and ſ as ``s``, case-blind; ``str.lower`` does not."""
+    assert _exit_codes("ex\u0130t code: 3") == ["3"] == _EXIT_CODE.findall("ex\u0130t code: 3")
+    assert _exit_codes("ex\u0131t status 4") == ["4"]
+    assert _nonzero_exit("process ex\u0130ted with code 2")
+    assert _passed("===== 5 pa\u017f\u017fed in 0.1s =====")
+    assert _passed("OK")
+    assert _passed("tests\nok (3 tests)")
+    assert not _passed("broken\n 0 passes")
+
+
+def test_scans_agree_on_a_generated_sessions_outputs() -> None:
+    """Outputs shaped like a coding session's (test runs, tracebacks, shell output) find the same."""
+    history = CodingSession(SMALL, seed=7, text=TextSource()).history(1_500)
+    outputs = [body_text(decode_json_object(body)) for m in history for _, body, _ in call_results(m)]
+    assert len(outputs) > 300
+    for text in outputs:
+        assert _exit_codes(text) == _EXIT_CODE.findall(text)
+        assert _passed(text) == bool(_PASSED.search(text))
+    assert any(_passed(text) for text in outputs)
+
+
+@given(st.lists(_PHRASES, min_size=1, max_size=4).map(" ".join))
+def test_findings_alone_are_found(text: str) -> None:
+    assert _exit_codes(text) == _EXIT_CODE.findall(text)
+    assert _passed(text) == bool(_PASSED.search(text))
