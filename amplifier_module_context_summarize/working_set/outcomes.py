@@ -63,6 +63,8 @@ def _passed(text: str) -> bool:
     ):
         return bool(_PASSED.search(text))
     return False
+
+
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
@@ -93,6 +95,7 @@ def call_results(message: Message) -> Iterator[tuple[str, Any, bool | None]]:
 _CUT_SHORT = (
     (
         "timed out",
+        ("timed out", "no new output", "automatically cancelled"),
         re.compile(
             r"(?im)^\W{0,3}(?:the )?command (?:timed out|has no new output) after\b.*$"
             r"|^\W{0,3}(?:error: )?(?:command )?timed out after \d[^\n]*$|^Command timed out\b.*$"
@@ -101,6 +104,7 @@ _CUT_SHORT = (
     ),
     (
         "interrupted",
+        ("interrupted", "by user"),
         re.compile(
             r"(?im)^\W{0,3}(?:request )?interrupted by user\b.*$"
             r"|^\W{0,3}Command (?:was )?(?:cancelled|aborted) by user\b.*$"
@@ -110,7 +114,8 @@ _CUT_SHORT = (
 )
 """How a shell tool reports a command it cut short (Claude Code, Codex, OpenHands, Gemini CLI; Cline's resumption
 notice answers the call it cut off): the outcome is that, not the exit status or an error line of what it printed
-before."""
+before. With each, words one of its lines must hold (lowered): the case-blind patterns are searched only in an
+end of an output that holds one (``_exit_codes``' reason)."""
 _CUT_SHORT_SCAN = 2_000
 """Characters at each end of an output searched for those reports (they lead or end it; the middle is output)."""
 _OPERATION_CANCELLED = "[Operation Cancelled]"
@@ -132,6 +137,18 @@ def _cancelled(body: Any, text: str) -> str:
     return ""
 
 
+def _cut_short(text: str) -> tuple[str, str] | None:
+    """The label and line of the first ``_CUT_SHORT`` report in either end of ``text``, else None."""
+    ends = (text[:_CUT_SHORT_SCAN], text[-_CUT_SHORT_SCAN:])
+    lowered = [end.lower() for end in ends]
+    apart = any(c in end for end in ends for c in _FOLDS_APART)
+    for label, words, pattern in _CUT_SHORT:
+        for end, low in zip(ends, lowered, strict=True):
+            if (apart or any(word in low for word in words)) and (found := pattern.search(end)):
+                return label, found.group(0).strip()
+    return None
+
+
 def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
     """Failed when flagged, a non-zero exit is recorded or reported, or (outside reads) the output shows a
     failure. A shell result that says ``is_error: false`` recorded its exit as 0: Claude Code sets the flag
@@ -139,10 +156,9 @@ def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutco
     flagged = flag is True or _structured_failure(body)
     if cancelled := _cancelled(body, text):
         return CallOutcome(call.key, call.command, False, "interrupted", clip(cancelled, ERROR_MAX_CHARS), call.reader)
-    if call.command and not call.reader:  # a command cut short says so in its own output: that line is the outcome
-        for label, pattern in _CUT_SHORT:
-            if found := pattern.search(text[:_CUT_SHORT_SCAN]) or pattern.search(text[-_CUT_SHORT_SCAN:]):
-                return CallOutcome(call.key, call.command, False, label, clip(found.group(0).strip(), ERROR_MAX_CHARS))
+    # a command cut short says so in its own output: that line is the outcome
+    if call.command and not call.reader and (cut := _cut_short(text)):
+        return CallOutcome(call.key, call.command, False, cut[0], clip(cut[1], ERROR_MAX_CHARS))
     # A read's exit code leads its output, and so does a non-shell tool's failure: further down is the
     # content it read, wrote or was told (a file echoed after an edit, a sub-agent's report).
     scope = text.split("\n", 2)[:2] if call.reader or not call.command else [text]
