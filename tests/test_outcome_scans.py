@@ -28,6 +28,7 @@ from amplifier_module_context_summarize.working_set.outcomes import (
     call_results,
     decode_json_object,
 )
+from amplifier_module_context_summarize.working_set.records import _TAG, output_lines
 
 _PIECES = [
     *("exit", "Exit", "EXIT", "ex\u0130t", "ex\u0131t", "exited with", "eXiT"),
@@ -136,3 +137,10 @@ _TICKET_TEXT = st.text(st.sampled_from("AZ09-19a_ .\n"), max_size=30)
 @given(_TICKET_TEXT)
 def test_ticket_hint_finds_what_its_class_led_form_finds(text: str) -> None:
     assert bool(_TICKET_HINT.search(text)) == bool(re.search(r"[A-Z0-9]-[1-9]", text))
+
+
+@given(st.lists(st.sampled_from(["<returncode>", "</output>", "<a-b>", "<", ">", "x", " ", "\n", "\r", "\r\n", "0"])))
+def test_output_lines_are_each_lines_untagged(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    expected = [line for line in (_TAG.sub("", line).strip() for line in text.splitlines()) if line]
+    assert output_lines(text) == expected
