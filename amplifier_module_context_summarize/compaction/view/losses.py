@@ -58,7 +58,8 @@ def joined(parts: Iterable[Facts | list[Message]]) -> Facts:
     return Facts(*(tuple(item for facts in done for item in getattr(facts, name)) for name in _FIELDS))
 
 
-_FIELDS = Facts._fields  # ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
+_FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
+"""``Facts``' fields in order (``FactsRun.add`` reads a ``Facts`` as these, in turn)."""
 
 
 class FactsRun:
