@@ -226,9 +226,13 @@ class MessageLog(Sequence[Message]):
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
             return [self._read(i) for i in range(*index.indices(len(self)))]
+        found = self._recent.get(index)
+        if found is not None:  # read lately (each pass over a group reads its messages in turn): a valid index
+            return found
+        size = len(self)
         if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
+            index += size
+        if not 0 <= index < size:
             raise IndexError("message index out of range")
         return self._read(index)
 

@@ -36,6 +36,35 @@ _EXIT_CODE = re.compile(
 )
 """The runs of blanks are possessive: two optional runs around an optional ``:`` tried every split of a long
 run of spaces against each other (16,000 spaces after "exit code" took seconds)."""
+_FOLDS_APART = ("\u0130", "\u0131", "\u017f")
+"""The characters a case-blind pattern takes for ``i`` or ``s`` that ``str.lower`` does not turn into them (İ, ı, ſ):
+a text holding one is searched without the word prechecks below."""
+
+
+def _exit_codes(text: str) -> list[str]:
+    """``_EXIT_CODE``'s findings in ``text``. Case-blind, the pattern has no literal start for the regex engine
+    to look for, so it is tried at every character; it needs "exit" or "return" in some case, which
+    ``str.lower`` and a substring test find in C (most outputs hold neither)."""
+    lowered = text.lower()
+    if "exit" in lowered or "return" in lowered or any(c in text for c in _FOLDS_APART):
+        return _EXIT_CODE.findall(text)
+    return []
+
+
+def _passed(text: str) -> bool:
+    """``_PASSED`` holds in ``text``: searched only where one of its words can be (``_exit_codes``' reason)."""
+    lowered = text.lower()
+    if (
+        " passed" in lowered
+        or "0 failures" in lowered
+        or lowered.startswith("ok")
+        or "\nok" in lowered
+        or any(c in text for c in _FOLDS_APART)
+    ):
+        return bool(_PASSED.search(text))
+    return False
+
+
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+|\*\* \()?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?:\)? .*|:.*)?$"
 )
@@ -66,6 +95,7 @@ def call_results(message: Message) -> Iterator[tuple[str, Any, bool | None]]:
 _CUT_SHORT = (
     (
         "timed out",
+        ("timed out", "no new output", "automatically cancelled"),
         re.compile(
             r"(?im)^\W{0,3}(?:the )?command (?:timed out|has no new output) after\b.*$"
             r"|^\W{0,3}(?:error: )?(?:command )?timed out after \d[^\n]*$|^Command timed out\b.*$"
@@ -74,6 +104,7 @@ _CUT_SHORT = (
     ),
     (
         "interrupted",
+        ("interrupted", "by user"),
         re.compile(
             r"(?im)^\W{0,3}(?:request )?interrupted by user\b.*$"
             r"|^\W{0,3}Command (?:was )?(?:cancelled|aborted) by user\b.*$"
@@ -83,7 +114,8 @@ _CUT_SHORT = (
 )
 """How a shell tool reports a command it cut short (Claude Code, Codex, OpenHands, Gemini CLI; Cline's resumption
 notice answers the call it cut off): the outcome is that, not the exit status or an error line of what it printed
-before."""
+before. With each, words one of its lines must hold (lowered): the case-blind patterns are searched only in an
+end of an output that holds one (``_exit_codes``' reason)."""
 _CUT_SHORT_SCAN = 2_000
 """Characters at each end of an output searched for those reports (they lead or end it; the middle is output)."""
 _OPERATION_CANCELLED = "[Operation Cancelled]"
@@ -105,6 +137,18 @@ def _cancelled(body: Any, text: str) -> str:
     return ""
 
 
+def _cut_short(text: str) -> tuple[str, str] | None:
+    """The label and line of the first ``_CUT_SHORT`` report in either end of ``text``, else None."""
+    ends = (text[:_CUT_SHORT_SCAN], text[-_CUT_SHORT_SCAN:])
+    lowered = [end.lower() for end in ends]
+    apart = any(c in end for end in ends for c in _FOLDS_APART)
+    for label, words, pattern in _CUT_SHORT:
+        for end, low in zip(ends, lowered, strict=True):
+            if (apart or any(word in low for word in words)) and (found := pattern.search(end)):
+                return label, found.group(0).strip()
+    return None
+
+
 def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutcome:
     """Failed when flagged, a non-zero exit is recorded or reported, or (outside reads) the output shows a
     failure. A shell result that says ``is_error: false`` recorded its exit as 0: Claude Code sets the flag
@@ -112,14 +156,13 @@ def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutco
     flagged = flag is True or _structured_failure(body)
     if cancelled := _cancelled(body, text):
         return CallOutcome(call.key, call.command, False, "interrupted", clip(cancelled, ERROR_MAX_CHARS), call.reader)
-    if call.command and not call.reader:  # a command cut short says so in its own output: that line is the outcome
-        for label, pattern in _CUT_SHORT:
-            if found := pattern.search(text[:_CUT_SHORT_SCAN]) or pattern.search(text[-_CUT_SHORT_SCAN:]):
-                return CallOutcome(call.key, call.command, False, label, clip(found.group(0).strip(), ERROR_MAX_CHARS))
+    # a command cut short says so in its own output: that line is the outcome
+    if call.command and not call.reader and (cut := _cut_short(text)):
+        return CallOutcome(call.key, call.command, False, cut[0], clip(cut[1], ERROR_MAX_CHARS))
     # A read's exit code leads its output, and so does a non-shell tool's failure: further down is the
     # content it read, wrote or was told (a file echoed after an edit, a sub-agent's report).
     scope = text.split("\n", 2)[:2] if call.reader or not call.command else [text]
-    codes = [int(code) for part in scope for code in _EXIT_CODE.findall(part)]
+    codes = [int(code) for part in scope for code in _exit_codes(part)]
     code = next((c for c in reversed(codes) if c), 0)
     recorded = _recorded_exit(body)
     if recorded is None and flag is False and call.command:
@@ -140,7 +183,7 @@ def outcome_of(call: Call, body: Any, text: str, flag: bool | None) -> CallOutco
             label = f"failed (exit {code})" if code else "failed"
             error = clip(error_line(printed_text), ERROR_MAX_CHARS)
             return CallOutcome(call.key, call.command, False, label, error, call.reader)
-    passed = call.command and not call.reader and bool(_PASSED.search(text))
+    passed = call.command and not call.reader and _passed(text)
     return CallOutcome(call.key, call.command, True, "passed" if passed else "ok", reads=call.reader)
 
 
@@ -184,7 +227,7 @@ def _says_more(line: str) -> bool:
 
 def _nonzero_exit(text: str) -> bool:
     """The output reports a non-zero exit of its own (``cmd | tail`` after ``Halting VM with exit status 2``)."""
-    return any(int(code) for code in _EXIT_CODE.findall(text))
+    return any(int(code) for code in _exit_codes(text))
 
 
 def decode_json_object(body: Any) -> Any:

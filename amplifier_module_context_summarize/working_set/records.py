@@ -89,4 +89,7 @@ def clip(text: str, limit: int) -> str:
 
 def output_lines(text: str) -> list[str]:
     """The output's non-empty lines without wrapper tags (mini-swe-agent's ``<returncode>``, Claude Code's)."""
-    return [line for line in (_TAG.sub("", line).strip() for line in text.splitlines()) if line]
+    lines = text.splitlines()
+    if "<" in text:  # (most outputs hold no tag: their lines are not searched for one)
+        lines = [_TAG.sub("", line) for line in lines]
+    return [line for line in (line.strip() for line in lines) if line]

@@ -22,7 +22,7 @@ from ...working_set.facts import extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
 from ...working_set.index import index_of
 from ...working_set.reads import named_reads, read_form
-from ...working_set.records import Facts, clip
+from ...working_set.records import NO_FACTS, Facts, clip
 
 ITEM_MAX_CHARS = 200
 
@@ -59,6 +59,7 @@ def joined(parts: Iterable[Facts | list[Message]]) -> Facts:
 
 
 _FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
+"""``Facts``' fields in order (``FactsRun.add`` reads a ``Facts`` as these, in turn)."""
 
 
 class FactsRun:
@@ -71,9 +72,11 @@ class FactsRun:
         self.empty = True
 
     def add(self, facts: Facts) -> None:
-        for items, name in zip(self._items, _FIELDS, strict=True):
-            items.extend(getattr(facts, name))
         self.empty = False
+        if facts is not NO_FACTS:  # most groups of a long span (a resume adds 31,000 at once) have none
+            for items, found in zip(self._items, facts, strict=True):  # a ``Facts`` is its fields, ``_FIELDS``
+                if found:
+                    items.extend(found)
 
     def facts(self) -> Facts:
         return Facts(*(tuple(items) for items in self._items))
