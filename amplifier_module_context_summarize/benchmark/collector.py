@@ -58,13 +58,18 @@ class CollectorCosts:
         return (self.manager.tracked - self.host.tracked) / max(self.messages, 1)
 
 
-def full_collection() -> Collection:
-    best = float("inf")
-    for _ in range(REPEATS):
-        started = time.process_time()  # CPU time: another process on the machine does not count
+def collection_times(repeats: int = REPEATS) -> list[float]:
+    """CPU seconds (another process on the machine does not count) of ``repeats`` full collections."""
+    times = []
+    for _ in range(repeats):
+        started = time.process_time()
         gc.collect()
-        best = min(best, time.process_time() - started)
-    return Collection(best, len(gc.get_objects()))
+        times.append(time.process_time() - started)
+    return times
+
+
+def full_collection() -> Collection:
+    return Collection(min(collection_times()), len(gc.get_objects()))
 
 
 async def _held_by_a_manager(config: dict[str, Any], messages: list[Message], later: list[Message]) -> Collection:
