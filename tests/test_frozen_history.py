@@ -184,6 +184,7 @@ async def test_bench_collector_counts_the_managers_tracked_objects_beside_the_ho
     # about 2 a message, and message copies kept as dicts and lists would add 2 to 3 more
     assert 0 < costs.tracked_per_message < 3.5, costs
     assert costs.ratio > 0 and "tracked objects per stored message" in render([costs])
+    assert costs.tracked_ratio == costs.manager.tracked / costs.host.tracked > 1
 
 
 class _Text(str):

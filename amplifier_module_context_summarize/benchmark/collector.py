@@ -53,6 +53,12 @@ class CollectorCosts:
         return self.manager.seconds / self.host.seconds if self.host.seconds else 0.0
 
     @property
+    def tracked_ratio(self) -> float:
+        """Tracked objects with the manager over those with the host's messages only: what the time ratio follows
+        on a quiet machine, the same in every run."""
+        return self.manager.tracked / self.host.tracked if self.host.tracked else 0.0
+
+    @property
     def tracked_per_message(self) -> float:
         """The manager's tracked objects per stored message."""
         return (self.manager.tracked - self.host.tracked) / max(self.messages, 1)
@@ -111,7 +117,7 @@ def render(costs: list[CollectorCosts]) -> str:
             f"({c.alone.tracked:,} tracked); with the host's messages {c.host.seconds * 1000:.0f} ms "
             f"({c.host.tracked:,}); with a manager holding them {c.manager.seconds * 1000:.0f} ms "
             f"({c.manager.tracked:,})",
-            f"  manager / host's messages only: {c.ratio:.2f}x (target <= 1.25); the manager's tracked objects per "
-            f"stored message: {c.tracked_per_message:.2f}",
+            f"  manager / host's messages only: {c.ratio:.2f}x (target <= 1.25; in tracked objects "
+            f"{c.tracked_ratio:.2f}x); the manager's tracked objects per stored message: {c.tracked_per_message:.2f}",
         ]
     return "\n".join(lines)
