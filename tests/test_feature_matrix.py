@@ -121,6 +121,10 @@ class Scenario:
     compact_at: int
     spill: int | None = None
     """``spill_threshold_tokens``; None: spilling off."""
+    max_input: int | None = None
+    """``summarizer.max_input_tokens``; small, a span is cut into fragments whose summaries are folded, and past four
+    inputs an in-band summary is stood in for by the extractive one while the LLM's is written in the background
+    (``compaction/run/stand_in.py``). None: the default."""
 
     @property
     def asks_llm(self) -> bool:
@@ -157,6 +161,7 @@ def scenarios(draw: Any) -> Scenario:
         stall_every=draw(st.integers(1, 3)),
         compact_at=draw(st.integers(1, turns)),
         spill=draw(st.sampled_from([None, None, 1_000, 2_500])),
+        max_input=draw(st.sampled_from([None, None, 256, 600])),
     )
 
 
@@ -222,6 +227,8 @@ def config(s: Scenario, store: Path) -> dict[str, Any]:
     summarizer: dict[str, Any] = {"provider": "extractive"}
     if s.summarizer != "offline":  # the direct backend is passed to create_manager; the key is then unused
         summarizer = {"provider": "session", "max_retries": 0, "timeout_s": DEADLINE_S}
+    if s.max_input is not None:
+        summarizer["max_input_tokens"] = s.max_input
     cfg: dict[str, Any] = {
         "max_tokens": s.budget,
         "compaction_strategy": s.strategy,

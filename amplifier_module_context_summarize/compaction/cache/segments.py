@@ -146,17 +146,8 @@ class SegmentSource:
     ) -> Segment | None:
         """The extractive summary of groups ``[start, end)``, stored like any other so a resume shows it again;
         None when the store has not got it and the job writes none (``Job.offline``)."""
-        key = self.key(job.history, start, end, job.focus)
-        cached = await self.store.get(*key)
-        if cached is not None:
-            job.report.cache_hits += 1
-            return Segment(start, end, cached.text, cached.tokens, cached.tier)
-        if job.offline:
-            return None
-        pinned = pinned_requests(job.history, start, end)
-        span = job.span(start, end)
-        outcome = await self.summarizer.extractive_off_loop(span, previous, None, pinned, max_tokens, job.focus)
-        return await self.record(key, start, end, outcome, tier=0, report=job.report)
+        segment, _ = await self._extractive(job, start, end, previous, None, max_tokens)
+        return segment
 
     async def stand_in(
         self, job: Job, start: int, end: int, previous: str | None, max_tokens: int | None = None
@@ -165,21 +156,27 @@ class SegmentSource:
         in for the LLM's (``Writer.STAND_IN``): reported as ``Skip.DEFERRED`` and not stored as the span's summary
         (the cut carries its text, ``PlanRecords.record_cuts``), so the LLM's, written in the background, takes the
         key. None when the store has not got it and the job writes none (``Job.offline``)."""
+        segment, span = await self._extractive(job, start, end, previous, Skip.DEFERRED, max_tokens)
+        if segment is not None and span is not None:
+            job.stand_ins.append(StandIn(segment, max_tokens, span))
+        return segment
+
+    async def _extractive(
+        self, job: Job, start: int, end: int, previous: str | None, skip: Skip | None, max_tokens: int | None
+    ) -> tuple[Segment | None, list[Message] | None]:
+        """The stored summary of groups ``[start, end)``, else the extractive one written now (reported with
+        ``skip``) and the span it read; (None, None) when the store has not got it and the job writes none."""
         key = self.key(job.history, start, end, job.focus)
         cached = await self.store.get(*key)
         if cached is not None:
             job.report.cache_hits += 1
-            return Segment(start, end, cached.text, cached.tokens, cached.tier)
+            return Segment(start, end, cached.text, cached.tokens, cached.tier), None
         if job.offline:
-            return None
+            return None, None
         pinned = pinned_requests(job.history, start, end)
         span = job.span(start, end)
-        outcome = await self.summarizer.extractive_off_loop(
-            span, previous, Skip.DEFERRED, pinned, max_tokens, job.focus
-        )
-        segment = await self.record(key, start, end, outcome, tier=0, report=job.report)
-        job.stand_ins.append(StandIn(segment, max_tokens, span))
-        return segment
+        outcome = await self.summarizer.extractive_off_loop(span, previous, skip, pinned, max_tokens, job.focus)
+        return await self.record(key, start, end, outcome, tier=0, report=job.report), span
 
     async def fresh(self, job: Job, start: int, end: int) -> Segment | None:
         """A summary of groups ``[start, end)`` as the history has them, written afresh: nothing read from the store
