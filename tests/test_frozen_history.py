@@ -7,7 +7,7 @@ import datetime
 import gc
 
 from amplifier_module_context_summarize import create_manager
-from amplifier_module_context_summarize.core import frozen
+from amplifier_module_context_summarize.core import atoms, frozen
 from amplifier_module_context_summarize.core.frozen import MessageLog, freeze, thaw
 from amplifier_module_context_summarize.core.messages import group_messages
 from amplifier_module_context_summarize.testing import mixed_history
@@ -161,7 +161,7 @@ async def test_what_the_caller_changes_after_add_or_set_never_reaches_the_stored
 
 
 def test_the_stored_forms_are_held_in_untracked_chunks_so_a_collection_does_not_visit_them(monkeypatch) -> None:
-    monkeypatch.setattr(frozen, "CHUNK", 8)
+    monkeypatch.setattr(atoms, "CHUNK", 8)
     log = MessageLog()
     messages = mixed_history(30)
     for message in messages:

@@ -22,6 +22,7 @@ import copy
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+from .atoms import AtomChunks
 from .messages import Message, encodable, has_lone_surrogate
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
@@ -32,9 +33,6 @@ messages of a group read together stay one object each; small, so the copies a r
 resume's extraction) thaws die young instead of reaching the collector's oldest generation, where they would set
 off full collections (with 1,024, a 50,000-message cold resume made 9 full collections where the code before
 made 3)."""
-
-CHUNK = 1_024
-"""Forms per tuple of the stored history (``MessageLog``)."""
 
 SHAPES_KEPT = 4_096
 """Compiled shapes kept (a session has tens); past this, or for a shape too large or deep to compile, the
@@ -190,14 +188,12 @@ def _read(codes: list[str], code_at: int, atoms: tuple[Any, ...], at: int) -> tu
 class MessageLog(Sequence[Message]):
     """The history's messages: appended frozen, read thawed (``Sequence[Message]``; a slice is a new list).
 
-    The forms are kept in tuples of ``CHUNK`` (the newest in a list until it fills): a tuple of untracked tuples is
-    untracked too, so a full collection does not even visit the stored messages one by one, as it would the items
-    of one long list.
+    The forms are kept in chunks (``AtomChunks``): a tuple of untracked tuples is untracked too, so a full
+    collection does not even visit the stored messages one by one, as it would the items of one long list.
     """
 
     def __init__(self) -> None:
-        self._chunks: list[tuple[Any, ...]] = []
-        self._tail: list[Any] = []
+        self._forms: AtomChunks[tuple[Any, ...]] = AtomChunks()
         self._recent: dict[int, Message] = {}
         self._older: dict[int, Message] = {}
         """Two generations of thawed messages: a hit in the older one moves to the recent one; when the recent one
@@ -207,15 +203,12 @@ class MessageLog(Sequence[Message]):
         """Keep ``message`` frozen; return the copy of it the next read returns (the caller's own is never kept)."""
         index = len(self)
         frozen, copied = frozen_copy(message)
-        self._tail.append(frozen)
-        if len(self._tail) == CHUNK:
-            self._chunks.append(tuple(self._tail))
-            self._tail = []
+        self._forms.append(frozen)
         self._keep(index, copied)
         return copied  # type: ignore[no-any-return]  # a dict copies to a dict
 
     def __len__(self) -> int:
-        return len(self._chunks) * CHUNK + len(self._tail)
+        return len(self._forms)
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -242,20 +235,19 @@ class MessageLog(Sequence[Message]):
 
     def copies(self) -> list[Message]:
         """Every message thawed afresh, none shared with the cache: ``get_messages()``'s list the caller may change."""
-        return [thaw(frozen) for chunk in (*self._chunks, self._tail) for frozen in chunk]
+        return [thaw(frozen) for frozen in self._forms]
 
     def frozen(self, index: int) -> Any:
         """Message ``index`` as stored."""
-        chunk, at = divmod(index, CHUNK)
-        return self._chunks[chunk][at] if chunk < len(self._chunks) else self._tail[at]
+        return self._forms[index]
 
     def holds_lone_surrogate(self, index: int) -> bool:
         """Whether message ``index`` holds a lone surrogate anywhere (``holds_lone_surrogate``), without a thaw."""
         return holds_lone_surrogate(self.frozen(index))
 
-    def stored(self) -> list[Any]:
+    def stored(self) -> list[Sequence[Any]]:
         """What holds the forms: the full chunks (tuples), then the newest one (a list)."""
-        return [*self._chunks, self._tail]
+        return self._forms.parts()
 
     def _read(self, index: int) -> Message:
         found = self._recent.get(index)

@@ -10,6 +10,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex, overload
 
+from .atoms import AtomChunks, IntArray, int_array
 from .frozen import MessageLog
 from .messages import (
     Grouper,
@@ -26,7 +27,7 @@ from .tokens import TokenCounter
 from .wire import without_response_chain
 
 
-class PrefixSums(list[int]):
+class PrefixSums(IntArray):
     """``History.prefix``: token prefix sums whose entries below ``waiting`` are worked out on first read.
 
     A history resumed from a store is counted from its boundary on (``History.count_from``); the entries before
@@ -35,8 +36,10 @@ class PrefixSums(list[int]):
     ``estimating``, reads return them as they are; once it is off, the first read counts them exactly.
     """
 
+    def __new__(cls, values: list[int]) -> PrefixSums:
+        return super().__new__(cls, "q", values)  # type: ignore[return-value]  # typeshed: array, not Self
+
     def __init__(self, values: list[int]) -> None:
-        super().__init__(values)
         self.waiting = 0
         """Entries ``[0, waiting)`` are not worked out yet."""
         self.fill: Callable[[], None] | None = None
@@ -47,9 +50,9 @@ class PrefixSums(list[int]):
     def __getitem__(self, index: SupportsIndex) -> int: ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: slice) -> IntArray: ...
 
-    def __getitem__(self, index: SupportsIndex | slice) -> int | list[int]:
+    def __getitem__(self, index: SupportsIndex | slice) -> int | IntArray:
         if self.waiting and not self.estimating:
             if isinstance(index, slice):
                 self.work_out()
@@ -90,8 +93,10 @@ class History:
         self.preserve_system = preserve_system
         self.messages = MessageLog()
         """Kept frozen (``core.frozen``: nothing the collector walks), read as ordinary messages."""
-        self._prefix: list[int] = [0] if counting else PrefixSums([0])
-        """A plain list (read on every request) unless built for ``count_from``, which may leave entries waiting."""
+        self._prefix: IntArray = int_array([0]) if counting else PrefixSums([0])
+        """A plain array (read on every request) unless built for ``count_from``, which may leave entries waiting;
+        an array, as are the other long sequences a history keeps, so a full collection does not walk them
+        (``core.atoms``)."""
         self._counting = counting
         """False until ``count_from``: appends leave tokens uncounted (system messages aside)."""
         self._open_counted = True
@@ -132,7 +137,7 @@ class History:
         """(index, allowance) -> a pin as shown and its tokens: worked out once per message (``core.state._pin``)."""
         self.pin_tokens: dict[int, int] = {}
         """Index -> tokens of the message as pinned, unclipped: what ``extra_pins`` fits into the pins' room."""
-        self.requests: list[int] = []
+        self.requests: IntArray = int_array()
         """Indices of the user turns (messages that say something, not only tool results), in order."""
         self.recent_user_turns = 0
         """How many of the newest user turns are pinned when their groups are summarized."""
@@ -143,7 +148,7 @@ class History:
         self._grouper = Grouper()
         self._open_stored = 0
         """Tokens of the newest group's messages as stored (its prefix entry counts it as shown)."""
-        self._chain = [fingerprint]
+        self._chain: AtomChunks[str] = AtomChunks([fingerprint])
         self.bounded = 0
         """Groups before this one have upper bounds for counts while ``estimating`` (``count_from``'s horizon)."""
         self.estimating = False
@@ -157,7 +162,7 @@ class History:
         return self._grouper.groups
 
     @property
-    def prefix(self) -> list[int]:
+    def prefix(self) -> IntArray:
         """``prefix[i]``: tokens of groups ``[0, i)`` as a view shows them (the newest group counted on read)."""
         if not self._open_counted:
             self._count_open_as_shown()
@@ -254,7 +259,7 @@ class History:
         total = 0
         for g in range(boundary, newest):
             total += sum(count(m) for m in self._counted_form(g))
-            list.__setitem__(prefix, g + 1, total)
+            IntArray.__setitem__(prefix, g + 1, total)
         if newest >= 0:
             group = groups[newest]
             self._open_stored = sum(
@@ -279,10 +284,10 @@ class History:
         total = 0
         for g in range(start):
             total += sum(bound(m) for m in self._counted_form(g))
-            list.__setitem__(prefix, g + 1, total)
+            IntArray.__setitem__(prefix, g + 1, total)
         for offset, tokens in enumerate(reversed(counts)):
             total += tokens
-            list.__setitem__(prefix, start + offset + 1, total)
+            IntArray.__setitem__(prefix, start + offset + 1, total)
         if newest >= 0:
             group = self.groups[newest]
             self._open_stored = sum(
@@ -324,14 +329,14 @@ class History:
     def _count_before(self, boundary: int) -> None:
         """Work out prefix entries ``[0, boundary)`` back from the one at ``boundary``."""
         prefix, count = self._prefix, self.counter.count_message
-        running = list.__getitem__(prefix, boundary)
+        running = IntArray.__getitem__(prefix, boundary)
         for g in range(boundary - 1, -1, -1):
             running -= sum(count(m) for m in self._counted_form(g))
-            list.__setitem__(prefix, g, running)
+            IntArray.__setitem__(prefix, g, running)
 
     def rekey(self, fingerprint: str) -> None:
         """Chain hashes under another fingerprint (they are recomputed lazily)."""
-        self._chain = [fingerprint]
+        self._chain = AtomChunks([fingerprint])
 
     def chain_at(self, group_index: int) -> str:
         """Chain hash after groups ``[0, group_index)``; only closed groups are ever hashed."""

@@ -233,7 +233,7 @@ class ShownPrefix(Sequence[int]):
     touches are worked out.
     """
 
-    def __init__(self, prefix: list[int], masks: Masks, start: int, mask_end: int) -> None:
+    def __init__(self, prefix: Sequence[int], masks: Masks, start: int, mask_end: int) -> None:
         self.prefix, self.masks, self.start, self.mask_end = prefix, masks, start, mask_end
         self._saved = prefix[mask_end] - prefix[start] - masks.tokens(start, mask_end)
 
