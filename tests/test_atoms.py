@@ -3,6 +3,7 @@ visit item by item (``core.atoms``), and read as the lists they replaced."""
 
 from __future__ import annotations
 
+import bisect
 import gc
 import random
 import types
@@ -10,7 +11,7 @@ import types
 import pytest
 
 from amplifier_module_context_summarize.core import atoms
-from amplifier_module_context_summarize.core.atoms import AtomChunks
+from amplifier_module_context_summarize.core.atoms import AtomChunks, SortedChunks
 from amplifier_module_context_summarize.core.history import History
 from amplifier_module_context_summarize.core.tokens import TokenCounter
 from amplifier_module_context_summarize.testing import mixed_history
@@ -61,6 +62,28 @@ def test_full_chunks_are_untracked_once_they_survived_a_collection(monkeypatch) 
     *full, newest = chunks.parts()
     assert len(full) == 3 and len(newest) == 6
     assert not any(gc.is_tracked(chunk) for chunk in full)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sorted_chunks_hold_what_insort_into_a_list_holds(monkeypatch, seed: int) -> None:
+    monkeypatch.setattr(atoms, "SORTED_CHUNK", 2)  # splits and emptied chunks every few steps
+    rng = random.Random(seed)
+    chunks: SortedChunks[tuple[int, str]] = SortedChunks()
+    plain: list[tuple[int, str]] = []
+    for _ in range(400):
+        if plain and rng.random() < 0.4:
+            item = rng.choice(plain)
+            plain.remove(item)
+            chunks.remove(item)
+        else:
+            item = (rng.randrange(30), rng.choice("abcdef"))
+            if item in plain:
+                continue
+            bisect.insort(plain, item)
+            chunks.add(item)
+        assert list(chunks) == plain and list(reversed(chunks)) == plain[::-1] and len(chunks) == len(plain)
+    with pytest.raises(ValueError, match="not in"):
+        chunks.remove((99, "z"))
 
 
 def test_a_long_history_adds_few_references_for_the_collector_beyond_its_messages() -> None:

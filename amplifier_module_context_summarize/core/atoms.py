@@ -10,13 +10,18 @@ were three lists of 31,000, 31,000 and 6,000 items, about a third of what the mo
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 CHUNK = 1_024
 """Items per tuple of an ``AtomChunks`` (the stored messages' frozen forms among them: ``core.frozen``)."""
 
+SORTED_CHUNK = 256
+"""Items per tuple of a ``SortedChunks`` (at most twice this many: a fuller one is split): an insertion copies one."""
+
 T = TypeVar("T")
+S = TypeVar("S", bound=Any)
 
 if TYPE_CHECKING:
     IntArray = array[int]
@@ -77,3 +82,60 @@ class AtomChunks(Sequence[T], Generic[T]):
     def parts(self) -> list[Sequence[T]]:
         """What holds the items: the full chunks (tuples), then the newest one (a list)."""
         return [*self._chunks, self._tail]
+
+
+class SortedChunks(Generic[S]):
+    """Distinct immutable items in sorted order (``bisect.insort`` into a list, but kept in tuples of at most twice
+    ``SORTED_CHUNK``): a working set's keys by their last touch, thousands in a long session."""
+
+    __slots__ = ("_chunks", "_lasts", "_size")
+
+    def __init__(self) -> None:
+        self._chunks: list[tuple[S, ...]] = []
+        self._lasts: list[S] = []
+        """Each chunk's greatest item, to find the chunk an item belongs in."""
+        self._size = 0
+
+    def add(self, item: S) -> None:
+        chunks, lasts = self._chunks, self._lasts
+        self._size += 1
+        if not chunks:
+            chunks.append((item,))
+            lasts.append(item)
+            return
+        i = min(bisect_left(lasts, item), len(chunks) - 1)
+        chunk = chunks[i]
+        at = bisect_right(chunk, item)
+        chunk = (*chunk[:at], item, *chunk[at:])
+        if len(chunk) > 2 * SORTED_CHUNK:
+            half = len(chunk) // 2
+            chunks[i : i + 1] = [chunk[:half], chunk[half:]]
+            lasts[i : i + 1] = [chunk[half - 1], chunk[-1]]
+        else:
+            chunks[i], lasts[i] = chunk, chunk[-1]
+
+    def remove(self, item: S) -> None:
+        """Take ``item`` out (``ValueError`` if it is not in)."""
+        chunks, lasts = self._chunks, self._lasts
+        i = bisect_left(lasts, item)
+        chunk = chunks[i] if i < len(chunks) else ()
+        at = bisect_left(chunk, item)
+        if at == len(chunk) or chunk[at] != item:
+            raise ValueError(f"{item!r} is not in the sorted items")
+        self._size -= 1
+        chunk = chunk[:at] + chunk[at + 1 :]
+        if chunk:
+            chunks[i], lasts[i] = chunk, chunk[-1]
+        else:
+            del chunks[i], lasts[i]
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[S]:
+        for chunk in self._chunks:
+            yield from chunk
+
+    def __reversed__(self) -> Iterator[S]:
+        for chunk in reversed(self._chunks):
+            yield from reversed(chunk)

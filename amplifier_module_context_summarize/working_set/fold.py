@@ -88,7 +88,7 @@ class WorkingSet:
         """Folder (``""`` above the top ones) -> its subfolder holding the most absolute paths."""
         self.relative_firsts: set[str] = set()
         """First folder names of the relative spellings (``src`` of ``src/x.py``)."""
-        self.commits: dict[str, list[str]] = {}
+        self.commits: dict[str, tuple[str, ...]] = {}
         """Commit ids by their first ``COMMIT_KEY`` characters (``""``: shorter ones)."""
         self.commit_order: dict[str, int] = {}
         self.touched = Touched()
@@ -102,7 +102,6 @@ class WorkingSet:
             elif name != "touched":
                 setattr(other, name, value)
         other.definitions = {path: dict(names) for path, names in self.definitions.items()}
-        other.commits = {key: list(bucket) for key, bucket in self.commits.items()}
         return other
 
     # ------------------------------------------------------------------ folding
@@ -231,7 +230,8 @@ class WorkingSet:
                 self.touched.ids[known] = None
                 return
             self.commit_order[identifier] = len(self.commit_order)
-            commits.setdefault(identifier[:COMMIT_KEY] if len(identifier) >= COMMIT_KEY else "", []).append(identifier)
+            key = identifier[:COMMIT_KEY] if len(identifier) >= COMMIT_KEY else ""
+            commits[key] = (*commits.get(key, ()), identifier)  # tuples of strings: the collector stops walking them
         self.ids[identifier] = self.seq
         self.touched.ids[identifier] = None
 

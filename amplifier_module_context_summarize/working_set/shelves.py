@@ -11,7 +11,6 @@ to its allowance) and stops.
 
 from __future__ import annotations
 
-import bisect
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from dataclasses import fields
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
+from ..core.atoms import SortedChunks
 from .fold import (
     CHANGED_ORDER,
     DEFINITIONS_KEEP,
@@ -51,7 +51,7 @@ class Recency:
     """Keys ordered by a sequence number (their last touch): the newest are read without sorting the rest."""
 
     def __init__(self) -> None:
-        self._order: list[tuple[int, str]] = []
+        self._order: SortedChunks[tuple[int, str]] = SortedChunks()
         self._seq: dict[str, int] = {}
         self.rows: dict[str, Row] = {}
         self.made: dict[str, Any] = {}
@@ -64,8 +64,8 @@ class Recency:
         known = self._seq.get(key)
         if known != seq:
             if known is not None:
-                del self._order[bisect.bisect_left(self._order, (known, key))]
-            bisect.insort(self._order, (seq, key))
+                self._order.remove((known, key))
+            self._order.add((seq, key))
             self._seq[key] = seq
         if self.rows.get(key) != row:
             self.made.pop(key, None)
@@ -74,7 +74,7 @@ class Recency:
     def remove(self, key: str) -> None:
         known = self._seq.pop(key, None)
         if known is not None:
-            del self._order[bisect.bisect_left(self._order, (known, key))]
+            self._order.remove((known, key))
             del self.rows[key]
             self.made.pop(key, None)
 
@@ -147,8 +147,9 @@ class Shelves:
         self.folder_recency: dict[bool, Recency] = {True: Recency(), False: Recency()}
         self.relative_entries = 0
         """Entries shown in folders whose path is relative (the section then says what it is relative to)."""
-        self.definitions: dict[str, list[str]] = {}
-        """Canonical path -> its spellings with definitions, in the order they were first seen."""
+        self.definitions: dict[str, tuple[str, ...]] = {}
+        """Canonical path -> its spellings with definitions, in the order they were first seen (a tuple of strings,
+        which the collector stops walking)."""
         self.definition_items: dict[str, tuple[str, str, int]] = {}
         """Canonical path -> (text, trimmed text, newest change) of the files still there."""
         self.definition_recency = Recency()
@@ -187,9 +188,9 @@ class Shelves:
                 redefine[path] = None
         for spelling in touched.definitions:
             path = self._canonical(spelling)
-            spellings = self.definitions.setdefault(path, [])
+            spellings = self.definitions.get(path, ())
             if spelling not in spellings:
-                spellings.append(spelling)
+                self.definitions[path] = (*spellings, spelling)
             redefine[path] = None
         for path in redefine:
             self._define(ws, path)
