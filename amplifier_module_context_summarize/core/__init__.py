@@ -3,7 +3,7 @@
 Owns the message shapes and their groups (``messages``), what each attachment block carries (``blocks``) and what
 its binary parts cost (``media``: image sizes, PDF pages), token counting (``tokens``), what the orchestrator adds
 on the wire and its calibration (``wire``), the request budget (``budget``), the stored history (``history``; its
-messages kept frozen, out of the collector's walk: ``frozen``), the
+messages kept frozen, out of the collector's walk: ``frozen``; its long sequences too: ``atoms``), the
 frozen compaction state and the splice it shows (``state``), what a pin keeps of a message and how it shows
 (``pins``), the rules every view obeys (``invariants``), the boundary plan (``plan``), clipping (``clip``), handles
 to masked outputs (``handles``), secret redaction (``redact``), searching one text for thousands of strings
