@@ -285,7 +285,6 @@ async def test_compact_cancelled_at_any_turn_leaves_its_pre_compact_paired() -> 
     assert turns > 5
 
 
-
 @pytest.mark.parametrize("through", ["session-provider", "backend"])
 async def test_every_blocking_request_and_compact_hold_the_deadline_after_calls_were_cut(
     monkeypatch: pytest.MonkeyPatch, through: str

@@ -114,4 +114,3 @@ async def test_a_resume_takes_the_cut_truncate_made(denying: bool) -> None:
     manager, again = await resumed_view(config, store, messages, budget, hooks=hooks())
     assert manager.state == live.state
     assert again == view
-

@@ -55,9 +55,7 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
     )
     hosts = ", ".join(f"{run.kind} {run.host_collection_s * MS:.0f} ms" for run in runs)
     lines.append(f"  the same from {late:,} msgs with the collector's pauses: {collector}")
-    lines.append(
-        f"  target <= 1.25x the host's own full collection (the session's messages held, no manager): {hosts}"
-    )
+    lines.append(f"  target <= 1.25x the host's own full collection (the session's messages held, no manager): {hosts}")
     for run in runs:
         r = run.resume
         if r is None:
