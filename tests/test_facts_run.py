@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
-from amplifier_module_context_summarize.compaction.view.losses import FactsRun, joined
+from amplifier_module_context_summarize.compaction.view.losses import FOLD_CHUNK, FactsRun, _fold, account_of, joined
 from amplifier_module_context_summarize.working_set.facts import extract
-from amplifier_module_context_summarize.working_set.records import NO_FACTS, Facts, FileAction
+from amplifier_module_context_summarize.working_set.fold import WorkingSet
+from amplifier_module_context_summarize.working_set.index import FactsLog
+from amplifier_module_context_summarize.working_set.records import NO_FACTS, CallOutcome, Facts, FileAction
 
 
 def test_a_run_is_its_groups_joined() -> None:
@@ -27,3 +29,55 @@ def test_a_run_of_groups_without_facts_is_not_empty_but_holds_none() -> None:
     run.add(NO_FACTS)
     assert not run.empty
     assert run.facts() == NO_FACTS
+
+
+def test_a_run_of_plain_forms_is_its_groups_joined() -> None:
+    """Groups read from the log in its plain form (``FactsLog.plain``) join as their facts do, named tuples and all,
+    mixed with groups added as ``Facts``."""
+    history = CodingSession(SMALL, seed=13, text=TextSource()).history(900)
+    parts = [extract(history[i : i + 2]) for i in range(0, len(history), 2)]
+    assert len(parts) > 2 * FactsLog.BLOCK and any(p is NO_FACTS for p in parts)
+    log = FactsLog()
+    for part in parts:
+        log.append(part)
+    run = FactsRun()
+    for g, part in enumerate(parts):
+        if g % 5 == 0:
+            run.add(part)
+        else:
+            run.add_plain(log.plain(g))
+    joined_facts = run.facts()
+    assert joined_facts == joined(parts) and joined_facts.files and joined_facts.outcomes and joined_facts.definitions
+    assert all(type(f) is FileAction for f in joined_facts.files)
+    assert all(type(o) is CallOutcome and o.reads == o[5] for o in joined_facts.outcomes)
+    empty = FactsRun()
+    empty.add_plain(log.plain(next(g for g, p in enumerate(parts) if p is NO_FACTS)))
+    assert not empty.empty and empty.facts() == NO_FACTS
+
+
+def test_an_account_of_plain_forms_is_the_account_of_the_facts() -> None:
+    """The account reads a run's plain form (the log's tuples, never all made named tuples at once): the same
+    root, the same artifacts kept and lost as the joined ``Facts``, and a fold fed a few at a time is the fold of all
+    at once (``WorkingSet.add`` reads its fields in turn)."""
+    history = CodingSession(SMALL, seed=17, text=TextSource()).history(3_000)
+    parts = [extract(history[i : i + 2]) for i in range(0, len(history), 2)]
+    parts += [Facts(workdirs=("/repo",), files=(FileAction("read", "/repo/src/x.py"), FileAction("move", "a", "b")))]
+    log = FactsLog()
+    for part in parts:
+        log.append(part)
+    run = FactsRun()
+    for g in range(len(parts)):
+        run.add_plain(log.plain(g))
+    plain = run.plain()
+    assert all(type(f) is tuple for f in plain[0]) and all(type(o) is tuple for o in plain[1])
+    facts = run.facts()
+    assert len(facts.files) > 2 * FOLD_CHUNK and len(facts.outcomes) > FOLD_CHUNK
+    whole = WorkingSet()
+    whole.add(facts)
+    fed = _fold(plain)
+    assert fed.root() == whole.root() and fed.entries() == whole.entries() and fed.votes == whole.votes
+    assert fed.commands == whole.commands and fed.errors == whole.errors and fed.seq == whole.seq
+    shown = " ".join(f.path for f in facts.files[::7]) + " " + " ".join(o.key for o in facts.outcomes[::5])
+    assert account_of(plain, shown) == account_of(facts, shown)
+    kept = account_of(plain, shown)
+    assert kept.kept_count and kept.lost_count

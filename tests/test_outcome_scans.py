@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
-from amplifier_module_context_summarize.working_set.mentions import _TICKET_HINT
+from amplifier_module_context_summarize.working_set.mentions import (
+    _COMMIT,
+    _CVE,
+    _PR,
+    _TICKET,
+    _TICKET_HINT,
+    _TICKET_NOT,
+    _short_ids,
+    identifiers_in,
+)
 from amplifier_module_context_summarize.working_set.outcomes import (
     _CUT_SHORT,
     _CUT_SHORT_SCAN,
@@ -144,3 +153,42 @@ def test_output_lines_are_each_lines_untagged(pieces: list[str]) -> None:
     text = "".join(pieces)
     expected = [line for line in (_TAG.sub("", line).strip() for line in text.splitlines()) if line]
     assert output_lines(text) == expected
+
+
+def _identifiers_every_pattern(text: str, commits: bool) -> list[str]:
+    """``identifiers_in`` as it was: every pattern's own check, no shared precheck."""
+    found: list[tuple[int, str]] = []
+    if _TICKET_HINT.search(text):
+        found += [(m.start(), m.group(0)) for m in _TICKET.finditer(text) if m.group(1) not in _TICKET_NOT]
+    if "CVE-" in text:
+        found += [(m.start(), m.group(0)) for m in _CVE.finditer(text)]
+    found += _short_ids(text)
+    if "#" in text:
+        found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
+    if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
+        for match in _COMMIT.finditer(text):
+            sha = match.group(1) or match.group(2)
+            if any(c.isdigit() for c in sha):
+                found.append((match.start(), f"commit {sha}"))
+    return [item for _, item in sorted(found, key=lambda pair: pair[0])]
+
+
+_ID_PIECES = [
+    *("PROJ-12", "AB-1", "UTF-8", "CVE-2024-12345", "bd-a3f8e9.1", "spotter-a0y", "pre-commit", "PR #12", "#7"),
+    *("pull request #3", "commit 41dd7fe7", "Committed as abc1234", "[main 1a2b3c4] msg", "COMMIT 1234567", "-"),
+    *(" ", "\n", "x", "[", "]", "#", "ommit", "a1b2c3d", "/", ".", "_"),
+]
+
+
+@given(st.lists(st.sampled_from(_ID_PIECES), max_size=20).map("".join), st.booleans())
+def test_identifiers_are_every_patterns_findings(text: str, commits: bool) -> None:
+    assert identifiers_in(text, commits) == _identifiers_every_pattern(text, commits)
+
+
+def test_identifiers_agree_on_a_generated_sessions_texts() -> None:
+    history = CodingSession(SMALL, seed=5, text=TextSource()).history(1_500)
+    texts = [body_text(decode_json_object(body)) for m in history for _, body, _ in call_results(m)]
+    texts += [m["content"] for m in history if isinstance(m.get("content"), str)]
+    found = [identifiers_in(text, commits) for text in texts for commits in (False, True)]
+    assert found == [_identifiers_every_pattern(text, commits) for text in texts for commits in (False, True)]
+    assert sum(map(bool, found)) > 10

@@ -31,7 +31,10 @@ class Substrings:
             text = self.text
             self._grams = {text[i : i + GRAM] for i in range(len(text) - GRAM + 1)}
         grams = self._grams
-        starts = range(0, len(needle) - GRAM + 1, GRAM)
-        if any(needle[i : i + GRAM] not in grams for i in starts) or (starts and needle[-GRAM:] not in grams):
-            return False
+        if len(needle) >= GRAM:  # a plain loop: most needles are answered by their first gram or their last
+            if needle[-GRAM:] not in grams:
+                return False
+            for i in range(0, len(needle) - GRAM + 1, GRAM):
+                if needle[i : i + GRAM] not in grams:
+                    return False
         return needle in self.text

@@ -63,6 +63,16 @@ class FactsLog:
             self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
         return _facts(self._read[1][offset])
 
+    def plain(self, group: int) -> Plain:
+        """The facts of one group as kept (``_plain``: tuples of strings, which the collector stops tracking), not
+        built into named tuples: a reader joining thousands of groups builds the joined ones once."""
+        block, offset = divmod(group, self.BLOCK)
+        if block == len(self._blocks):
+            return _plain(self._open[offset])
+        if self._read is None or self._read[0] != block:
+            self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
+        return self._read[1][offset]  # type: ignore[no-any-return]  # marshal gives back what ``_plain`` made
+
     def first(self, count: int) -> Iterator[Facts]:
         """The facts of groups ``[0, count)``, each block decompressed once."""
         for block in self._blocks[: -(-count // self.BLOCK)]:
@@ -72,7 +82,11 @@ class FactsLog:
         yield from self._open[: max(count, 0)]
 
 
-def _plain(facts: Facts) -> tuple[Any, ...]:
+Plain = tuple[Any, ...]
+"""A group's facts as ``FactsLog`` keeps them: ``Facts``' fields in order, each file and outcome a plain tuple."""
+
+
+def _plain(facts: Facts) -> Plain:
     files = tuple((f.action, f.path, f.target) for f in facts.files)
     outcomes = tuple((o.key, o.command, o.ok, o.label, o.error, o.reads) for o in facts.outcomes)
     return (files, outcomes, facts.urls, facts.identifiers, facts.workdirs, facts.definitions)
@@ -156,6 +170,12 @@ class WorkingSetIndex:
         kept = self._facts
         self.extract_to(group + 1)
         return kept[group] if group < len(kept) else extract(self.history.shown(group))
+
+    def plain(self, group: int) -> Plain:
+        """``facts``, as ``FactsLog.plain`` reads them."""
+        kept = self._facts
+        self.extract_to(group + 1)
+        return kept.plain(group) if group < len(kept) else _plain(extract(self.history.shown(group)))
 
     def extract_to(self, end: int) -> None:
         """Extract and keep the facts of closed groups ``[0, end)`` not kept yet (none read back: ``warm.py``)."""

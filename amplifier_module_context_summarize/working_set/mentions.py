@@ -56,6 +56,9 @@ def identifiers_in(text: str, commits: bool) -> list[str]:
     Each pattern runs only where a plain substring (or a simpler pattern) it needs is present: tool outputs
     are long, and most hold none of them.
     """
+    commits = commits and ("ommit" in text or "OMMIT" in text or "[" in text)
+    if not commits and "-" not in text and "#" not in text:  # every other kind needs one (most texts hold none)
+        return []
     found: list[tuple[int, str]] = []
     if _TICKET_HINT.search(text):
         for match in _TICKET.finditer(text):
@@ -66,11 +69,13 @@ def identifiers_in(text: str, commits: bool) -> list[str]:
     found += _short_ids(text)
     if "#" in text:
         found += [(m.start(), f"PR #{m.group(1)}") for m in _PR.finditer(text)]
-    if commits and ("ommit" in text or "OMMIT" in text or "[" in text):
+    if commits:
         for match in _COMMIT.finditer(text):
             sha = match.group(1) or match.group(2)
             if any(c.isdigit() for c in sha):
                 found.append((match.start(), f"commit {sha}"))
+    if len(found) < 2:
+        return [item for _, item in found]
     return [item for _, item in sorted(found, key=lambda pair: pair[0])]
 
 

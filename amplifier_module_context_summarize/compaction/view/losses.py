@@ -20,9 +20,9 @@ from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import extract
 from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
-from ...working_set.index import index_of
+from ...working_set.index import Plain, index_of
 from ...working_set.reads import named_reads, read_form
-from ...working_set.records import NO_FACTS, Facts, clip
+from ...working_set.records import CallOutcome, Facts, FileAction, clip
 
 ITEM_MAX_CHARS = 200
 
@@ -50,12 +50,13 @@ def account(span: list[Message], shown_text: str) -> Account:
     return account_of(extract(span), shown_text)
 
 
-def joined(parts: Iterable[Facts | list[Message]]) -> Facts:
-    """The facts of consecutive groups as one run: each part's own (a list of messages is extracted here), in
-    order. For groups whose calls are all answered within them (every group a view shows as stored) this is
-    ``extract`` of all their messages at once, item for item."""
-    done = [part if isinstance(part, Facts) else extract(part) for part in parts]
-    return Facts(*(tuple(item for facts in done for item in getattr(facts, name)) for name in _FIELDS))
+def joined(parts: Iterable[Plain | list[Message]]) -> Plain:
+    """The facts of consecutive groups as one run: each part's own (a list of messages is extracted here; a
+    ``Facts`` or its plain form, ``index.Plain``, taken as it is), in order, files and outcomes as the parts hold
+    them (named or plain tuples). For groups whose calls are all answered within them (every group a view shows as
+    stored) this is ``extract`` of all their messages at once, item for item."""
+    done = [extract(part) if isinstance(part, list) else part for part in parts]
+    return tuple(tuple(item for facts in done for item in facts[field]) for field in range(len(_FIELDS)))
 
 
 _FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions")
@@ -65,59 +66,121 @@ _FIELDS = ("files", "outcomes", "urls", "identifiers", "workdirs", "definitions"
 class FactsRun:
     """The facts of consecutive groups joined as they are read, in order (as ``joined`` joins them). A long span
     (a cold resume hides 31,000 groups at once) then keeps its items, not a ``Facts`` per group: that many alive
-    together outlive the collector's young generations and set off full collections over the whole heap."""
+    together outlive the collector's young generations and set off full collections over the whole heap. Groups
+    read as ``FactsLog`` keeps them (``add_plain``) keep their files and outcomes as plain tuples, which the
+    collector stops tracking (named tuples it tracks for as long as they live)."""
 
     def __init__(self) -> None:
         self._items: tuple[list[Any], ...] = tuple([] for _ in _FIELDS)
         self.empty = True
 
     def add(self, facts: Facts) -> None:
+        self.add_plain(facts)  # a ``Facts`` is its fields, ``_FIELDS``, as a plain form is
+
+    def add_plain(self, plain: Plain) -> None:
+        """Add one group's facts in ``FactsLog``'s plain form (``index.Plain``)."""
         self.empty = False
-        if facts is not NO_FACTS:  # most groups of a long span (a resume adds 31,000 at once) have none
-            for items, found in zip(self._items, facts, strict=True):  # a ``Facts`` is its fields, ``_FIELDS``
+        if any(plain):  # most groups of a long span (a resume adds 31,000 at once) have none
+            for items, found in zip(self._items, plain, strict=True):
                 if found:
                     items.extend(found)
 
+    def plain(self) -> Plain:
+        """The joined facts, each field a tuple of the items as added (named or plain tuples)."""
+        return tuple(tuple(items) for items in self._items)
+
     def facts(self) -> Facts:
-        return Facts(*(tuple(items) for items in self._items))
+        """The joined facts as a ``Facts``, its files and outcomes named tuples."""
+        files, outcomes, *rest = self.plain()
+        return _new(Facts, (_named_files(files), _named_outcomes(outcomes), *rest))
 
 
-def account_of(facts: Facts, shown_text: str) -> Account:
-    """Which artifacts of a span whose facts are ``facts`` ``shown_text`` still names."""
+_new = tuple.__new__
+"""Builds a named tuple from the tuple of its fields in C (as ``index._facts`` does)."""
+
+
+def _named_files(files: tuple[Any, ...]) -> tuple[FileAction, ...]:
+    return tuple([_new(FileAction, f) for f in files])
+
+
+def _named_outcomes(outcomes: tuple[Any, ...]) -> tuple[CallOutcome, ...]:
+    return tuple([_new(CallOutcome, o) for o in outcomes])
+
+
+FOLD_CHUNK = 512
+"""Files or outcomes made named tuples at a time to fold a plain run (``_fold``)."""
+
+
+def _fold(facts: Plain) -> WorkingSet:
+    """``WorkingSet().add(facts)`` for facts in plain form. ``add`` reads each field in turn, item after item, so
+    it is the same fed a few files or outcomes at a time, each lot made named tuples just before: a cold resume's
+    account (tens of thousands of them) then never holds them all at once, and they die young."""
+    files, outcomes, *rest = facts
     working_set = WorkingSet()
-    working_set.add(facts)
-    root = working_set.root()
+    for at in range(0, len(files), FOLD_CHUNK):
+        working_set.add(_new(Facts, (_named_files(files[at : at + FOLD_CHUNK]), (), (), (), (), ())))
+    for at in range(0, len(outcomes), FOLD_CHUNK):
+        working_set.add(_new(Facts, ((), _named_outcomes(outcomes[at : at + FOLD_CHUNK]), (), (), (), ())))
+    working_set.add(_new(Facts, ((), (), *rest)))
+    return working_set
+
+
+def account_of(facts: Plain, shown_text: str) -> Account:
+    """Which artifacts of a span whose facts are ``facts`` (a ``Facts`` or its plain form) ``shown_text`` still
+    names."""
+    root = _fold(facts).root()
     found = {kind: list(dict.fromkeys(i for i in items if i and i != ".")) for kind, items in _raw(facts, root).items()}
     return _named(found, root, shown_text)
 
 
-def _raw(facts: Facts, root: str | None) -> dict[str, list[str]]:
-    """The artifacts of ``facts`` by kind, paths and commands spelled relative to ``root``, in order, repeats kept."""
+def _raw(facts: Plain, root: str | None) -> dict[str, list[str]]:
+    """The artifacts of ``facts`` by kind, paths and commands spelled relative to ``root``, in order, repeats kept.
+    Files and outcomes are read by position (``FileAction``: action, path, target; ``CallOutcome``: key, command,
+    ok, label, error, reads), so their plain forms read as the named ones."""
+    files, outcomes, urls, identifiers, _, _ = facts
     return {
-        "files": [canonical(p, root) for f in facts.files for p in (f.path, f.target) if p],
-        "commands": [command_in_root(o.key, root) for o in facts.outcomes if o.command],
-        "urls": list(facts.urls),
-        "identifiers": list(facts.identifiers),
-        "errors": [o.error for o in facts.outcomes if o.error],
+        "files": [canonical(p, root) for f in files for p in (f[1], f[2]) if p],
+        "commands": [command_in_root(o[0], root) for o in outcomes if o[1]],
+        "urls": list(urls),
+        "identifiers": list(identifiers),
+        "errors": [o[4] for o in outcomes if o[4]],
     }
 
 
-Forms = dict[str, tuple[str, bool, tuple[str, str] | None]]
-"""Item -> what checking it reads, whatever the text: its clipped form, whether collapsing its whitespace changes
-it, and its one-file read form (``read_form``)."""
+Forms = dict[str, tuple[str, bool]]
+"""Item -> what checking it reads, whatever the text: its clipped form and whether collapsing its whitespace changes
+it."""
+ReadForms = dict[str, tuple[str, str] | None]
+"""Command -> its one-file read form (``read_form``): worked out for commands only (most items are files, ids,
+URLs and error lines, which are never read as a command)."""
 
 
-def _forms(item: str, forms: Forms) -> tuple[str, bool, tuple[str, str] | None]:
+def _forms(item: str, forms: Forms) -> tuple[str, bool]:
     known = forms.get(item)
     if known is None:
-        known = forms[item] = (clip(item, ITEM_MAX_CHARS).rstrip("…"), item != " ".join(item.split()), read_form(item))
+        known = forms[item] = (clip(item, ITEM_MAX_CHARS).rstrip("…"), item != " ".join(item.split()))
     return known
 
 
-def _named(found: dict[str, list[str]], root: str | None, shown_text: str, forms: Forms | None = None) -> Account:
+def _read_form(item: str, reads: ReadForms) -> tuple[str, str] | None:
+    if item in reads:
+        return reads[item]
+    found = reads[item] = read_form(item)
+    return found
+
+
+def _named(
+    found: dict[str, list[str]],
+    root: str | None,
+    shown_text: str,
+    forms: Forms | None = None,
+    reads: ReadForms | None = None,
+) -> Account:
     """``found`` (distinct items by kind) split into those ``shown_text`` names and those it does not; ``forms``
-    keeps what each item's check reads for the next text (a ledger checks the same items again and again)."""
+    and ``reads`` keep what each item's check reads for the next text (a ledger checks the same items again and
+    again)."""
     forms = {} if forms is None else forms
+    reads = {} if reads is None else reads
     shown = Substrings(shown_text)
     flat = Substrings(" ".join(shown_text.split()))
     kept: dict[str, list[str]] = {kind: [] for kind in KINDS}
@@ -126,14 +189,14 @@ def _named(found: dict[str, list[str]], root: str | None, shown_text: str, forms
         items = found[kind]
         named = set(named_files(shown_text, items)) if kind == "files" else set()
         if kind == "commands":
-            reads = [(item, canonical(f[0], root), f[1]) for item in items if (f := _forms(item, forms)[2])]
-            named = named_reads(shown_text, reads, ITEM_MAX_CHARS)
+            read = [(item, canonical(f[0], root), f[1]) for item in items if (f := _read_form(item, reads))]
+            named = named_reads(shown_text, read, ITEM_MAX_CHARS)
         for item in items:
             if kind != "files":
                 # An item on one line with single spaces that the text holds is in the text with its whitespace
                 # collapsed too, and so is its clipped form (a prefix): the text itself is only searched for
                 # items the collapsing changes.
-                short, spaced, _ = _forms(item, forms)
+                short, spaced = _forms(item, forms)
                 if short in flat or (spaced and item in shown):
                     named.add(item)
             (kept if item in named else lost)[kind].append(item)
@@ -158,6 +221,7 @@ class HiddenLedger:
         self._root: str | None = None
         self._found: dict[str, dict[str, None]] = {kind: {} for kind in KINDS}
         self._forms: Forms = {}
+        self._reads: ReadForms = {}
         self._spelled = 0
         """Groups of ``_facts`` whose artifacts ``_found`` holds, spelled relative to ``_root``."""
 
@@ -180,7 +244,8 @@ class HiddenLedger:
             for kind, items in _raw(facts, root).items():
                 self._found[kind].update(dict.fromkeys(i for i in items if i and i != "."))
         self._spelled = len(self._facts)
-        return _named({kind: list(items) for kind, items in self._found.items()}, root, shown_text, self._forms)
+        found = {kind: list(items) for kind, items in self._found.items()}
+        return _named(found, root, shown_text, self._forms, self._reads)
 
 
 def newly_hidden_messages(history: History, before: CompactionState, after: CompactionState) -> tuple[int, int]:
