@@ -194,6 +194,8 @@ class MessageLog(Sequence[Message]):
 
     def __init__(self) -> None:
         self._forms: AtomChunks[tuple[Any, ...]] = AtomChunks()
+        self._size = 0
+        """``len(self._forms)``, read on every access (an attribute, not a call)."""
         self._recent: dict[int, Message] = {}
         self._older: dict[int, Message] = {}
         """Two generations of thawed messages: a hit in the older one moves to the recent one; when the recent one
@@ -201,14 +203,15 @@ class MessageLog(Sequence[Message]):
 
     def append(self, message: Message) -> Message:
         """Keep ``message`` frozen; return the copy of it the next read returns (the caller's own is never kept)."""
-        index = len(self)
+        index = self._size
         frozen, copied = frozen_copy(message)
         self._forms.append(frozen)
+        self._size += 1
         self._keep(index, copied)
         return copied  # type: ignore[no-any-return]  # a dict copies to a dict
 
     def __len__(self) -> int:
-        return len(self._forms)
+        return self._size
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -222,7 +225,7 @@ class MessageLog(Sequence[Message]):
         found = self._recent.get(index)
         if found is not None:  # read lately (each pass over a group reads its messages in turn): a valid index
             return found
-        size = len(self)
+        size = self._size
         if index < 0:
             index += size
         if not 0 <= index < size:
