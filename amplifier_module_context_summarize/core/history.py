@@ -340,9 +340,14 @@ class History:
 
     def chain_at(self, group_index: int) -> str:
         """Chain hash after groups ``[0, group_index)``; only closed groups are ever hashed."""
-        while len(self._chain) <= group_index:
-            self._chain.append(content_hash(self._chain[-1], self.group_hash(len(self._chain) - 1)))
-        return self._chain[group_index]
+        chain = self._chain
+        known = len(chain)
+        if known <= group_index:
+            last = chain[-1]
+            for g in range(known - 1, group_index):
+                last = content_hash(last, self.group_hash(g))
+                chain.append(last)
+        return chain[group_index]
 
     @property
     def chained(self) -> int:
