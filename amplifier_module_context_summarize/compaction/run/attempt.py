@@ -83,3 +83,13 @@ def plan_facts(config: Config, view: RequestView, summarizer: bool, limits: Limi
     )
     facts.remember(view.state, view.shown_by_state())  # its injection is in ``system_tokens``
     return facts
+
+
+def first_cut(config: Config, view: RequestView, summarizer: bool, limits: Limits) -> int:
+    """The cut a plan of the view starts with (a summary strategy's first step): to the target, the protected tail
+    kept, unless the tail beside the summary and the room a new one is planned with no longer fits the budget, when
+    it cuts past the protected tail (``choose_boundary``). A stall's reach must move with it: measured by the
+    protected tail alone, a live session stayed stalled where a resumed one, holding no stall, compacted."""
+    facts = plan_facts(config, view, summarizer, limits)
+    state = facts.masked(view.state)
+    return facts.fitting_boundary(state, facts.shown(state).summary_tokens + facts.summary_allowance)

@@ -38,7 +38,7 @@ from ..plan.warm import Warmer
 from ..view.masking import Masks, MaskSettings
 from ..view.request import RequestView
 from .artifacts import artifacts_hidden
-from .attempt import Attempt, Request, attempt_of, plan_facts
+from .attempt import Attempt, Request, attempt_of, first_cut
 from .background import Landed
 from .decide import (
     Action,
@@ -292,19 +292,12 @@ class Compactor:
         return False
 
     def reach(self, limits: Limits) -> Reach:
-        """How far a plan of the view under ``limits`` may cut and mask, with what it starts from (``Stall``).
-
-        The protected tail bounds the cut until the tail, beside the summary and the room a new one is planned
-        with, no longer fits the budget: the plan then cuts past it (``choose_boundary``), so that cut is the
-        reach. Missing it kept a live session stalled where a resumed one, with no stall, compacted."""
+        """How far a plan of the view under ``limits`` may cut and mask, with what it starts from (``Stall``): past
+        the protected tail when the plan's own cut goes there (``first_cut``)."""
         view = self.view
         history, state = view.history, view.state
         cut_end = cut_reach(history.prefix, state.boundary, history.last_cuttable, limits.preserve_recent)
-        facts = plan_facts(self.config, view, self.segments.summarizer.backend is not None, limits)
-        masked = facts.masked(state)
-        cut_end = max(
-            cut_end, facts.fitting_boundary(masked, facts.shown(masked).summary_tokens + facts.summary_allowance)
-        )
+        cut_end = max(cut_end, first_cut(self.config, view, self.segments.summarizer.backend is not None, limits))
         mask_end = view.masks.limit() if view.masks is not None else None
         return Reach(history, state, limits.budget, cut_end, mask_end)
 
