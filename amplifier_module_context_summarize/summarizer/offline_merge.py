@@ -12,12 +12,11 @@ before it loses an item. Its cost is the size of the summaries, which the tier a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection
 
 from .extractive import KEPT
+from .kept import as_kept, names_one, wanted
 
-_BULLET = re.compile(r"^(?:[-*]\s+)+")
 PLAIN = "### Earlier summary"
 """Heading for text outside any section (an LLM summary written as prose)."""
 
@@ -29,11 +28,11 @@ def merge_summaries(
     the names the user's guidance says every summary keeps (``prompts.keep_names``); a line naming one moves to
     the ``KEPT`` section, wherever the summary it came from had it."""
     sections: dict[str, list[str]] = {KEPT: []}
-    wanted = [" ".join(name.split()).lower() for name in keep if name.strip()]
+    lowered = wanted(keep)
     for text in texts:
         for heading, items in _sections(text):
-            if wanted and heading != KEPT:
-                items = _lifted(items, wanted, sections[KEPT])
+            if lowered and heading != KEPT:
+                items = _lifted(items, lowered, sections[KEPT])
             sections.setdefault(heading, []).extend(items)
     merged = {heading: _dedup_keep_last(items) for heading, items in sections.items()}
 
@@ -85,17 +84,17 @@ def _sections(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
-def _lifted(items: list[str], wanted: list[str], kept: list[str]) -> list[str]:
-    """``items`` without their lines that name one of ``wanted`` (lowercased), which are appended to ``kept`` as
-    bullets; an item left with no line goes. Linear in the items' size times the (few) names."""
+def _lifted(items: list[str], lowered: list[str], kept: list[str]) -> list[str]:
+    """``items`` without their lines that name one of ``lowered`` (``kept.wanted``), which are appended to ``kept``
+    as bullets; an item left with no line goes. Linear in the items' size times the (few) names."""
     out: list[str] = []
     for item in items:
         lines = item.split("\n")
-        named = [any(name in " ".join(line.lower().split()) for name in wanted) for line in lines]
+        named = [names_one(line, lowered) for line in lines]
         if not any(named):
             out.append(item)
             continue
-        kept.extend("- " + _BULLET.sub("", line.strip()) for line, hit in zip(lines, named, strict=True) if hit)
+        kept.extend(as_kept(line) for line, hit in zip(lines, named, strict=True) if hit)
         rest = [line for line, hit in zip(lines, named, strict=True) if not hit]
         if rest:
             out.append("\n".join(rest))
