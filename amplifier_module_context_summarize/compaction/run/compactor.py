@@ -292,14 +292,13 @@ class Compactor:
         return False
 
     def reach(self, limits: Limits) -> Reach:
-        """How far a plan of the view under ``limits`` may cut and mask, with what it starts from (``Stall``): past
-        the protected tail when the plan's own cut goes there (``first_cut``)."""
+        """How far a plan of the view under ``limits`` may cut and mask, with what it starts from (``Stall``)."""
         view = self.view
         history, state = view.history, view.state
         cut_end = cut_reach(history.prefix, state.boundary, history.last_cuttable, limits.preserve_recent)
-        cut_end = max(cut_end, first_cut(self.config, view, self.segments.summarizer.backend is not None, limits))
+        first = first_cut(self.config, view, self.segments.summarizer.backend is not None, limits)
         mask_end = view.masks.limit() if view.masks is not None else None
-        return Reach(history, state, limits.budget, cut_end, mask_end)
+        return Reach(history, state, limits.budget, cut_end, mask_end, first)
 
     async def unchanged(self, run: CompactionRun, job: Job, tokens: int, messages: int, duration_ms: float) -> None:
         """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is
