@@ -228,3 +228,37 @@ def test_an_unchanged_compaction_shows_nothing_on_the_screen() -> None:
     post = {"outcome": "unchanged", "tokens_before": 3868, "token_count": 3868, "budget": BUDGET}
     assert compaction_line(post) is None
     assert compaction_line({**post, "outcome": "compacted", "token_count": 2000}) is not None
+
+
+async def test_a_stall_ends_when_the_grown_tail_would_make_the_plan_cut_past_the_protected_tail(tmp_path) -> None:
+    """The feature matrix (explore mode, resume): every request pinned by a ``<system-reminder>`` pattern, a
+    1,500-token budget, offline summaries. A compaction could not gain and stalled; the tail then grew until, beside
+    the summary and the room a new one is planned with, it no longer fit the budget, so the plan would cut past the
+    protected tail. The stall's reach (the protected tail alone) had not moved: the live session kept skipping
+    while a resumed one, with no stall, compacted, and the resumed view was not the live one."""
+    from test_feature_matrix import Scenario, config, session
+
+    s = Scenario(
+        strategy="summarize", background=False, summarizer="offline", instructions=False, focus_by=None,
+        deny=False, pins=frozenset(), reminders=True, inject=None, budget=1500, summary_ratio=0.3,
+        summary_max_tokens=600, pin_ratio=0.4, turns=10, large={}, shape_seed=0, stall=None, stall_every=1,
+        compact_at=1,
+    )  # fmt: skip
+    history, _ = session(s)
+    cfg = config(s, tmp_path / "summaries.db")
+    recorder = EventRecorder()
+    live = create_manager(cfg, hooks=recorder)
+    async for step in replay_steps(live, history, budget=s.budget, at_end=True):
+        if step.due:
+            await step.request()
+    unchanged = [p for p in recorder.payloads("context:post_compact") if p["outcome"] == "unchanged"]
+    assert unchanged, "the session stalls on the way"
+    view = await live.get_messages_for_request(token_budget=s.budget)
+    await live.close()
+
+    resumed = create_manager(cfg)
+    await resumed.set_messages(history)
+    try:
+        assert await resumed.get_messages_for_request(token_budget=s.budget) == view
+    finally:
+        await resumed.close()

@@ -17,7 +17,8 @@ request, together:
 The promises (``PROMISES``) after every request: the view is valid and encodes on the wire; it fits the budget;
 every pin is in it verbatim or was reported dropped; every summarizer prompt (merges included) carries the guidance
 in force, and what the guidance keeps is in every view a summary stands in; the working set, once a view has it,
-is in every view with a summary; one ``post_compact`` per ``pre_compact``; no request waits past its deadline
+is in every summary the state shows (a request's copy fitted to a budget its newest messages alone fill gives it up
+last of the summary); one ``post_compact`` per ``pre_compact``; no request waits past its deadline
 (a virtual clock: stalls cost no real time); the resumed view is the live one, injected context included; and a
 request's tokenizer work is bounded by what is new and what it shows, never by the history's length.
 
@@ -350,7 +351,8 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
         waited, work = clock.now - started, tokenizer.chars - work_before
         with tokenizer.pause():
             check_view(run, s, live, view, history[: index + 1], pinned, index)
-            had_working_set = check_working_set(run, view, index, had_working_set)
+            own = live.manager.view.shown().summary
+            had_working_set = check_working_set(run, view, own, index, had_working_set)
             check_guidance(run, s, model.calls[calls_before:], index, in_compact=False)
             check_events(run, live, index)
             compacted = busy or manager.background.running or len(model.calls) != calls_before
@@ -455,9 +457,13 @@ def is_summary(message: dict[str, Any]) -> bool:
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_MARKER)
 
 
-def check_working_set(run: Run, view: list[dict[str, Any]], at: int, had: bool) -> bool:
+def check_working_set(run: Run, view: list[dict[str, Any]], own: dict[str, Any] | None, at: int, had: bool) -> bool:
+    """The working set, once shown, is in every summary the state shows. A request whose newest messages alone
+    exceed its budget sends a fitted copy of the summary (``docs/recall.md``, the working set): the narrative
+    gives way first, the working set last of the summary, then the summary itself; the view fitting the budget
+    comes first (a request over the context window fails), so such a copy is not held to it."""
     summary = next((m for m in view if is_summary(m)), None)
-    if summary is None:
+    if summary is None or summary != own:
         return had
     has = HEADING in summary["content"]
     if had and not has:

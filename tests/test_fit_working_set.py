@@ -160,3 +160,22 @@ def test_a_narrative_clipped_to_fit_keeps_the_lines_the_instructions_keep():
     assert "ORD-7731" not in shortened(narrative, 600)  # without the guidance, the middle goes whole
     left_out = shortened(narrative, 60, keep=("ord-7731",))  # no room for a head and tail: the kept line stays
     assert left_out.startswith("- The refund id is ORD-7731") and "left out for this request" in left_out
+
+
+def test_a_narrative_clipped_to_fit_keeps_what_the_offline_summary_kept_for_a_focus():
+    """The feature matrix (explore mode, kept): a ``pre_compact`` hook's focus ("keep MIG-4410") steered a
+    summary the LLM, stalling, left to the offline one, which kept the fact in its ``Kept as the user asked``
+    section; a request whose newest messages filled the budget clipped the narrative, and the kept line went with
+    the middle (the request knows the instructions' names, not a past compaction's focus)."""
+    from amplifier_module_context_summarize.compaction.view.splice import shortened
+    from amplifier_module_context_summarize.summarizer.extractive import KEPT
+
+    steps = [f"- step {i}: read src/part_{i}.py and checked every branch" for i in range(40)]
+    narrative = "\n".join(
+        ["### User requests", *steps[:20], KEPT, "- The migration window is MIG-4410 on Friday.", "### Progress"]
+        + steps[20:]
+    )
+    clipped = shortened(narrative, 600)
+    assert len(clipped) < len(narrative) and "characters of the summary's narrative left out" in clipped
+    assert f"{KEPT}\n- The migration window is MIG-4410 on Friday.\n" in clipped
+    assert "- step 20:" not in clipped  # the rest of the middle still goes

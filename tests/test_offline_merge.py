@@ -104,3 +104,27 @@ def test_what_the_guidance_keeps_gives_way_last_in_an_offline_merge():
     assert count(merged) <= room
     assert "ORD-7731 and it is pending" in merged and "MIG-4410 on Friday" in merged
     assert "Step 23:" in merged and "Step 22:" not in merged  # the other sections give way, oldest first
+
+
+def test_a_kept_fact_in_an_llm_summarys_prose_gives_way_last_in_an_offline_merge():
+    """The feature matrix's explore mode: an LLM summary keeps the guided fact in its prose (a paragraph under
+    ``### Progress``, not the extractive summary's ``KEPT`` section); its merge with a later extractive fallback,
+    offline because the LLM hung, dropped the paragraph whole with the oldest items and the fact with it."""
+    llm = (
+        "### Progress\nRequest 0: please look at src/part_0.py and check every branch of the parser.\n"
+        "The refund id is ORD-7731 and it is pending.\nThe migration window is MIG-4410 on Friday."
+    )
+    fallback = "\n".join(
+        ["### Kept as the user asked", "- The migration window is MIG-4410 on Friday.", "### User requests"]
+        + [f"- Request {i}: please look at src/part_{i}.py and check every branch of it." for i in range(3, 8)]
+    )
+    room = COUNT(fallback.replace("- Request 3", "- The refund id is ORD-7731 and it is pending.\n- Request 3")) // 2
+    merged = merge_summaries([llm, fallback], room, COUNT, keep=("ORD-7731", "MIG-4410"))
+    assert COUNT(merged) <= room
+    kept = merged.split("### Kept as the user asked\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert kept == ["- The refund id is ORD-7731 and it is pending.", "- The migration window is MIG-4410 on Friday."]
+    assert "Request 3:" not in merged  # the other sections give way first
+
+    whole = merge_summaries([llm, fallback], 10_000, COUNT, keep=("ord-7731",))  # found case-insensitively
+    assert whole.count("ORD-7731") == 1 and whole.startswith("### Kept as the user asked\n- The refund id")
+    assert "### Progress\nRequest 0: please look at src/part_0.py" in whole  # the rest of the paragraph stays

@@ -499,3 +499,28 @@ async def test_a_pre_compact_focus_steers_prefetched_summaries_and_they_are_used
     assert provider.requests and all("keep the migration plan" in str(r) for r in provider.requests)
     posts = of(seen, "context:post_compact")
     assert sum(p["cache_hits"] for p in posts) >= 1, "a prefetched summary served a compaction"
+
+
+async def test_what_a_focus_keeps_in_an_llm_summary_is_gathered_where_a_clipped_view_keeps_it():
+    """The feature matrix (explore mode, kept): a hook's focus ("keep MIG-4410") had the LLM write the fact into its
+    prose; a later request whose newest messages filled the budget clipped the narrative, keeping only the lines
+    naming the instructions' names (it does not know a past compaction's focus), and the fact went with the middle.
+    The LLM's lines naming what the guidance keeps now move into the ``Kept as the user asked`` section, which a
+    clipped narrative keeps whatever guidance wrote it."""
+    from amplifier_module_context_summarize.compaction.view.splice import shortened
+
+    async def focus(event: str, data: dict[str, Any]) -> HookResult:
+        return HookResult(action="modify", data={**data, "focus": "keep MIG-4410"})
+
+    fact = "The migration window is MIG-4410 on Friday."
+    reply = f"### Progress\nRequest 0: please look at part 0.\n{fact}\nDone with part 1."
+    hooks, _ = hooks_with(("context:pre_compact", focus))
+    manager = create_manager(config(), hooks=hooks)
+    history = [m for i in range(30) for m in turn(i)]
+    history[3] = {"role": "assistant", "content": f"Done with part 1. {fact}"}
+    await run(manager, history, FakeProvider(reply=reply))
+    narrative = manager.state.summary_text or ""
+    assert narrative.startswith(f"### Kept as the user asked\n- {fact}\n") and narrative.count("MIG-4410") == 1
+    assert "### Progress\nRequest 0: please look at part 0.\nDone with part 1." in narrative
+    clipped = shortened(narrative + "\n" + "\n".join(f"- step {i}: more words" for i in range(60)), 300)
+    assert fact in clipped

@@ -28,6 +28,7 @@ from .extractive import extractive_summary
 from .fragments import SpanText
 from .grounding import Source, check
 from .in_context import InContext, InContextCall, instruction, rules_of, shares_session_cache
+from .kept import gathered
 from .pace import Pace
 from .prompts import PromptSet, fence_safe, guidance_section, keep_names, render_transcript
 
@@ -502,7 +503,8 @@ class SpanSummarizer:
                 if rejection is None:
                     if completion.artefact is not None:
                         outcome.artefacts.append(completion.artefact)
-                    return scrub_text(text)
+                    # What the guidance keeps goes into the KEPT section, which a request's clip keeps.
+                    return scrub_text(gathered(text, keep_names(self.instructions, ask.focus)))
             if rejection is Fault.NOT_SMALLER:
                 tokens = max(tokens // 2, 1)
         raise BackendError(rejection or Fault.ERROR)

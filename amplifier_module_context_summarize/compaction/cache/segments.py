@@ -20,6 +20,7 @@ from ...core.state import Segment
 from ...stores import CachedSummary, SummaryStore
 from ...stores.records import ArtefactKey, ArtefactRecord
 from ...summarizer.offline_merge import merge_summaries
+from ...summarizer.prompts import keep_names
 from ...summarizer.span import Outcome, SpanSummarizer
 from ...working_set.facts import authored_text
 from ..plan.job import CompactionReport, Job, StandIn
@@ -263,9 +264,10 @@ class SegmentSource:
             self.summarizer.settings.max_output_tokens,
             self.summarizer.count_text,
         )
-        text = merge_summaries(texts, min(cap, max_tokens), count) if max_tokens is not None else ""
+        keep = keep_names(self.summarizer.instructions, job.focus)  # what the LLM's prose kept gives way last too
+        text = merge_summaries(texts, min(cap, max_tokens), count, keep) if max_tokens is not None else ""
         if not text:  # the smaller size asked for is too small for even one item each: the output cap, then
-            text = merge_summaries(texts, cap, count)
+            text = merge_summaries(texts, cap, count, keep)
         if not text:  # not one item fits: read the span after all (rare; its cost is then the span's)
             start, end = parts[0].start, parts[-1].end
             pinned = pinned_requests(job.history, start, end)

@@ -56,9 +56,22 @@ def attempt_of(
 ) -> Attempt:
     """The job for the view as it is now (``summarizer``: a summarizer backend is configured), with its measure."""
     limits = ask.limits
+    if ask.force:
+        limits = Limits(limits.budget, 0, limits.target, limits.preserve_recent)
+    facts = plan_facts(config, view, summarizer, limits)
+    if ask.stand_in and summarizer:
+        facts.stand_in_above = stand_in_above(config.summarizer.max_input_tokens)
+    job = Job(facts, view.state, ask.provider, ask.deadline, ask.offline, last_sent=last_sent)
+    history = view.history
+    estimated = history.estimating and view.state.boundary < history.bounded
+    return Attempt(job, view.state, view.tokens(), view.message_count(), started, ask.force, estimated)
+
+
+def plan_facts(config: Config, view: RequestView, summarizer: bool, limits: Limits) -> PlanFacts:
+    """What a plan of the view as it is now reads under ``limits`` (``summarizer``: a backend is configured)."""
     facts = PlanFacts(
         history=view.history,
-        limits=limits if not ask.force else Limits(limits.budget, 0, limits.target, limits.preserve_recent),
+        limits=limits,
         system_tokens=view.system_view_tokens() + view.injected_tokens,  # room for the hook's text again
         counter=view.counter,
         summary_allowance=config.summary_output_tokens,
@@ -67,10 +80,16 @@ def attempt_of(
         masks=view.masks,
         recall_tool=config.recall_tool_name,
         summarizer=summarizer,
-        stand_in_above=stand_in_above(config.summarizer.max_input_tokens) if ask.stand_in and summarizer else None,
     )
     facts.remember(view.state, view.shown_by_state())  # its injection is in ``system_tokens``
-    job = Job(facts, view.state, ask.provider, ask.deadline, ask.offline, last_sent=last_sent)
-    history = view.history
-    estimated = history.estimating and view.state.boundary < history.bounded
-    return Attempt(job, view.state, view.tokens(), view.message_count(), started, ask.force, estimated)
+    return facts
+
+
+def first_cut(config: Config, view: RequestView, summarizer: bool, limits: Limits) -> int:
+    """The cut a plan of the view starts with (a summary strategy's first step): to the target, the protected tail
+    kept, unless the tail beside the summary and the room a new one is planned with no longer fits the budget, when
+    it cuts past the protected tail (``choose_boundary``). A stall's reach must move with it: measured by the
+    protected tail alone, a live session stayed stalled where a resumed one, holding no stall, compacted."""
+    facts = plan_facts(config, view, summarizer, limits)
+    state = facts.masked(view.state)
+    return facts.fitting_boundary(state, facts.shown(state).summary_tokens + facts.summary_allowance)

@@ -38,7 +38,7 @@ from ..plan.warm import Warmer
 from ..view.masking import Masks, MaskSettings
 from ..view.request import RequestView
 from .artifacts import artifacts_hidden
-from .attempt import Attempt, Request, attempt_of
+from .attempt import Attempt, Request, attempt_of, first_cut
 from .background import Landed
 from .decide import (
     Action,
@@ -296,8 +296,9 @@ class Compactor:
         view = self.view
         history, state = view.history, view.state
         cut_end = cut_reach(history.prefix, state.boundary, history.last_cuttable, limits.preserve_recent)
+        first = first_cut(self.config, view, self.segments.summarizer.backend is not None, limits)
         mask_end = view.masks.limit() if view.masks is not None else None
-        return Reach(history, state, limits.budget, cut_end, mask_end)
+        return Reach(history, state, limits.budget, cut_end, mask_end, first)
 
     async def unchanged(self, run: CompactionRun, job: Job, tokens: int, messages: int, duration_ms: float) -> None:
         """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is

@@ -156,6 +156,9 @@ class Reach:
     """The furthest boundary: the newest group and the protected tail (``preserve_recent`` tokens) stay."""
     mask_end: int | None
     """The furthest mask end (``Masks.limit``: the newest ``keep_recent`` outputs stay); None without masking."""
+    first_cut: int | None = None
+    """Where a plan's first summary would cut (``attempt.first_cut``): past ``cut_end`` once the tail beside the
+    summary and a new one's room no longer fits the budget, which the protected tail alone does not show."""
 
 
 def cut_reach(prefix: Sequence[int], boundary: int, last_cuttable: int, preserve_recent: int) -> int:

@@ -21,6 +21,7 @@ from ...core.state import (
     truncation_marker,
 )
 from ...core.tokens import TokenCounter
+from ...summarizer.extractive import KEPT
 from ...working_set.index import index_of
 
 
@@ -89,7 +90,8 @@ def working_set_room(state: CompactionState, working_set_tokens: int, summary_ro
 def shortened(narrative: str, limit: int, keep: tuple[str, ...] = ()) -> str:
     """The segment summaries clipped head and tail to ``limit`` characters (the goal it opens with and the newest
     work it ends with stay); one line saying what went when not even ``MIN_CLIP_CHARS`` are left. Lines naming one
-    of ``keep`` (the guidance's "always keep ...") stay wherever they are: the user asked for them in every view."""
+    of ``keep`` (the guidance's "always keep ...") and the ``KEPT`` sections' stay wherever they are: the user
+    asked for them in every view."""
     if len(narrative) <= limit:
         return narrative
     kept = kept_lines(narrative, keep)
@@ -103,9 +105,16 @@ def shortened(narrative: str, limit: int, keep: tuple[str, ...] = ()) -> str:
 
 
 def kept_lines(narrative: str, keep: tuple[str, ...]) -> list[str]:
-    """The narrative's lines that name one of ``keep`` (case-insensitive), once each, in order."""
-    if not keep:
-        return []
+    """The narrative's lines that name one of ``keep`` (case-insensitive), and those of its ``KEPT`` sections (the
+    offline summary's, which keep what the guidance in force when it was written named: a compaction's focus too,
+    which a request does not know), once each, in order."""
     wanted = [name.lower() for name in keep]
-    lines = (line for line in narrative.splitlines() if line.strip())
-    return list(dict.fromkeys(line for line in lines if any(name in line.lower() for name in wanted)))
+    found: list[str] = []
+    in_kept = False
+    for line in narrative.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            in_kept = stripped == KEPT
+        if stripped and (in_kept or any(name in line.lower() for name in wanted)):
+            found.append(line)
+    return list(dict.fromkeys(found))
