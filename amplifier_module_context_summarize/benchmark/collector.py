@@ -6,12 +6,14 @@ time) with its count of tracked objects and of the references they hold: the int
 first manager's imports done), then with the host's messages (the bench's coding session), then with a manager
 that resumed that session (``set_messages``, then the first request: the extractive strategy, nothing stored) and
 took a few turns after it. The ratio of the last two is the module's share of every full collection the host pays;
-the tracked objects it adds per stored message are what its storage leaves for the collector to walk.
+the tracked objects it adds per stored message are what its storage leaves for the collector to walk. The manager
+is built ``ROUNDS`` times, the host's collection timed between them.
 """
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,10 @@ BUDGET = 100_000
 TURNS_AFTER = 40
 """Messages added after the resume, a request before each assistant one: the steady state, not only the resume."""
 REPEATS = 7
+ROUNDS = 3
+"""Managers built and let go in turn, the host's collection timed before the first and after each: this machine's
+speed swings up to 2x between minutes (and a process's heap layout changes a collection's time), so each manager's
+collection is set against the host's timed beside it, and the median of those ratios is reported."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +54,15 @@ class CollectorCosts:
     host: Collection
     """With the host's messages: the faster of one before the manager holds them and one after it is gone."""
     manager: Collection
-    """With the host's messages and a manager holding them."""
+    """With the host's messages and a manager holding them (the median round's time)."""
+    round_ratios: tuple[float, ...] = ()
+    """Each round's manager collection over the faster of the host's timed just before and just after it."""
 
     @property
     def ratio(self) -> float:
-        """A full collection with the manager over one with the host's messages only (target <= 1.25)."""
-        return self.manager.seconds / self.host.seconds if self.host.seconds else 0.0
+        """A full collection with the manager over one with the host's messages only (target <= 1.25): the median
+        of the rounds'."""
+        return statistics.median(self.round_ratios) if self.round_ratios else 0.0
 
     @property
     def tracked_ratio(self) -> float:
@@ -115,13 +124,17 @@ async def measure_collector(size: int, text: TextSource | None = None) -> Collec
     alone = full_collection()
     session = CodingSession(SMALL, seed=50_000, text=text).history(size + TURNS_AFTER)
     messages, later = session[:size], session[size:]
-    host_before = full_collection()
-    held = await _held_by_a_manager(config, messages, later)
-    host_after = full_collection()
-    # The host's time taken before the manager and again after it is gone, the faster kept: a machine that slowed
-    # down meanwhile (this one swings up to 2x within minutes) cannot make the manager look cheaper than it is.
-    host = Collection(min(host_before.seconds, host_after.seconds), host_before.tracked, host_before.references)
-    return CollectorCosts(size, alone, host, held)
+    hosts = [full_collection()]
+    held: list[Collection] = []
+    for _ in range(ROUNDS):
+        held.append(await _held_by_a_manager(config, messages, later))
+        hosts.append(full_collection())
+    # Each manager's time against the faster of the host's just before it and just after it is gone: a machine that
+    # slowed down meanwhile cannot make the manager look cheaper than it is.
+    ratios = tuple(m.seconds / min(hosts[k].seconds, hosts[k + 1].seconds) for k, m in enumerate(held))
+    host = Collection(statistics.median(h.seconds for h in hosts), hosts[0].tracked, hosts[0].references)
+    manager = sorted(held, key=lambda m: m.seconds)[len(held) // 2]
+    return CollectorCosts(size, alone, host, manager, ratios)
 
 
 def render(costs: list[CollectorCosts]) -> str:
@@ -132,7 +145,8 @@ def render(costs: list[CollectorCosts]) -> str:
             f"({c.alone.tracked:,} tracked); with the host's messages {c.host.seconds * 1000:.0f} ms "
             f"({c.host.tracked:,}); with a manager holding them {c.manager.seconds * 1000:.0f} ms "
             f"({c.manager.tracked:,})",
-            f"  manager / host's messages only: {c.ratio:.2f}x (target <= 1.25; in tracked objects "
+            f"  manager / host's messages only: {c.ratio:.2f}x (target <= 1.25; the median of {len(c.round_ratios)} "
+            f"rounds: {' / '.join(f'{r:.2f}' for r in c.round_ratios)}; in tracked objects "
             f"{c.tracked_ratio:.2f}x, in references visited {c.references_ratio:.2f}x); the manager's tracked "
             f"objects per stored message: {c.tracked_per_message:.2f}",
         ]
