@@ -11,7 +11,7 @@ import marshal
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from ..core.history import History
 from .facts import extract
@@ -134,7 +134,9 @@ class WorkingSetIndex:
     """Folded states kept at nearer ends, and renders kept: the summary in force and the one being written."""
 
     def __init__(self, history: History) -> None:
-        self.history = history
+        self._history = ref(history)
+        """Weakly: ``_INDEXES`` keeps an index while its history lives, which a strong reference here would make
+        forever (every manager's whole history outlived it: issue 48's ``bench --collector`` rounds found it)."""
         self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
@@ -278,6 +280,14 @@ class WorkingSetIndex:
             while len(self._rendered) > self.SNAPSHOTS:
                 del self._rendered[next(iter(self._rendered))]
         return text
+
+
+    @property
+    def history(self) -> History:
+        history = self._history()
+        if history is None:  # an index is reached only through its history (``index_of``)
+            raise ReferenceError("the history of this working-set index is gone")
+        return history
 
 
 _INDEXES: WeakKeyDictionary[History, WorkingSetIndex] = WeakKeyDictionary()
