@@ -328,6 +328,13 @@ def long_session() -> Messages:
     return messages
 
 
+def fresh_render(messages: list[dict[str, Any]], end: int, room: int, count: Any) -> str:
+    """The working set of ``messages`` up to group ``end`` folded from scratch (an index holds its history weakly:
+    the history must outlive the render)."""
+    history = history_of(messages)
+    return WorkingSetIndex(history).render(end, room, count)
+
+
 def test_incremental_folding_equals_folding_from_scratch() -> None:
     messages = long_session()
     history = history_of(messages)
@@ -335,7 +342,7 @@ def test_incremental_folding_equals_folding_from_scratch() -> None:
     ends = [5, 40, 41, 90, len(history.groups) - 1]
     incremental = [index.render(end, 600, COUNT) for end in ends]
 
-    assert incremental == [WorkingSetIndex(history_of(messages)).render(end, 600, COUNT) for end in ends]
+    assert incremental == [fresh_render(messages, end, 600, COUNT) for end in ends]
     assert index.render(40, 600, COUNT) == incremental[1]  # a nearer end after a further one
     whole = history_of(messages)
     assert index_of(whole).render(len(whole.groups), BIG, COUNT) == render(messages)  # the open group too
@@ -365,9 +372,9 @@ def test_a_nearer_end_folds_from_the_state_kept_there_not_from_the_start(monkeyp
     again = [index.render(40, 600, COUNT), index.render(40, 300, COUNT), index.render(closed, 300, COUNT)]
 
     assert folds == []  # both ends served by the states kept there
-    assert first == WorkingSetIndex(history_of(messages)).render(40, 500, COUNT)
+    assert first == fresh_render(messages, 40, 500, COUNT)
     ends = ((40, 600), (40, 300), (closed, 300))
-    fresh = [WorkingSetIndex(history_of(messages)).render(end, room, COUNT) for end, room in ends]
+    fresh = [fresh_render(messages, end, room, COUNT) for end, room in ends]
     assert again == fresh and again[0] == in_force
     folds.clear()
     index.render(45, 600, COUNT)
@@ -728,4 +735,4 @@ def test_a_working_set_folded_again_to_a_nearer_end_measures_no_line_already_mea
     nearer = index.render(closed - 2, 2_000, count)
     lines = [line for line in counted if line.endswith("\n")]
     assert not further.intersection(lines), "a line the furthest render measured was measured again"
-    assert nearer == WorkingSetIndex(history_of(long_session())).render(closed - 2, 2_000, COUNT)
+    assert nearer == fresh_render(long_session(), closed - 2, 2_000, COUNT)

@@ -281,7 +281,6 @@ class WorkingSetIndex:
                 del self._rendered[next(iter(self._rendered))]
         return text
 
-
     @property
     def history(self) -> History:
         history = self._history()
