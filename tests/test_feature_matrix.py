@@ -572,3 +572,36 @@ def test_features_hold_their_promises_together(scenario: Scenario) -> None:
 @given(scenarios())
 def test_features_hold_their_promises_together_at_length(scenario: Scenario) -> None:
     judge(run_scenario(scenario))
+
+
+KNOWN_RESUME_SEAM = Scenario(
+    strategy="summarize",
+    background=False,
+    summarizer="session",
+    instructions=True,
+    focus_by=None,
+    deny=False,
+    pins=frozenset(),
+    reminders=True,
+    inject="cjk",
+    budget=1500,
+    summary_ratio=0.1,
+    summary_max_tokens=150,
+    pin_ratio=0.2,
+    turns=18,
+    large={2: 40000, 1: 3000},
+    shape_seed=0,
+    stall=None,
+    stall_every=1,
+    compact_at=1,
+    spill=None,
+    max_input=None,
+)
+"""Found by fresh draws (issue 48's third stop): the live session stalls at boundary 50 (its reach: protected tail
+at 50, first cut at 51), while the resumed one, holding no stall, plans 50 -> 51 and its later passes carry the cut
+to 54 (1,439 -> 1,121 tokens). The stall's reach does not see what the plan's later passes would gain."""
+
+
+@pytest.mark.xfail(strict=True, reason="a stalled live session misses a gain its resume finds (KNOWN_RESUME_SEAM)")
+def test_a_stalled_session_and_its_resume_show_the_same_view() -> None:
+    assert "resume" not in run_scenario(KNOWN_RESUME_SEAM).findings
