@@ -4,7 +4,8 @@ A full collection visits every reference a tracked container holds, so its time 
 only the number of containers: at 50,000 messages the history's prefix sums, chain hashes and user-turn indices
 were three lists of 31,000, 31,000 and 6,000 items, about a third of what the module added to each collection
 (issue 48). Integers go in an ``array`` (not a container the collector knows), anything else immutable in
-``AtomChunks``: tuples of ``CHUNK`` items, which CPython untracks once they have survived a collection.
+``AtomChunks``: tuples of ``CHUNK`` items, which CPython untracks once they have survived a collection; items kept
+in sorted order (the working set's keys by their last touch) in ``SortedChunks``, tuples too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 CHUNK = 1_024
 """Items per tuple of an ``AtomChunks`` (the stored messages' frozen forms among them: ``core.frozen``)."""
@@ -21,9 +22,11 @@ SORTED_CHUNK = 256
 """Items per tuple of a ``SortedChunks`` (at most twice this many: a fuller one is split): an insertion copies one."""
 
 T = TypeVar("T")
-S = TypeVar("S", bound=Any)
+Ordered = TypeVar("Ordered", bound="SupportsRichComparison")
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
     IntArray = array[int]
 else:
     IntArray = array
@@ -84,19 +87,19 @@ class AtomChunks(Sequence[T], Generic[T]):
         return [*self._chunks, self._tail]
 
 
-class SortedChunks(Generic[S]):
+class SortedChunks(Generic[Ordered]):
     """Distinct immutable items in sorted order (``bisect.insort`` into a list, but kept in tuples of at most twice
     ``SORTED_CHUNK``): a working set's keys by their last touch, thousands in a long session."""
 
     __slots__ = ("_chunks", "_lasts", "_size")
 
     def __init__(self) -> None:
-        self._chunks: list[tuple[S, ...]] = []
-        self._lasts: list[S] = []
+        self._chunks: list[tuple[Ordered, ...]] = []
+        self._lasts: list[Ordered] = []
         """Each chunk's greatest item, to find the chunk an item belongs in."""
         self._size = 0
 
-    def add(self, item: S) -> None:
+    def add(self, item: Ordered) -> None:
         chunks, lasts = self._chunks, self._lasts
         self._size += 1
         if not chunks:
@@ -114,7 +117,7 @@ class SortedChunks(Generic[S]):
         else:
             chunks[i], lasts[i] = chunk, chunk[-1]
 
-    def remove(self, item: S) -> None:
+    def remove(self, item: Ordered) -> None:
         """Take ``item`` out (``ValueError`` if it is not in)."""
         chunks, lasts = self._chunks, self._lasts
         i = bisect_left(lasts, item)
@@ -132,10 +135,10 @@ class SortedChunks(Generic[S]):
     def __len__(self) -> int:
         return self._size
 
-    def __iter__(self) -> Iterator[S]:
+    def __iter__(self) -> Iterator[Ordered]:
         for chunk in self._chunks:
             yield from chunk
 
-    def __reversed__(self) -> Iterator[S]:
+    def __reversed__(self) -> Iterator[Ordered]:
         for chunk in reversed(self._chunks):
             yield from reversed(chunk)
