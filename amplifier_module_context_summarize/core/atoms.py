@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 CHUNK = 1_024
@@ -136,9 +137,8 @@ class SortedChunks(Generic[Ordered]):
         return self._size
 
     def __iter__(self) -> Iterator[Ordered]:
-        for chunk in self._chunks:
-            yield from chunk
+        return chain.from_iterable(self._chunks)
 
     def __reversed__(self) -> Iterator[Ordered]:
-        for chunk in reversed(self._chunks):
-            yield from reversed(chunk)
+        # chained in C: a layout reads the newest thousands of a working set's keys on every render
+        return chain.from_iterable(map(reversed, reversed(self._chunks)))

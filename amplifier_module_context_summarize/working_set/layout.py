@@ -32,9 +32,9 @@ from __future__ import annotations
 import bisect
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from itertools import accumulate, chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .fold import (
@@ -129,6 +129,19 @@ def _rungs(piece: Piece) -> list[str]:
     return [FOLD] * (piece.weight > 1) + [TRIM] * (piece.weight > FOLD_KEEP + 1) + [DROP]
 
 
+def _definition_item(row: tuple[str, str, int]) -> Item:
+    text, short, last = row
+    return Item(text, last, short)
+
+
+def _row_rungs(rows: list[tuple[str, str, int]]) -> Iterator[str]:
+    """``_rungs`` of the items definition rows would make, without making them."""
+    for _, short, _ in rows:
+        if short:
+            yield TRIM
+        yield DROP
+
+
 def _shaped(piece: Piece, shape: str) -> list[str]:
     """``piece``'s lines in ``shape`` (a folder's made once per version of it, kept on its shelf)."""
     if isinstance(piece, Item):
@@ -195,8 +208,10 @@ class Layout:
             self.unshown["id", DROP], ids = len(ids), []
         self.gone["id"] = len(ws.ids) - len(ids)
         paths = islice(shelves.definition_recency.newest(), limit)
-        made = [Item(text, last, short) for text, short, last in map(shelves.definition_items.__getitem__, paths)]
-        definitions, tokens = self._fitting("definitions", made, max_tokens - later, len(shelves.definition_items))
+        rows = list(map(shelves.definition_items.__getitem__, paths))  # (text, short, last): made only where read
+        definitions, tokens = self._fitting(
+            "definitions", rows, max_tokens - later, len(shelves.definition_items), _definition_item
+        )
         self.definitions = sorted(definitions, key=lambda item: item.text)
         later += tokens
         self.seen, tokens = self._folders(False, limit, max_tokens - later)
@@ -241,15 +256,24 @@ class Layout:
     def _shortest(self, piece: Piece) -> int:
         return min(self._sized(piece).sizes.values())
 
-    def _fitting(self, kind: str, newest: list[P], room: int, total: int) -> tuple[list[P], int]:
+    def _fitting(
+        self, kind: str, newest: list[Any], room: int, total: int, make: Callable[[Any], P] | None = None
+    ) -> tuple[list[P], int]:
         """The first of ``newest`` that fit ``room`` at their shortest, and the tokens of those lines (past ``room``:
         nothing the ladder drops before this kind can show). The rest are only counted: of ``total`` (the kind's
-        files or lines) what is not kept, and the rungs they would have had."""
+        files or lines) what is not kept, and the rungs they would have had.
+
+        ``make``: ``newest`` are definition rows (``Shelves.definition_items``), made into items only as far as the
+        cut reads them. Of a long session's thousands only the few that fit are made: the layout is the longest
+        stretch a compaction holds the event loop, and the collector's pauses fall where it allocates."""
         if total:
             self.present.add(kind)
-        kept, tokens = self._fit(newest, self._shortest, room)
-        for piece in newest[len(kept) :]:
-            self.unshown.update((kind, rung) for rung in _rungs(piece))
+        pieces = newest if make is None else map(make, newest)
+        kept, tokens = self._fit(pieces, self._shortest, room)
+        rest = newest[len(kept) :]
+        rungs = Counter(_row_rungs(rest) if make is not None else chain.from_iterable(map(_rungs, rest)))
+        for rung, count in rungs.items():
+            self.unshown[kind, rung] += count
         self.gone[kind] = total - sum(piece.weight for piece in kept)
         return kept, tokens
 

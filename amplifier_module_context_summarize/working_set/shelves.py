@@ -15,6 +15,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import fields
+from operator import itemgetter
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -79,7 +80,7 @@ class Recency:
             self.made.pop(key, None)
 
     def newest(self) -> Iterator[str]:
-        return (key for _, key in reversed(self._order))
+        return map(itemgetter(1), reversed(self._order))
 
 
 class FolderShelf:
