@@ -32,9 +32,10 @@ from __future__ import annotations
 import bisect
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .fold import (
@@ -134,12 +135,10 @@ def _definition_item(row: tuple[str, str, int]) -> Item:
     return Item(text, last, short)
 
 
-def _row_rungs(rows: list[tuple[str, str, int]]) -> Iterator[str]:
-    """``_rungs`` of the items definition rows would make, without making them."""
-    for _, short, _ in rows:
-        if short:
-            yield TRIM
-        yield DROP
+def _row_rungs(rows: list[tuple[str, str, int]]) -> dict[str, int]:
+    """How many of each rung (``_rungs``) the items definition rows would make have, counted without making them."""
+    trims = sum(map(bool, map(itemgetter(1), rows)))  # a row's short form
+    return {rung: count for rung, count in ((TRIM, trims), (DROP, len(rows))) if count}
 
 
 def _shaped(piece: Piece, shape: str) -> list[str]:
@@ -271,7 +270,7 @@ class Layout:
         pieces = newest if make is None else map(make, newest)
         kept, tokens = self._fit(pieces, self._shortest, room)
         rest = newest[len(kept) :]
-        rungs = Counter(_row_rungs(rest) if make is not None else chain.from_iterable(map(_rungs, rest)))
+        rungs = _row_rungs(rest) if make is not None else Counter(chain.from_iterable(map(_rungs, rest)))
         for rung, count in rungs.items():
             self.unshown[kind, rung] += count
         self.gone[kind] = total - sum(piece.weight for piece in kept)
@@ -344,12 +343,17 @@ class Layout:
         among the first of its segment (the oldest go first)."""
         calls = [*self.commands, *self.errors]
         pools = {**self.kinds, "calls": calls, **{f"rank {r}": [c for c in calls if c.rank == r] for r in range(4)}}
+        oldest_first: dict[str, list[tuple[Piece, list[str]]]] = {}
+        """Per kind, its pieces oldest first with their rungs (a kind has several segments)."""
         for kind, rung in LADDER:
             hidden = self.unshown[kind, rung]
             if hidden:
                 self.first_fitting = len(self.ladder) + self.hidden_rungs + hidden
             self.hidden_rungs += hidden
-            self.ladder += [(rung, piece) for piece in sorted(pools[kind], key=_last) if rung in _rungs(piece)]
+            pieces = oldest_first.get(kind)
+            if pieces is None:
+                pieces = oldest_first[kind] = [(piece, _rungs(piece)) for piece in sorted(pools[kind], key=_last)]
+            self.ladder += [(rung, piece) for piece, rungs in pieces if rung in rungs]
 
     # ------------------------------------------------------------------ the lines, and their size at every rung
 
