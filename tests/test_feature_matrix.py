@@ -597,11 +597,12 @@ KNOWN_RESUME_SEAM = Scenario(
     spill=None,
     max_input=None,
 )
-"""Found by fresh draws (issue 48's third stop): the live session stalls at boundary 50 (its reach: protected tail
-at 50, first cut at 51), while the resumed one, holding no stall, plans 50 -> 51 and its later passes carry the cut
-to 54 (1,439 -> 1,121 tokens). The stall's reach does not see what the plan's later passes would gain."""
+"""Found by fresh draws (issue 48's third stop): the live session stalled at boundary 50 (its reach: protected tail
+at 50, first cut at 51; the span to the last allowed cut, 53, too small for an LLM summary, so the plan masked and
+gained nothing), while the resumed one, holding no stall, found the next user message had closed a group: the
+span widened to 54 was worth a summary (1,439 -> 1,121 tokens). The stall's reach now holds where the first
+summary would end (``strategies.summary_end``), so the live session compacts there too."""
 
 
-@pytest.mark.xfail(strict=True, reason="a stalled live session misses a gain its resume finds (KNOWN_RESUME_SEAM)")
 def test_a_stalled_session_and_its_resume_show_the_same_view() -> None:
     assert "resume" not in run_scenario(KNOWN_RESUME_SEAM).findings
