@@ -262,3 +262,38 @@ async def test_a_stall_ends_when_the_grown_tail_would_make_the_plan_cut_past_the
         assert await resumed.get_messages_for_request(token_budget=s.budget) == view
     finally:
         await resumed.close()
+
+
+async def test_a_stall_ends_when_a_closing_group_makes_the_first_span_worth_a_summary(tmp_path) -> None:
+    """The feature matrix (explore mode, resume; ``KNOWN_RESUME_SEAM``): an LLM summarizer, a 1,500-token budget.
+    A compaction's first cut took one group, a span too small for an LLM summary as far as a cut could then go, so
+    the plan masked it, gained nothing and stalled. The next user message closed a group: the span to the new last
+    allowed cut was worth a summary (boundary 50 -> 54), with the first cut and the protected tail unmoved, so the
+    stall's reach had not moved and the live session kept skipping, while a resumed one, with no stall, compacted:
+    the resumed view was not the live one. The request after that message must compact."""
+    from test_feature_matrix import KNOWN_RESUME_SEAM as s
+    from test_feature_matrix import Manager, guided_model, session
+
+    from amplifier_module_context_summarize.testing.replay import request_due
+
+    history, _ = session(s)
+    store = tmp_path / "summaries.db"
+    live = Manager(s, store, guided_model(s))
+    outcomes: list[tuple[int, list[str]]] = []
+    for index, message in enumerate(history):
+        await live.manager.add_message(message)
+        if request_due(history, index, at_end=True):
+            posts = len(live.recorder.payloads("context:post_compact"))
+            view = await live.request(s.budget)
+            outcomes.append((index, [p["outcome"] for p in live.recorder.payloads("context:post_compact")[posts:]]))
+    await live.manager.close()
+    stalled_before_last = [at for at, out in outcomes[:-1] if "unchanged" in out]
+    assert stalled_before_last and stalled_before_last[-1] == outcomes[-2][0], "the request before the last stalls"
+    assert outcomes[-1][1] == ["compacted"], "the closing group makes the span worth a summary: the stall ends"
+
+    resumed = Manager(s, store, guided_model(s))
+    try:
+        await resumed.manager.set_messages(history)
+        assert await resumed.request(s.budget) == view
+    finally:
+        await resumed.manager.close()

@@ -597,11 +597,51 @@ KNOWN_RESUME_SEAM = Scenario(
     spill=None,
     max_input=None,
 )
-"""Found by fresh draws (issue 48's third stop): the live session stalls at boundary 50 (its reach: protected tail
-at 50, first cut at 51), while the resumed one, holding no stall, plans 50 -> 51 and its later passes carry the cut
-to 54 (1,439 -> 1,121 tokens). The stall's reach does not see what the plan's later passes would gain."""
+"""Found by fresh draws (issue 48's third stop): the live session stalled at boundary 50 (its reach: protected tail
+at 50, first cut at 51; the span to the last allowed cut, 53, too small for an LLM summary, so the plan masked and
+gained nothing), while the resumed one, holding no stall, found the next user message had closed a group: the
+span widened to 54 was worth a summary (1,439 -> 1,121 tokens). The stall's reach now holds where the first
+summary would end (``strategies.summary_end``), so the live session compacts there too."""
 
 
-@pytest.mark.xfail(strict=True, reason="a stalled live session misses a gain its resume finds (KNOWN_RESUME_SEAM)")
 def test_a_stalled_session_and_its_resume_show_the_same_view() -> None:
     assert "resume" not in run_scenario(KNOWN_RESUME_SEAM).findings
+
+
+KNOWN_SPILL_CLIP_SEAM = Scenario(
+    strategy="summarize",
+    background=False,
+    summarizer="offline",
+    instructions=False,
+    focus_by=None,
+    deny=False,
+    pins=frozenset(),
+    reminders=True,
+    inject="cjk",
+    budget=1500,
+    summary_ratio=0.1,
+    summary_max_tokens=150,
+    pin_ratio=0.4,
+    turns=5,
+    large={0: 3000, 1: 3000, 3: 12000},
+    shape_seed=0,
+    stall=None,
+    stall_every=1,
+    compact_at=1,
+    spill=1000,
+    max_input=None,
+)
+"""Found by fresh draws (issue 48's fourth stop, on a8d8bb5 too): the newest group's spill preview (1,370
+characters) is clipped to fit the 1,500-token budget (``RequestView._fit`` -> ``clip_tool_outputs``, limit 685),
+and ``clip_middle``'s head (342 characters) ends inside the preview's ``File:`` line: the view names a path cut
+short (``.../m15-b9afd``), a file that does not exist; the clip marker's note still names the recall handle. Every
+limit ``clip_tool_outputs`` tries keeps a head of 200 characters or more, and the ``File:`` line starts about 300
+characters in (after the marker line, the "Only a preview" sentence and the size line): a cut lands in it whenever
+the head is that long plus part of the path. The how-to-read line after it repeats the path and can be cut the same
+way. Left for the lead: the fix changes what clipped previews show (a clip that keeps a preview's header lines
+whole, or a preview naming its file before anything a clip could take)."""
+
+
+@pytest.mark.xfail(strict=True, reason="a clipped spill preview names its file cut short (KNOWN_SPILL_CLIP_SEAM)")
+def test_a_clipped_spill_preview_never_names_a_path_cut_short() -> None:
+    assert "spill" not in run_scenario(KNOWN_SPILL_CLIP_SEAM).findings

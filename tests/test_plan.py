@@ -221,3 +221,24 @@ def test_states_differing_only_in_their_mask_end_share_one_count_of_the_summary_
     assert all(s == shows[0] for s in shows)
     assert shows[0].tokens == facts_of(history, 30_000).shown(summarized.masked_to(30)).tokens
     assert facts.shown(CompactionState(24, (segment,))) is not shows[0], "another boundary is another view"
+
+
+def test_a_summary_from_the_first_cut_is_widened_to_a_span_worth_one_once_a_closing_group_allows_it() -> None:
+    """``summary_end``: the first cut here takes one group, far below a span worth an LLM summary, and so does every
+    cut up to the last allowed one: None (the plan masks instead). One more exchange closes a group and moves the
+    last allowed cut: the same first cut now widens to a span worth a summary. A stall's reach holds this end
+    (``Compactor.reach``): with the first cut unmoved, a stalled live session otherwise kept skipping a compaction
+    its resume made (the feature matrix's ``KNOWN_RESUME_SEAM``). The extractive summarizer writes any span."""
+    from amplifier_module_context_summarize.compaction.plan.strategies import summary_end
+    from amplifier_module_context_summarize.summarizer.span import MIN_SPAN_TOKENS
+
+    history, state = history_of(3, 20), CompactionState()
+    facts = facts_of(history, 4000)
+    assert facts.span_tokens(0, last_allowed_cut(history)) < MIN_SPAN_TOKENS
+    assert summary_end(facts, state, 1) is None
+    history.append({"role": "user", "content": "Step 3: " + "word " * 60})
+    history.append({"role": "assistant", "content": "Noted."})
+    widened = summary_end(facts_of(history, 4000), state, 1)
+    assert widened is not None and 1 < widened <= last_allowed_cut(history)
+    assert facts_of(history, 4000).span_tokens(0, widened) >= MIN_SPAN_TOKENS
+    assert summary_end(facts_of(history, 4000, summarizer=False), state, 1) == 1

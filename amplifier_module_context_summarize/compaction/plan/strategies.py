@@ -92,6 +92,17 @@ def segment_tokens(budget: int, summary_budget_ratio: float, working_set_tokens:
     return max(min(output_cap, int(room * SEGMENT_SHARE)), MIN_MERGE_TOKENS)
 
 
+def summary_end(facts: PlanFacts, state: CompactionState, end: int) -> int | None:
+    """Where a summary of the groups from ``state``'s boundary to ``end`` cuts: widened to the nearest cut whose span
+    is worth an LLM summary (``MIN_SPAN_TOKENS``); None while no cut up to the last allowed one is (the span stays
+    masked). The extractive summarizer writes any span, at no cost: ``end`` itself. A group closing moves the last
+    allowed cut, so a span too small at one request can be worth a summary at the next with the first cut unmoved
+    (a stall's reach holds this too: ``Compactor.reach``)."""
+    if not facts.summarizer:
+        return end
+    return facts.end_with_span(state, end, MIN_SPAN_TOKENS)
+
+
 @dataclass(frozen=True)
 class TruncateStrategy:
     """Whole oldest groups dropped; nothing summarized or masked (where it cut is stored, for a resume)."""
@@ -211,7 +222,7 @@ class SummarizeStrategy:
         after = progress.to(Phase.MERGING, summaries=progress.summaries + 1, then=then)
         writer = Writer.SUMMARIZER
         if facts.summarizer:
-            worth = facts.end_with_span(state, end, MIN_SPAN_TOKENS)
+            worth = summary_end(facts, state, end)
             if worth is None and not to_fit:
                 return Plan(facts.masked(state, end), None, after.to(then, fitting=None))
             end, writer = (worth, writer) if worth is not None else (end, Writer.EXTRACTIVE)

@@ -12,6 +12,7 @@ from ...core.state import CompactionState
 from ...summarizer.in_context import SentView
 from ..plan.facts import PlanFacts
 from ..plan.job import Job
+from ..plan.strategies import summary_end
 from ..view.request import RequestView
 from .stand_in import stand_in_above
 
@@ -85,11 +86,16 @@ def plan_facts(config: Config, view: RequestView, summarizer: bool, limits: Limi
     return facts
 
 
-def first_cut(config: Config, view: RequestView, summarizer: bool, limits: Limits) -> int:
-    """The cut a plan of the view starts with (a summary strategy's first step): to the target, the protected tail
-    kept, unless the tail beside the summary and the room a new one is planned with no longer fits the budget, when
-    it cuts past the protected tail (``choose_boundary``). A stall's reach must move with it: measured by the
-    protected tail alone, a live session stayed stalled where a resumed one, holding no stall, compacted."""
+def first_cut(config: Config, view: RequestView, summarizer: bool, limits: Limits) -> tuple[int, int | None]:
+    """The cut a plan of the view starts with (a summary strategy's first step), and where that summary would end.
+
+    The cut: to the target, the protected tail kept, unless the tail beside the summary and the room a new one is
+    planned with no longer fits the budget, when it cuts past the protected tail (``choose_boundary``). Its end:
+    widened to a span worth an LLM summary, None while none is (``strategies.summary_end``), which a group closing
+    moves with the cut unmoved. A stall's reach must move with both: measured by the protected tail alone, a live
+    session stayed stalled where a resumed one, holding no stall, compacted; measured by the cut alone, it stayed
+    stalled past the group whose closing made the span worth summarizing."""
     facts = plan_facts(config, view, summarizer, limits)
     state = facts.masked(view.state)
-    return facts.fitting_boundary(state, facts.shown(state).summary_tokens + facts.summary_allowance)
+    cut = facts.fitting_boundary(state, facts.shown(state).summary_tokens + facts.summary_allowance)
+    return cut, summary_end(facts, state, cut)

@@ -296,9 +296,9 @@ class Compactor:
         view = self.view
         history, state = view.history, view.state
         cut_end = cut_reach(history.prefix, state.boundary, history.last_cuttable, limits.preserve_recent)
-        first = first_cut(self.config, view, self.segments.summarizer.backend is not None, limits)
+        first, summary_end = first_cut(self.config, view, self.segments.summarizer.backend is not None, limits)
         mask_end = view.masks.limit() if view.masks is not None else None
-        return Reach(history, state, limits.budget, cut_end, mask_end, first)
+        return Reach(history, state, limits.budget, cut_end, mask_end, first, summary_end)
 
     async def unchanged(self, run: CompactionRun, job: Job, tokens: int, messages: int, duration_ms: float) -> None:
         """Report a compaction whose pre went out and that could not make the fitting view smaller: nothing is

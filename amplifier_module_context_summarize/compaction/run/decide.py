@@ -159,6 +159,9 @@ class Reach:
     first_cut: int | None = None
     """Where a plan's first summary would cut (``attempt.first_cut``): past ``cut_end`` once the tail beside the
     summary and a new one's room no longer fits the budget, which the protected tail alone does not show."""
+    summary_end: int | None = None
+    """Where that summary would end (``strategies.summary_end``): widened to a span worth an LLM summary, None while
+    none is; a group closing can make one worth it with the first cut unmoved."""
 
 
 def cut_reach(prefix: Sequence[int], boundary: int, last_cuttable: int, preserve_recent: int) -> int:
@@ -174,11 +177,13 @@ class Stall:
     the soft threshold was dropped before the hooks were asked): what its plan could reach.
 
     The rule: while the view fits the budget, no compaction is tried again as long as the plan's reach is the
-    same (``Reach``: history, state, budget, the furthest cut and the furthest mask end). A plan aims at the
-    target but cuts no further than the protected tail and masks no further than the newest outputs it keeps;
-    with those the same it can only make the same state again, and the tail that grew since makes that no
-    smaller. A message that moves either end (a group closing, the tail growing past a group, a newer output),
-    an install, or another budget ends the stall; so does a view past the budget, which is compacted whatever
+    same (``Reach``: history, state, budget, the furthest cut, the furthest mask end, and where the first summary
+    would cut and end). A plan aims at the target but cuts no further than the protected tail (or its first cut,
+    when the tail no longer fits beside a summary), summarizes a span only once it is worth an LLM summary, and
+    masks no further than the newest outputs it keeps; with those the same it can only make the same state again,
+    and the tail that grew since makes that no smaller. A message that moves any of them (a group closing, the
+    tail growing past a group, a span grown worth a summary, a newer output), an install, or another budget ends
+    the stall; so does a view past the budget, which is compacted whatever
     the cost (the ladder makes it fit). ``compact()`` is always tried.
     """
 
