@@ -632,16 +632,11 @@ KNOWN_SPILL_CLIP_SEAM = Scenario(
     max_input=None,
 )
 """Found by fresh draws (issue 48's fourth stop, on a8d8bb5 too): the newest group's spill preview (1,370
-characters) is clipped to fit the 1,500-token budget (``RequestView._fit`` -> ``clip_tool_outputs``, limit 685),
-and ``clip_middle``'s head (342 characters) ends inside the preview's ``File:`` line: the view names a path cut
-short (``.../m15-b9afd``), a file that does not exist; the clip marker's note still names the recall handle. Every
-limit ``clip_tool_outputs`` tries keeps a head of 200 characters or more, and the ``File:`` line starts about 300
-characters in (after the marker line, the "Only a preview" sentence and the size line): a cut lands in it whenever
-the head is that long plus part of the path. The how-to-read line after it repeats the path and can be cut the same
-way. Left for the lead: the fix changes what clipped previews show (a clip that keeps a preview's header lines
-whole, or a preview naming its file before anything a clip could take)."""
+characters) was clipped to fit the 1,500-token budget (``RequestView._fit`` -> ``clip_tool_outputs``, limit 685),
+and ``clip_middle``'s head (342 characters) ended inside the preview's ``File:`` line: the view named a path cut
+short, a file that does not exist. A preview now names its file on its second line, and a clip keeps its first two
+lines whole (``core.clip.whole_head``)."""
 
 
-@pytest.mark.xfail(strict=True, reason="a clipped spill preview names its file cut short (KNOWN_SPILL_CLIP_SEAM)")
 def test_a_clipped_spill_preview_never_names_a_path_cut_short() -> None:
     assert "spill" not in run_scenario(KNOWN_SPILL_CLIP_SEAM).findings

@@ -24,6 +24,10 @@ REFINE_STEPS = 6
 CLIP_MARKER = "\n[... "
 """How a clip marker opens: the head kept is everything before it."""
 
+PREVIEW_OPENS = "[LARGE TOOL OUTPUT SAVED TO A FILE"
+"""How a spill preview (``spill/preview.py``) opens. Its second line names the file holding the whole output: a clip
+keeps both lines whole (``whole_head``), so the model never reads a path cut short, a file that does not exist."""
+
 Note = Callable[[int | None], str]
 """The note a clip marker carries for one view message: block index (None: the message's own text) -> text,
 e.g. ``"; recall with context_recall, handle m5-3fa2b1"``."""
@@ -31,12 +35,29 @@ e.g. ``"; recall with context_recall, handle m5-3fa2b1"``."""
 
 def clip_middle(text: str, limit: int, note: str = "") -> str:
     """``text`` with its middle cut out so that about ``limit`` characters stay, the marker saying how many went
-    (and, with ``note``, how to get them back)."""
+    (and, with ``note``, how to get them back). A spill preview's opening lines stay whole (``whole_head``), past
+    ``limit`` if need be: its tail gives way first."""
     if len(text) <= limit:
         return text
     half = max(limit // 2, 1)
-    clipped = f"{text[:half]}{CLIP_MARKER}{len(text) - 2 * half} characters clipped{note} ...]\n{text[-half:]}"
+    head = whole_head(text)
+    if head <= half:
+        head = tail = half
+    else:
+        tail = max(limit - head, 0)
+    gone = len(text) - head - tail
+    clipped = f"{text[:head]}{CLIP_MARKER}{gone} characters clipped{note} ...]\n{text[len(text) - tail :]}"
     return clipped if len(clipped) < len(text) else text  # just over the limit, the marker would add more
+
+
+def whole_head(text: str) -> int:
+    """Characters at the start of ``text`` a clip keeps whole: a spill preview's first two lines (that it is a
+    preview, and the file that holds the whole output); none of any other text."""
+    if not text.startswith(PREVIEW_OPENS):
+        return 0
+    first = text.find("\n")
+    second = text.find("\n", first + 1) if first >= 0 else -1
+    return len(text) if second < 0 else second
 
 
 def _clip_value(value: Any, limit: int, note: str) -> Any:

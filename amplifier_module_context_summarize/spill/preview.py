@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.clip import PREVIEW_OPENS
+
 HEAD_CHARS = 1_200
 """Most characters of the output's first lines the preview shows."""
 TAIL_CHARS = 600
@@ -20,8 +22,9 @@ LINE_CHARS = 400
 """A longer line is shown in part, saying how long it is."""
 READ_FILE_LINE_CHARS = 2_000
 """Amplifier's ``read_file`` cuts lines past this many characters (tool-filesystem ``max_line_length``)."""
-MARKER = "[LARGE TOOL OUTPUT SAVED TO A FILE"
-"""How every preview starts (tests and the recall tool's description name it)."""
+MARKER = PREVIEW_OPENS
+"""How every preview starts (tests and the recall tool's description name it). Its second line names the file: a
+clip of the view keeps the two whole (``core.clip.whole_head``)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ def render(text: str, spilled: Spilled) -> str:
     longest = max(len(line) for line in lines)
     parts = [
         f"{MARKER} — you have NOT seen all of it]",
+        f"File: {spilled.path}",
         f"Only a preview is shown below: {_span(head, first_tail, total)} "
         f"({shown_chars:,} of {len(text):,} characters). "
         + (
@@ -56,7 +60,6 @@ def render(text: str, spilled: Spilled) -> str:
         ),
         f"Full output: {len(text):,} characters, {total:,} line{'s' if total != 1 else ''}, "
         f"about {spilled.tokens:,} tokens.",
-        f"File: {spilled.path}",
         _how_to_read(spilled, longest),
     ]
     body = [f"--- lines 1–{head:,} ---", *(_shown(line) for line in lines[:head])]
