@@ -128,3 +128,35 @@ def test_orchestrator_tool_calls_are_valid_and_grouped(arguments):
     assert [(g.start, g.end) for g in group_messages(messages)] == [(0, 1), (1, 3), (3, 4)]
     assert not check_view(messages)
     assert check_view(messages[:2] + messages[3:]) and check_view(messages[2:])
+
+
+CALL_SHAPES = [
+    {"role": "assistant", "content": "no calls"},
+    {"role": "user", "content": [{"type": "tool_use", "id": "u1", "name": "x", "input": {}}]},
+    {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}, {"id": ""}, "x"]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "f", "input": {}}, "text", 3]},
+    {  # loop-streaming stores each call twice: a tool_calls entry and a content block
+        "role": "assistant",
+        "content": [{"type": "tool_call", "id": "c", "name": "f", "input": {}}, {"type": "text", "text": "hi"}],
+        "tool_calls": [{"id": "c", "tool": "f", "arguments": {}}, {"id": "d", "tool": "g", "arguments": {}}],
+    },
+    {  # a block repeating an entry after one that does not, an unhashable type, a call with no id
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "e", "name": "f", "input": {}},
+            {"type": ["tool_use"], "id": "z"},
+            {"type": "tool_use", "name": "f", "input": {}},
+            {"type": "tool_use", "id": "e", "name": "f", "input": {}},
+        ],
+        "tool_calls": [{"id": "f", "tool": "g", "arguments": {}}],
+    },
+]
+
+
+@pytest.mark.parametrize("message", CALL_SHAPES)
+def test_call_ids_are_message_calls_ids_each_once_in_order(message):
+    """``call_ids`` reads ids without taking calls apart (every append asks): the same as ``message_calls``' ids."""
+    from amplifier_module_context_summarize.core.messages import call_ids, message_calls
+
+    wanted = list(dict.fromkeys(i for i, _, _ in message_calls(message) if i)) if message["role"] == "assistant" else []
+    assert call_ids(message) == wanted

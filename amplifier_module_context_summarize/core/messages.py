@@ -307,10 +307,24 @@ def arguments_text(args: Any) -> str:
 
 
 def call_ids(message: Message) -> list[str]:
-    """Ids of the tool calls a message makes, in every shape, each once."""
+    """Ids of the tool calls a message makes, in every shape, each once: ``message_calls``' ids, read without taking
+    each call apart (every message appended asks, twice; a resume appends tens of thousands at once). A content
+    block repeating a ``tool_calls`` entry (which ``message_calls`` leaves out) has that entry's id, so it adds
+    nothing here either."""
     if message.get("role") != "assistant":
         return []
-    return list(dict.fromkeys(call_id for call_id, _, _ in message_calls(message) if call_id))
+    ids: list[str] = []
+    for call in message.get("tool_calls") or ():
+        if isinstance(call, dict) and (call_id := call.get("id")):
+            ids.append(str(call_id))
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and (call_id := block.get("id")):
+                kind = block.get("type")
+                if isinstance(kind, str) and kind in CALL_BLOCK_TYPES:
+                    ids.append(str(call_id))
+    return list(dict.fromkeys(ids)) if len(ids) > 1 else ids
 
 
 def result_ids(message: Message) -> list[str]:
