@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from amplifier_module_context_summarize import create_manager
@@ -736,3 +736,46 @@ def test_a_working_set_folded_again_to_a_nearer_end_measures_no_line_already_mea
     lines = [line for line in counted if line.endswith("\n")]
     assert not further.intersection(lines), "a line the furthest render measured was measured again"
     assert nearer == fresh_render(long_session(), closed - 2, 2_000, COUNT)
+
+
+def _named_files_one_folder_at_a_time(text: str, paths: list[str]) -> list[str]:
+    """``named_files`` as it read before its headings were indexed: each folder's lines searched on their own."""
+    import posixpath
+
+    from amplifier_module_context_summarize.working_set.fold import _PATH_CHAR, _names_word
+
+    lowered = text.lower()
+    found = []
+    for path in paths:
+        spelled = path.lower()
+        if spelled in lowered:
+            found.append(path)
+            continue
+        folder, name = posixpath.split(spelled)
+        if not folder:
+            continue
+        stem = folder.rstrip("/")
+        heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
+        rows = [(line, m.end()) for line in lowered.splitlines() if stem in line and (m := heading.search(line))]
+        if any(_names_word(line, name, end) for line, end in rows):
+            found.append(path)
+    return found
+
+
+_PATH_PIECES = st.sampled_from(["lib", "a", "x.ex", "b.py", "Ü", "é", "src/", "/", "-", ".", "~"])
+_TEXT_PIECES = st.sampled_from(["lib/", "a/", "src/", "/", " ", "\n", "x.ex", "b.py", ", ", "—", "Ü", "(", ")", "lib"])
+
+
+@settings(max_examples=300, deadline=None)
+@example("lib/x.ex, b.py", ["lib/b.py"])  # a folder inside a longer path is no heading
+@example("- src/lib/ — edited: x.ex, b.py\n- lib/ — read: b.py", ["lib/b.py", "lib/x.ex", "src/lib/x.ex"])
+@example("ü/ a.py lib/ (b.py) / x.ex", ["Ü/a.py", "lib/b.py", "/x.ex", "/lib/b.py"])
+@given(
+    st.lists(_TEXT_PIECES, max_size=40).map("".join),
+    st.lists(st.lists(_PATH_PIECES, min_size=1, max_size=5).map("".join), max_size=12),
+)
+def test_named_files_finds_a_folder_heading_as_a_search_of_that_folder_does(text, paths):
+    """``named_files`` reads every folder heading of the text in one pass (a span's thousands of folders each scanned
+    every line): the paths it finds are the ones each folder's own search finds, spaces and odd letters included."""
+    extra = [p.replace("/", " /", 1) for p in paths]  # a folder with a space: searched on its own, as before
+    assert named_files(text, paths + extra) == _named_files_one_folder_at_a_time(text, paths + extra)

@@ -329,6 +329,10 @@ def working_set_of(messages: list[Message]) -> WorkingSet:
 
 
 _PATH_CHAR = r"[\w.~+@/-]"
+_FOLDER_HEADING = re.compile(rf"(?<!{_PATH_CHAR}){_PATH_CHAR}*/(?!{_PATH_CHAR})")
+"""A folder standing on its own (``lib/x/``, not inside a longer path): a whole run of path characters ending in
+``/``."""
+_ONLY_PATH_CHARS = re.compile(rf"{_PATH_CHAR}*")
 
 
 def named_files(text: str, paths: list[str]) -> list[str]:
@@ -343,6 +347,9 @@ def named_files(text: str, paths: list[str]) -> list[str]:
     lines = lowered.splitlines()
     headed: dict[str, list[tuple[str, int]]] = {}
     """Folder -> the lines naming it, each with where its first mention ends (found once per folder)."""
+    headings: dict[str, list[tuple[str, int]]] | None = None
+    """Every folder heading of the text, by folder: one pass over the text, made when a path is first looked up by
+    its folder (a span's thousands of folders each scanning every line was folders x lines)."""
     found = []
     for path in paths:
         spelled = path.lower()
@@ -355,12 +362,32 @@ def named_files(text: str, paths: list[str]) -> list[str]:
         rows = headed.get(folder)
         if rows is None and (stem := folder.rstrip("/")) not in searched:
             rows = headed[folder] = []  # no line names a folder the whole text does not hold: no scan of its lines
-        if rows is None:
+        if rows is None and _ONLY_PATH_CHARS.fullmatch(stem):  # then a heading of it is a whole run: indexed
+            if headings is None:
+                headings = _folder_headings(lines)
+            rows = headed[folder] = headings.get(stem, [])
+        elif rows is None:
             heading = re.compile(rf"(?<!{_PATH_CHAR}){re.escape(stem)}/(?!{_PATH_CHAR})")
             rows = headed[folder] = [(line, m.end()) for line in lines if stem in line and (m := heading.search(line))]
         if any(_names_word(line, name, end) for line, end in rows):
             found.append(path)
     return found
+
+
+def _folder_headings(lines: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """Folder (without its ``/``) -> each line that names it on its own, with where the line's first such mention
+    ends: what ``named_files``' heading search gives for a folder of path characters only, for all at once."""
+    headings: dict[str, list[tuple[str, int]]] = {}
+    for line in lines:
+        if "/" not in line:
+            continue
+        seen: set[str] = set()
+        for match in _FOLDER_HEADING.finditer(line):
+            stem = match.group()[:-1]
+            if stem not in seen:
+                seen.add(stem)
+                headings.setdefault(stem, []).append((line, match.end()))
+    return headings
 
 
 def _names_word(line: str, name: str, start: int) -> bool:
