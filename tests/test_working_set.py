@@ -779,3 +779,29 @@ def test_named_files_finds_a_folder_heading_as_a_search_of_that_folder_does(text
     every line): the paths it finds are the ones each folder's own search finds, spaces and odd letters included."""
     extra = [p.replace("/", " /", 1) for p in paths]  # a folder with a space: searched on its own, as before
     assert named_files(text, paths + extra) == _named_files_one_folder_at_a_time(text, paths + extra)
+
+
+_FOLDERS = st.sampled_from(["/repo", "/repo/src", "/other", "src", "./src", "lib", "~", "../up", "/"])
+_ACTIONS = st.sampled_from(["read", "edit", "write", "use", "delete", "move"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_ACTIONS, _FOLDERS, st.sampled_from(["a.py", "b.py", "x/c.ex"]), _FOLDERS), max_size=30),
+    st.lists(_FOLDERS, max_size=4),
+)
+def test_the_root_read_from_files_and_folders_alone_is_the_folded_working_sets(actions, workdirs):
+    """The artifact account reads only the root of its span's working set (``root_of``): the same as a whole fold."""
+    from amplifier_module_context_summarize.working_set.fold import WorkingSet, root_of
+    from amplifier_module_context_summarize.working_set.records import MOVE, Facts, FileAction
+
+    files = [
+        FileAction(MOVE, f"{folder}/{name}", f"{target}/{name}")
+        if action == "move"
+        else FileAction(action, f"{folder}/{name}")
+        for action, folder, name, target in actions
+    ]
+    folded = WorkingSet()
+    folded.add(Facts(tuple(files), (), (), (), tuple(workdirs), ()))
+    assert root_of(files, workdirs) == folded.root()
+    assert root_of([tuple(f) for f in files], workdirs) == folded.root()  # plain tuples read the same

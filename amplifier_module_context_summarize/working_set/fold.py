@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -262,6 +263,22 @@ class WorkingSet:
         for spelling, record in self.files.items():
             merged.setdefault(canonical(spelling, root), []).append(record)
         return [merge_entry(path, records, root) for path, records in merged.items() if path not in (".", "/")]
+
+
+def root_of(files: Iterable[Sequence[str]], workdirs: Iterable[str]) -> str | None:
+    """``root()`` of the working set ``files`` (``FileAction``s, named or plain tuples) then ``workdirs`` fold into:
+    only a path's first spelling and a folder a command ran in are evidence of the root, so nothing else is folded
+    (the artifact account of a cold resume's 31,000 groups reads only their root)."""
+    working_set = WorkingSet()
+    seen: set[str] = set()
+    for action, path, target in files:
+        for spelled in (path, target) if action == MOVE else (path,):
+            if spelled not in seen:
+                seen.add(spelled)
+                working_set._register(spelled)
+    for folder in workdirs:
+        working_set._vote(folder)
+    return working_set.root()
 
 
 def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from ...core.messages import Message
 from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import extract
-from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
+from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files, root_of
 from ...working_set.index import Plain, index_of
 from ...working_set.reads import named_reads, read_form
 from ...working_set.records import CallOutcome, Facts, FileAction, clip
@@ -107,28 +107,11 @@ def _named_outcomes(outcomes: tuple[Any, ...]) -> tuple[CallOutcome, ...]:
     return tuple([_new(CallOutcome, o) for o in outcomes])
 
 
-FOLD_CHUNK = 512
-"""Files or outcomes made named tuples at a time to fold a plain run (``_fold``)."""
-
-
-def _fold(facts: Plain) -> WorkingSet:
-    """``WorkingSet().add(facts)`` for facts in plain form. ``add`` reads each field in turn, item after item, so
-    it is the same fed a few files or outcomes at a time, each lot made named tuples just before: a cold resume's
-    account (tens of thousands of them) then never holds them all at once, and they die young."""
-    files, outcomes, *rest = facts
-    working_set = WorkingSet()
-    for at in range(0, len(files), FOLD_CHUNK):
-        working_set.add(_new(Facts, (_named_files(files[at : at + FOLD_CHUNK]), (), (), (), (), ())))
-    for at in range(0, len(outcomes), FOLD_CHUNK):
-        working_set.add(_new(Facts, ((), _named_outcomes(outcomes[at : at + FOLD_CHUNK]), (), (), (), ())))
-    working_set.add(_new(Facts, ((), (), *rest)))
-    return working_set
-
-
 def account_of(facts: Plain, shown_text: str) -> Account:
     """Which artifacts of a span whose facts are ``facts`` (a ``Facts`` or its plain form) ``shown_text`` still
     names."""
-    root = _fold(facts).root()
+    files, _, _, _, workdirs, _ = facts
+    root = root_of(files, workdirs)
     found = {kind: list(dict.fromkeys(i for i in items if i and i != ".")) for kind, items in _raw(facts, root).items()}
     return _named(found, root, shown_text)
 
