@@ -214,9 +214,7 @@ class Masks:
     def _masked(self, index: int, shown: list[Message]) -> tuple[list[Message], bool]:
         """``shown`` masked, and whether that changed anything. Unchanged messages and blocks are the shown ones
         (no copies), and where a message is stored is looked up only for one that does change (its handle)."""
-        history = self.history
-        group = history.groups[index]
-        where = Positions(history, group.start, group.end)
+        where = Positions(self.history, index)
         out: list[Message] | None = None
         for i, message in enumerate(shown):
             masked = self._mask_message(message, where, i)
@@ -246,8 +244,14 @@ class Masks:
                     new = {**message, "content": placeholder}
         calls = message.get("tool_calls")
         if isinstance(calls, list):
-            clipped = [self._clip_listed_call(call, where, message, i) for call in calls]
-            if any(a is not b for a, b in zip(clipped, calls, strict=True)):
+            clipped: list[Any] | None = None
+            for c, call in enumerate(calls):
+                done = self._clip_listed_call(call, where, message, i)
+                if done is not call and clipped is None:
+                    clipped = calls[:c]
+                if clipped is not None:
+                    clipped.append(done)
+            if clipped is not None:
                 new = {**(new or message), "tool_calls": clipped}
         return new if new is not None else message
 
@@ -271,8 +275,11 @@ class Masks:
         kind = block_kind(block)
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
-            described = block
             spilled = self.history.spilled
+            body = block.get(key, "")
+            if not spilled and type(body) is str and len(body) <= self.settings.min_chars:
+                return block  # its text is the body (``block_text``): too short to mask
+            described = block
             position = where.of(message, i) if spilled else None
             index: int | None = None
             if position is not None and position in spilled:  # the placeholder describes the output, not its preview
@@ -438,18 +445,23 @@ class Positions:
     the stored message itself (every group but a sanitized or spilled one), else as ``StoredPositions`` and
     ``StoredBlocks`` find it, their tables built only for a message that needs a handle."""
 
-    def __init__(self, history: History, start: int, end: int) -> None:
-        self.history, self.start, self.end = history, start, end
+    def __init__(self, history: History, group: int) -> None:
+        self.history, self.group = history, group
+        self._range: range | None = None
         self._stored: StoredPositions | None = None
         self._blocks: dict[int, StoredBlocks] = {}
 
     def of(self, message: Message, i: int) -> int:
         """Where the ``i``-th message of the group as shown, ``message``, is stored."""
-        at = self.start + i
-        if at < self.end and self.history.messages[at] is message:
+        stored = self._range
+        if stored is None:
+            group = self.history.groups[self.group]
+            stored = self._range = range(group.start, group.end)
+        at = stored.start + i
+        if at < stored.stop and self.history.messages[at] is message:
             return at
         if self._stored is None:
-            self._stored = StoredPositions(self.history, range(self.start, self.end))
+            self._stored = StoredPositions(self.history, stored)
         return self._stored.of(message)
 
     def block(self, message: Message, i: int, block: Any, b: int) -> int:
