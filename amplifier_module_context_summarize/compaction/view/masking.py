@@ -129,10 +129,26 @@ class Masks:
         return self.history.shown(index) if index in self._plain else self._decide(index)[0]
 
     def span(self, start: int, end: int) -> list[Message]:
+        """Groups ``[start, end)`` masked (a summary's input): a run of groups masking leaves as stored is read as
+        one slice of the stored messages (groups are contiguous), not group by group."""
+        history, changed, plain = self.history, self._changed, self._plain
+        replaced, last = history.shown_as, len(history.groups) - 1
         out: list[Message] = []
+        run = start  # groups [run, g) are plain and shown as stored, not read yet
         for g in range(start, end):
-            out.extend(self.group(g))
+            if g in plain and g not in replaced and g != last:
+                continue
+            self._read_run(out, run, g)
+            run = g + 1
+            form = changed.get(g)
+            out.extend(form if form is not None else self.group(g))
+        self._read_run(out, run, end)
         return out
+
+    def _read_run(self, out: list[Message], start: int, end: int) -> None:
+        if start < end:
+            groups = self.history.groups
+            out.extend(self.history.messages[groups[start].start : groups[end - 1].end])
 
     def forget_before(self, index: int) -> None:
         """Drop masked copies of groups no view shows any more (they are behind the summary)."""
