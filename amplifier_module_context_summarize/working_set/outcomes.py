@@ -302,8 +302,10 @@ def error_line(text: str) -> str:
 
 
 def looks_failed(text: str) -> bool:
-    """Text that reads as a failure (a traceback, an error line, a non-zero exit code)."""
-    return _nonzero_exit(text) or _reads_failed(text)
+    """Text that reads as a failure (a traceback, an error line, a non-zero exit code). The failure lines are
+    looked for first: their substring prechecks settle most outputs, where an exit code is searched for wherever
+    "return" or "exit" appears (code listings hold them), by a pattern tried at every character."""
+    return _reads_failed(text) or _nonzero_exit(text)
 
 
 def _reads_failed(text: str) -> bool:

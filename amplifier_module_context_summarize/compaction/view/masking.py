@@ -129,10 +129,26 @@ class Masks:
         return self.history.shown(index) if index in self._plain else self._decide(index)[0]
 
     def span(self, start: int, end: int) -> list[Message]:
+        """Groups ``[start, end)`` masked (a summary's input): a run of groups masking leaves as stored is read as
+        one slice of the stored messages (groups are contiguous), not group by group."""
+        history, changed, plain = self.history, self._changed, self._plain
+        replaced, last = history.shown_as, len(history.groups) - 1
         out: list[Message] = []
+        run = start  # groups [run, g) are plain and shown as stored, not read yet
         for g in range(start, end):
-            out.extend(self.group(g))
+            if g in plain and g not in replaced and g != last:
+                continue
+            self._read_run(out, run, g)
+            run = g + 1
+            form = changed.get(g)
+            out.extend(form if form is not None else self.group(g))
+        self._read_run(out, run, end)
         return out
+
+    def _read_run(self, out: list[Message], start: int, end: int) -> None:
+        if start < end:
+            groups = self.history.groups
+            out.extend(self.history.messages[groups[start].start : groups[end - 1].end])
 
     def forget_before(self, index: int) -> None:
         """Drop masked copies of groups no view shows any more (they are behind the summary)."""
@@ -212,72 +228,123 @@ class Masks:
         return sum(counter.count_message(a) for a, _ in pairs) - tokens
 
     def _masked(self, index: int, shown: list[Message]) -> tuple[list[Message], bool]:
-        history = self.history
-        group = history.groups[index]
-        stored = StoredPositions(history, range(group.start, group.end))
-        out: list[Message] = []
-        changed = False
-        for message in shown:
-            position = stored.of(message)
-            masked = self._mask_message(message, position)
-            changed = changed or masked is not message
-            out.append(masked)
-        return (out if changed else shown), changed
+        """``shown`` masked, and whether that changed anything. Unchanged messages and blocks are the shown ones
+        (no copies), and where a message is stored is looked up only for one that does change (its handle)."""
+        where = Positions(self.history, index)
+        out: list[Message] | None = None
+        for i, message in enumerate(shown):
+            masked = self._mask_message(message, where, i)
+            if masked is not message and out is None:
+                out = shown[:i]
+            if out is not None:
+                out.append(masked)
+        return (shown, False) if out is None else (out, True)
 
-    def _mask_message(self, message: Message, position: int) -> Message:
+    def _mask_message(self, message: Message, where: Positions, i: int) -> Message:
+        """``message`` (the ``i``-th of its group as shown) masked, or itself when nothing in it is long."""
         new: Message | None = None
         content = message.get("content")
-        if message.get("role") == "tool" and not isinstance(content, list):
-            if position in self.history.spilled:  # the placeholder describes the output, not its preview
+        if isinstance(content, list):
+            blocks = self._mask_blocks(content, message, where, i)
+            if blocks is not content:
+                new = {**message, "content": blocks}
+        elif message.get("role") == "tool":
+            spilled = self.history.spilled
+            position = where.of(message, i) if spilled else None
+            if position is not None and position in spilled:  # the placeholder describes the output, not its preview
                 content = self.history.messages[position].get("content")
             text = block_text(content) if content is not None else ""
-            placeholder = self._placeholder(text, position, None)
-            if placeholder is not None:
-                new = {**message, "content": placeholder}
-        elif isinstance(content, list):
-            stored = StoredBlocks(self.history.messages[position].get("content"))
-            blocks = [self._mask_block(block, position, stored.of(block, i)) for i, block in enumerate(content)]
-            if any(a is not b for a, b in zip(blocks, content, strict=True)):
-                new = {**message, "content": blocks}
+            if len(text) > self.settings.min_chars:
+                placeholder = self._placeholder(text, where.of(message, i) if position is None else position, None)
+                if placeholder is not None:
+                    new = {**message, "content": placeholder}
         calls = message.get("tool_calls")
         if isinstance(calls, list):
-            clipped = [self._clip_listed_call(call, position) for call in calls]
-            if any(a is not b for a, b in zip(clipped, calls, strict=True)):
+            clipped: list[Any] | None = None
+            for c, call in enumerate(calls):
+                done = self._clip_listed_call(call, where, message, i)
+                if done is not call and clipped is None:
+                    clipped = calls[:c]
+                if clipped is not None:
+                    clipped.append(done)
+            if clipped is not None:
                 new = {**(new or message), "tool_calls": clipped}
         return new if new is not None else message
 
-    def _mask_block(self, block: Any, position: int, index: int) -> Any:
+    def _mask_blocks(self, content: list[Any], message: Message, where: Positions, i: int) -> list[Any]:
+        """``content`` with its long outputs and arguments masked, or ``content`` itself when none is."""
+        out: list[Any] | None = None
+        for b, block in enumerate(content):
+            masked = self._mask_block(block, message, where, i, b)
+            if masked is block:
+                if out is not None:
+                    out.append(block)
+                continue
+            if out is None:
+                out = content[:b]
+            out.append(masked)
+        return content if out is None else out
+
+    def _mask_block(self, block: Any, message: Message, where: Positions, i: int, b: int) -> Any:
         if not isinstance(block, dict):
             return block
         kind = block_kind(block)
         if kind == RESULT_BLOCK_TYPE:
             key = "content" if "content" in block else "output"
+            spilled = self.history.spilled
+            body = block.get(key, "")
+            if not spilled and type(body) is str and len(body) <= self.settings.min_chars:
+                return block  # its text is the body (``block_text``): too short to mask
             described = block
-            if position in self.history.spilled:  # the placeholder describes the output, not its preview
+            position = where.of(message, i) if spilled else None
+            index: int | None = None
+            if position is not None and position in spilled:  # the placeholder describes the output, not its preview
+                index = where.block(message, i, block, b)
                 stored = self.history.messages[position].get("content")
                 described = stored[index] if isinstance(stored, list) and index < len(stored) else block
-            placeholder = self._placeholder(block_text(described), position, index)
+            text = block_text(described)
+            if len(text) <= self.settings.min_chars:
+                return block
+            if position is None:
+                position = where.of(message, i)
+            if index is None:
+                index = where.block(message, i, block, b)
+            placeholder = self._placeholder(text, position, index)
             if placeholder is not None:
                 return {**block, key: placeholder}
         elif kind in CALL_BLOCK_TYPES and isinstance(block.get("input"), dict):
-            clipped = self._clip_arguments(block["input"], position, index)
-            if clipped is not block["input"]:
+            args = block["input"]
+            clipped = self._clip_arguments(args, Target(where, message, i, block, b)) if self._may_clip(args) else args
+            if clipped is not args:
                 return {**block, "input": clipped}
         return block
 
-    def _clip_listed_call(self, call: Any, position: int) -> Any:
+    def _clip_listed_call(self, call: Any, where: Positions, message: Message, i: int) -> Any:
         if not isinstance(call, dict):
             return call
         fn = call.get("function")
         if isinstance(fn, dict) and "arguments" in fn:
-            clipped = self._clip_arguments(fn["arguments"], position, None)
-            return call if clipped is fn["arguments"] else {**call, "function": {**fn, "arguments": clipped}}
+            args = fn["arguments"]
+            if not self._may_clip(args):
+                return call
+            clipped = self._clip_arguments(args, Target(where, message, i))
+            return call if clipped is args else {**call, "function": {**fn, "arguments": clipped}}
         if "arguments" in call:
-            clipped = self._clip_arguments(call["arguments"], position, None)
-            return call if clipped is call["arguments"] else {**call, "arguments": clipped}
+            args = call["arguments"]
+            if not self._may_clip(args):
+                return call
+            clipped = self._clip_arguments(args, Target(where, message, i))
+            return call if clipped is args else {**call, "arguments": clipped}
         return call
 
-    def _clip_arguments(self, args: Any, position: int, block: int | None) -> Any:
+    def _may_clip(self, args: Any) -> bool:
+        """False where ``_clip_arguments`` certainly returns ``args`` itself: short, or neither text nor an object."""
+        limit = self.settings.min_chars
+        if isinstance(args, str):
+            return len(args) > limit
+        return isinstance(args, dict) and json_longer_than(args, limit)
+
+    def _clip_arguments(self, args: Any, target: Target) -> Any:
         """Arguments with each long string value clipped; a JSON string stays a JSON string."""
         limit = self.settings.min_chars
         if isinstance(args, str):
@@ -286,23 +353,22 @@ class Masks:
             try:
                 parsed = parse_embedded_json(args)
             except ValueError:
-                return json.dumps({"clipped": self._clip_value(args, position, block)})
-            clipped = self._clip_arguments(parsed, position, block)
+                return json.dumps({"clipped": self._clip_value(args, target)})
+            clipped = self._clip_arguments(parsed, target)
             return args if clipped is parsed else json.dumps(clipped, ensure_ascii=False)
         if not isinstance(args, dict) or not json_longer_than(args, limit):
             return args
         out = {
-            key: self._clip_value(value, position, block)
+            key: self._clip_value(value, target)
             if isinstance(value, str) and len(value) > ARGUMENT_KEEP_CHARS * 2
             else value
             for key, value in args.items()
         }
         return out if any(out[k] is not args[k] for k in args) else args
 
-    def _clip_value(self, value: str, position: int, block: int | None) -> str:
-        handle = handle_for(self.history.messages, position, block)
+    def _clip_value(self, value: str, target: Target) -> str:
         head = value[:ARGUMENT_KEEP_CHARS].rstrip()
-        return f"{head}… [clipped: {len(value):,} chars; {self._recall(handle)}]"
+        return f"{head}… [clipped: {len(value):,} chars; {self._recall(target.handle())}]"
 
     def _placeholder(self, text: str, position: int, block: int | None) -> str | None:
         """The placeholder for a tool output over ``min_chars``, when it is shorter than the output."""
@@ -388,6 +454,50 @@ def json_longer_than(args: dict[Any, Any], limit: int) -> bool:
 def result_ids_in(history: History, group_index: int) -> list[str]:
     group = history.groups[group_index]
     return [r for m in history.messages[group.start : group.end] for r in result_ids(m)]
+
+
+class Positions:
+    """Where the messages of one group as shown are stored, and their blocks: the same place when the view shows
+    the stored message itself (every group but a sanitized or spilled one), else as ``StoredPositions`` and
+    ``StoredBlocks`` find it, their tables built only for a message that needs a handle."""
+
+    def __init__(self, history: History, group: int) -> None:
+        self.history, self.group = history, group
+        self._range: range | None = None
+        self._stored: StoredPositions | None = None
+        self._blocks: dict[int, StoredBlocks] = {}
+
+    def of(self, message: Message, i: int) -> int:
+        """Where the ``i``-th message of the group as shown, ``message``, is stored."""
+        stored = self._range
+        if stored is None:
+            group = self.history.groups[self.group]
+            stored = self._range = range(group.start, group.end)
+        at = stored.start + i
+        if at < stored.stop and self.history.messages[at] is message:
+            return at
+        if self._stored is None:
+            self._stored = StoredPositions(self.history, stored)
+        return self._stored.of(message)
+
+    def block(self, message: Message, i: int, block: Any, b: int) -> int:
+        """Where block ``b`` of that message, ``block``, is in the stored message's content."""
+        blocks = self._blocks.get(i)
+        if blocks is None:
+            blocks = self._blocks[i] = StoredBlocks(self.history.messages[self.of(message, i)].get("content"))
+        return blocks.of(block, b)
+
+
+class Target:
+    """What a clipped argument's handle names: a message, or one of its blocks, found when a clip needs it."""
+
+    def __init__(self, where: Positions, message: Message, i: int, block: Any = None, b: int | None = None) -> None:
+        self.where, self.message, self.i, self.block, self.b = where, message, i, block, b
+
+    def handle(self) -> str:
+        where, message, i = self.where, self.message, self.i
+        index = None if self.b is None else where.block(message, i, self.block, self.b)
+        return handle_for(where.history.messages, where.of(message, i), index)
 
 
 class StoredBlocks:
