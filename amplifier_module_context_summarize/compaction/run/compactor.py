@@ -220,6 +220,17 @@ class Compactor:
             view.inject(await resumer.resumed_injection(view.history, view.state, wire_budget), wire_budget)
             resumer.fold_after_resume(view.history, view.state)
 
+    async def rewrite_owed(self, limits: Limits, provider: Any | None) -> None:
+        """After a resume whose state shows stand-ins (``Resumer.owed``), the background compaction a live session
+        starts for them (``Flights.start_rewrite``), once; it waits while another runs. With no summarizer backend
+        there is nothing to write."""
+        if not self.resumer.owed or self.background.running:
+            return
+        owed = self.resumer.take_owed()
+        if self.segments.summarizer.backend is not None:
+            attempt = self._attempt(time.perf_counter(), Request(limits, provider, False, None))
+            await self.flights.start_rewrite(attempt, limits, list(owed), self.pace)
+
     def start_over(self, history: History, state: CompactionState) -> None:
         """A new history (``set_messages``, ``clear``): work on the old one stops, and none of it is reported."""
         self.prefetcher.cancel()
