@@ -244,7 +244,7 @@ async def test_the_offline_summarizer_resumes_a_stand_in_and_has_nothing_to_rewr
             await store.put(row)
     records = offline.compactor.records
     records.store = store
-    stand_ins = {segment: None for segment in state.segments}
+    stand_ins = {segment: (None, 10_000) for segment in state.segments}
     await records.record_cuts(history, CompactionState(), state, offline.budget.wire, stand_ins)
     await offline.close(wait_s=0)
     tag = records.plan(BUDGET)

@@ -25,9 +25,10 @@ written by any earlier version reads the same (the rows are byte for byte those 
   ``SegmentRecord``'s); text a provider's native compaction artefact for the span, verbatim; ``groups`` the
   segment's length.
 - ``StandInRecord``: start ``standin:``, the plan tag and the chain at the segment's start (as its ``CutRecord``'s);
-  end the chain at its end; text the digest of the text the cut carries, a space and the summary size it was asked
-  for (0: the output cap); ``groups`` the segment's length. It says that text is an extractive summary standing in
-  for the LLM's (``Writer.STAND_IN``), still owed, not a fallback; a store written before has none: no stand-in.
+  end the chain at its end; text the digest of the text the cut carries, the summary size it was asked for (0: the
+  output cap) and the span's tokens as it read them, space-separated; ``groups`` the segment's length. It says that
+  text is an extractive summary standing in for the LLM's (``Writer.STAND_IN``), still owed, not a fallback; a
+  store written before has none: no stand-in.
 
 Each record is read with a key (``SegmentKey``, ``CutKey``, ``DropKey``, ``MaskEndKey``, ``WorkingSetKey``,
 ``InjectionKey``, ``ArtefactKey``, ``StandInKey``): ``read`` asks the store for the rows starting at the key and
@@ -313,10 +314,12 @@ class StandInKey:
     def decode(self, row: CachedSummary) -> StandInRecord | None:
         if not _row_of(row, self.row_start):
             return None
-        digest, _, size = row.text.partition(" ")
-        if not (len(digest) == DIGEST_CHARS and size.isascii() and size.isdigit() and len(size) <= MAX_ROOM_DIGITS):
+        digest, *sizes = row.text.split(" ")
+        if len(digest) != DIGEST_CHARS or len(sizes) != 2:
             return None
-        return StandInRecord(self, row.end, row.groups, digest, int(size) or None)
+        if not all(size.isascii() and size.isdigit() and len(size) <= MAX_ROOM_DIGITS for size in sizes):
+            return None
+        return StandInRecord(self, row.end, row.groups, digest, int(sizes[0]) or None, int(sizes[1]))
 
 
 DIGEST_CHARS = 32
@@ -332,14 +335,16 @@ def text_digest(text: str) -> str:
 @dataclass(frozen=True)
 class StandInRecord:
     """The cut of ``groups`` groups from the key's chain to the chain ``end`` carries a stand-in whose text has the
-    digest ``digest`` (``text_digest``), asked for at ``max_tokens`` (None: the output cap): the LLM's summary of
-    the span is owed and is asked for the same size."""
+    digest ``digest`` (``text_digest``), asked for at ``max_tokens`` (None: the output cap) from ``span_tokens``:
+    the LLM's summary of the span is owed and is asked for the same size."""
 
     key: StandInKey
     end: str
     groups: int
     digest: str
     max_tokens: int | None = None
+    span_tokens: int = 0
+    """The span's tokens as the stand-in read them: the rewrite's time is given for them, uncounted by a resume."""
 
     def marks(self, cut: CutRecord) -> bool:
         """This mark is for ``cut`` (same plan, span and text): the text it carries stands in."""
@@ -347,7 +352,7 @@ class StandInRecord:
         return same_key and (self.end, self.groups) == (cut.end, cut.groups) and self.digest == text_digest(cut.text)
 
     def row(self) -> CachedSummary:
-        text = f"{self.digest} {self.max_tokens or 0}"
+        text = f"{self.digest} {self.max_tokens or 0} {self.span_tokens}"
         return CachedSummary(self.key.row_start, self.end, text, len(text), self.groups)
 
 

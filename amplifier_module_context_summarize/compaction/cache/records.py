@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import replace
 
 from ...config import Config
 from ...core.history import History
@@ -75,7 +74,7 @@ class PlanRecords:
         before: CompactionState,
         state: CompactionState,
         wire: int,
-        stand_ins: Mapping[Segment, int | None] | None = None,
+        stand_ins: Mapping[Segment, tuple[int | None, int]] | None = None,
     ) -> None:
         """Store the segments ``state`` installed since ``before``, so a resume with the same plan takes them and
         one with another does not.
@@ -83,8 +82,9 @@ class PlanRecords:
         A segment whose text is not the one summary stored for its span (a fallback is never stored as a segment, so
         a later LLM call may still pay for the span; a merge no smaller than its parts; a span stored under two
         focuses) carries its text in the cut: a resume shows what this session showed, and pays for nothing. One of
-        ``stand_ins`` (segment: the size its summary was asked for) gets a mark beside its cut (``StandInRecord``):
-        its text stands in for the LLM's, which a resume still owes; a fallback gets none, and is never rewritten.
+        ``stand_ins`` (segment: the size its summary was asked for, its span's tokens) gets a mark beside its cut
+        (``StandInRecord``): its text stands in for the LLM's, which a resume still owes; a fallback gets none, and
+        is never rewritten.
         """
         if not self.stores_cuts:
             return
@@ -98,8 +98,10 @@ class PlanRecords:
                 if [r.text for r in same] != [segment.text]:
                     record = CutRecord(record.key, end, groups, segment.text, segment.tokens, segment.tier)
                     if stand_ins is not None and segment in stand_ins:
-                        mark = StandInRecord(StandInKey(plan, start), end, groups, text_digest(segment.text))
-                        await self.store.put(replace(mark, max_tokens=stand_ins[segment]).row())
+                        max_tokens, span_tokens = stand_ins[segment]
+                        digest = text_digest(segment.text)
+                        mark = StandInRecord(StandInKey(plan, start), end, groups, digest, max_tokens, span_tokens)
+                        await self.store.put(mark.row())
                 await self.store.put(record.row())
 
     async def record_drop(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:

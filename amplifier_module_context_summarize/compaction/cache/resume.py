@@ -30,10 +30,10 @@ async def walk(history: History, store: SummaryStore, limit: int, plan: str | No
 
 @dataclass(frozen=True)
 class Walked:
-    """A walk's state, and which of its segments are stand-ins still owed (segment: the size asked for)."""
+    """A walk's state, and which of its segments are stand-ins still owed (segment: its mark)."""
 
     state: CompactionState
-    stand_ins: dict[Segment, int | None]
+    stand_ins: dict[Segment, StandInRecord]
 
 
 async def walked(history: History, store: SummaryStore, limit: int, plan: str | None = None) -> Walked:
@@ -45,7 +45,7 @@ async def walked(history: History, store: SummaryStore, limit: int, plan: str | 
     LLM's summary when the store has it (written in the background before the session stopped: paid for once, and
     installed here without a call), else with its text, and said to be owed."""
     paths: dict[int, list[Segment]] = {0: []}
-    owed: dict[Segment, int | None] = {}
+    owed: dict[Segment, StandInRecord] = {}
     pending = [0]
     while pending:
         position = heapq.heappop(pending)  # every walk into it came from a smaller position: final
@@ -67,7 +67,7 @@ async def walked(history: History, store: SummaryStore, limit: int, plan: str | 
                 continue
             paths[end] = candidate
             if step.stand_in is not None:
-                owed[segment] = step.stand_in.max_tokens
+                owed[segment] = step.stand_in
     furthest = max(paths)
     if not furthest:
         return Walked(CompactionState(), {})

@@ -29,6 +29,10 @@ class StandIn:
     """The groups as the stand-in read them (masked): the LLM reads the same, and they are not masked again (an
     install forgets the masked forms before its boundary; masking 31,000 groups again took 2.3 s at 50,000
     messages, the loop held). None for one a resume found (``StandInRecord``): read when its rewrite runs."""
+    tokens: int = 0
+    """The span's tokens as the stand-in read them (what its rewrite's time is given for): known when it was
+    written, and kept in its mark, so a resume need not count a span its history has not counted (4 s at 50,000
+    messages)."""
 
 
 @dataclass

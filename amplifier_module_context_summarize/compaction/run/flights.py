@@ -55,7 +55,7 @@ class Flights:
                 return
             job = attempt.job
             job.focus, job.rewrites = steer.focus, owed
-            span = sum(job.facts.span_tokens(s.segment.start, s.segment.end) for s in owed)
+            span = sum(s.tokens for s in owed)  # as the stand-ins read them: a resumed span is not counted again
             job.deadline = now() + max(BACKGROUND_CLAIM_S, pace.allowance_s(span))
             await self.start(job, run, attempt.tokens)
 

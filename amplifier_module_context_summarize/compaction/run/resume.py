@@ -41,7 +41,7 @@ class Resumer:
         tag = self.records.plan(wire_budget)
         walk = await walked(history, self.segments.store, history.last_cuttable, tag)
         state = walk.state
-        self.owed = tuple(StandIn(segment, max_tokens) for segment, max_tokens in walk.stand_ins.items())
+        self.owed = tuple(StandIn(s, mark.max_tokens, None, mark.span_tokens) for s, mark in walk.stand_ins.items())
         state = state.cut(await self.records.dropped_to(history, state.boundary, tag))
         if self.masking:
             state = state.masked_to(await self.records.mask_end(history, state.boundary, tag))
