@@ -17,12 +17,16 @@ from amplifier_module_context_summarize.backends.base import BackendError, Compl
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
 from amplifier_module_context_summarize.benchmark.synth import SMALL, TextSource
+from amplifier_module_context_summarize.compaction.cache.keys import plan_tag
+from amplifier_module_context_summarize.compaction.cache.records import PlanRecords
 from amplifier_module_context_summarize.compaction.cache.resume import walked
-from amplifier_module_context_summarize.core.state import CompactionState
+from amplifier_module_context_summarize.config import Config
+from amplifier_module_context_summarize.core.history import History
+from amplifier_module_context_summarize.core.state import CompactionState, Segment
 from amplifier_module_context_summarize.core.tokens import TokenCounter, text_counter
-from amplifier_module_context_summarize.stores import MemoryStore, SummaryStore
-from amplifier_module_context_summarize.stores.records import STAND_IN_MARK
-from amplifier_module_context_summarize.testing import EventRecorder
+from amplifier_module_context_summarize.stores import CachedSummary, MemoryStore, SummaryStore
+from amplifier_module_context_summarize.stores.records import STAND_IN_MARK, StandInKey, StandInRecord, text_digest
+from amplifier_module_context_summarize.testing import EventRecorder, mixed_history
 
 COUNT = text_counter()
 TEXT = TextSource()
@@ -259,3 +263,42 @@ async def test_the_offline_summarizer_resumes_a_stand_in_and_has_nothing_to_rewr
     assert recorder.payloads("context:pre_compact") == [], "no compaction: nothing to rewrite"
     assert again.compactor.background.flight is None and again.compactor.resumer.owed == ()
     await again.close(wait_s=0)
+
+
+async def test_a_stand_in_mark_is_written_beside_its_cut_and_marks_only_that_text() -> None:
+    """The cut row is the one stores have always held; the mark beside it names the text's digest, the size asked
+    for and the span's tokens. The walk says a marked cut is owed, shows the LLM's summary in its place once the
+    store has one, and takes a cut whose text the mark does not name (written again: a fallback) or a malformed mark
+    as no stand-in."""
+    made = History(TokenCounter("cl100k_base"), "fp")
+    for message in mixed_history(8):
+        made.append(message)
+    store, config, wire = MemoryStore(), Config(), 20_000
+    records = PlanRecords(config, store, "summarize", stores_cuts=True)
+    tag, c = plan_tag("summarize", config, wire), made.chain_at
+    stand_in = Segment(0, 3, "stood in", 2)
+    state = CompactionState(3, (stand_in,))
+    await records.record_cuts(made, CompactionState(), state, wire, {stand_in: (300, 9_000)})
+    digest = text_digest("stood in")
+    mark_text = f"{digest} 300 9000"
+    assert await store.starting_at(f"cut:{tag}{c(0)}") == [CachedSummary(f"cut:{tag}{c(0)}", c(3), "stood in", 2, 3)]
+    assert await store.starting_at(f"standin:{tag}{c(0)}") == [
+        CachedSummary(f"standin:{tag}{c(0)}", c(3), mark_text, len(mark_text), 3)
+    ]
+    found = await walked(made, store, made.last_cuttable, tag)
+    assert found.state == state and found.stand_ins == {
+        stand_in: StandInRecord(StandInKey(tag, c(0)), c(3), 3, digest, 300, 9_000)
+    }
+
+    await store.put(CachedSummary(c(0), c(3), "the LLM's summary", 4, 3))  # landed before the process stopped
+    found = await walked(made, store, made.last_cuttable, tag)
+    assert found.state == CompactionState(3, (Segment(0, 3, "the LLM's summary", 4),)) and found.stand_ins == {}
+
+    for fallback, mark in ((Segment(0, 3, "a fallback", 2), mark_text), (stand_in, f"{digest} 300"), (stand_in, "x")):
+        other = MemoryStore()
+        await PlanRecords(config, other, "summarize", stores_cuts=True).record_cuts(
+            made, CompactionState(), CompactionState(3, (fallback,)), wire
+        )
+        await other.put(CachedSummary(f"standin:{tag}{c(0)}", c(3), mark, len(mark), 3))
+        found = await walked(made, other, made.last_cuttable, tag)
+        assert found.state == CompactionState(3, (fallback,)) and found.stand_ins == {}
