@@ -198,7 +198,6 @@ class SummarizingContextManager:
             if needs_compaction(tokens, limits):
                 await self.compactor.for_request(limits, provider, tokens)
                 tokens = self.view.tokens()
-            await self.compactor.rewrite_owed(limits, provider)  # a resumed stand-in's LLM summary (``stand_in.py``)
             view, sent = self.view.fitted(limits.budget, tokens)
             if self.history.unencodable:  # lone surrogates go out as U+FFFD: no client or provider encodes them
                 view = [scrub_value(m) for m in view]

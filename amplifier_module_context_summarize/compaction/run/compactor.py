@@ -58,6 +58,7 @@ from .decide import (
 from .execute import Executor
 from .flights import Flights
 from .install import Installer
+from .owed import rewrite_owed
 from .payloads import Outcome
 from .prefetch import Prefetcher
 from .reporter import CompactionRun, Emit, End, Reporter
@@ -220,17 +221,6 @@ class Compactor:
             view.inject(await resumer.resumed_injection(view.history, view.state, wire_budget), wire_budget)
             resumer.fold_after_resume(view.history, view.state)
 
-    async def rewrite_owed(self, limits: Limits, provider: Any | None) -> None:
-        """After a resume whose state shows stand-ins (``Resumer.owed``), the background compaction a live session
-        starts for them (``Flights.start_rewrite``), once; it waits while another runs. With no summarizer backend
-        there is nothing to write."""
-        if not self.resumer.owed or self.background.running:
-            return
-        owed = self.resumer.take_owed()
-        if self.segments.summarizer.backend is not None:
-            attempt = self._attempt(time.perf_counter(), Request(limits, provider, False, None))
-            await self.flights.start_rewrite(attempt, limits, list(owed), self.pace)
-
     def start_over(self, history: History, state: CompactionState) -> None:
         """A new history (``set_messages``, ``clear``): work on the old one stops, and none of it is reported."""
         self.prefetcher.cancel()
@@ -358,8 +348,9 @@ class Compactor:
         return Landed(state, shows, await artifacts_hidden(before, state, shows, job))
 
     async def prefetch(self, limits: Limits, provider: Any | None, tokens: int, hooks: Any | None) -> None:
-        """After a request: summarize the next cut early (``prefetch``, or a summarizer measured ``slow``), with what
-        the hooks steer with, never before they were asked (``prefetch_steer``)."""
+        """After a request: the rewrite a resume owes (``rewrite_owed``), then the next cut summarized early
+        (``prefetch``, or a summarizer measured slow) with the hooks' steer, once asked (``prefetch_steer``)."""
+        await rewrite_owed(self, limits, provider)
         c, view = self.config, self.view
         if not ((c.prefetch or self.slow(limits)) and self.strategy.summarizes):
             return

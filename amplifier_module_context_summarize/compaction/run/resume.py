@@ -30,7 +30,7 @@ class Resumer:
         """After a resume served the stored working set: its groups extracted and folded between requests."""
         self.owed: tuple[StandIn, ...] = ()
         """The stand-ins the last resumed state shows (marked beside their cuts): the LLM's summaries of them are
-        owed, and the first request that can starts the rewrite a live session starts (``Compactor.rewrite_owed``)."""
+        owed, and the first request that can starts the rewrite a live session starts (``owed.rewrite_owed``)."""
 
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
         """The state stored summaries, the drop past them and the mask end give ``history`` under this session's plan

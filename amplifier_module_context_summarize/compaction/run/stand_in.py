@@ -15,7 +15,7 @@ the span's key when written: each span is paid for once.
 A session that stops before the LLM's summary lands writes it when resumed: the cut's mark (``StandInRecord``) says
 its text stands in (a fallback's has none, nor does a cut written before marks: neither is ever rewritten), the
 resume shows the LLM's summary at once when the store already has it (no call), else the stand-in, and the first
-request that can starts the same background rewrite (``Compactor.rewrite_owed``), once a resume; its span is read
+request that can starts the same background rewrite (``owed.rewrite_owed``), once a resume; its span is read
 in slices (``read_span``). Not rewritten: a stand-in a later compaction folded into a higher tier (the merge is
 stored as the merged span's summary; writing it again would pay for that span twice).
 """
