@@ -47,8 +47,12 @@ async def resumed_view(store: MemoryStore, messages: list[Any]) -> tuple[list[An
     manager, backend = manager_for(store)
     await manager.set_messages(messages)
     view = await manager.get_messages_for_request(token_budget=BUDGET)
-    manager.compactor.stop_folding()  # not ``close``: that would close the store the test shares between processes
-    return view, backend.calls
+    calls = backend.calls
+    # the process stops (not ``close``: that would close the store the test shares between processes), and with it
+    # the rewrite a resume showing the stand-in starts (``test_stand_in_resume.py``)
+    await manager.compactor.flights.cancel("exit")
+    manager.compactor.stop_folding()
+    return view, calls
 
 
 async def test_a_cold_resume_stands_in_extractively_then_lands_the_llm_summary() -> None:

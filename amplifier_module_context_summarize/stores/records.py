@@ -1,7 +1,7 @@
 """The records a summary store holds, typed, and the rows they are written as.
 
 A store holds one shape of row (``CachedSummary``: a key ``(start, end)``, text, tokens, groups, tier) and knows
-nothing of what a row means. Seven kinds of record live in it, told apart by their start key's namespace; this
+nothing of what a row means. Eight kinds of record live in it, told apart by their start key's namespace; this
 module is the one place that writes each as a row and reads it back, so every backend stays as it is and a store
 written by any earlier version reads the same (the rows are byte for byte those written before records were typed):
 
@@ -24,15 +24,21 @@ written by any earlier version reads the same (the rows are byte for byte those 
 - ``ArtefactRecord``: start ``native:`` and the chain at the segment's start; end the segment's end key (as its
   ``SegmentRecord``'s); text a provider's native compaction artefact for the span, verbatim; ``groups`` the
   segment's length.
+- ``StandInRecord``: start ``standin:``, the plan tag and the chain at the segment's start (as its ``CutRecord``'s);
+  end the chain at its end; text the digest of the text the cut carries, the summary size it was asked for (0: the
+  output cap) and the span's tokens as it read them, space-separated; ``groups`` the segment's length. It says that
+  text is an extractive summary standing in for the LLM's (``Writer.STAND_IN``), still owed, not a fallback; a
+  store written before has none: no stand-in.
 
 Each record is read with a key (``SegmentKey``, ``CutKey``, ``DropKey``, ``MaskEndKey``, ``WorkingSetKey``,
-``InjectionKey``, ``ArtefactKey``): ``read`` asks the store for the rows starting at the key and decodes them,
-leaving out a row that is not a record of that key (another key, a malformed head): a hand-edited or shared store is
-read as a miss, never a crash.
+``InjectionKey``, ``ArtefactKey``, ``StandInKey``): ``read`` asks the store for the rows starting at the key and
+decodes them, leaving out a row that is not a record of that key (another key, a malformed head): a hand-edited or
+shared store is read as a miss, never a crash.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -53,6 +59,9 @@ INJECTION_MARK = "inject:"
 """Namespace of injected context: what a post_compact hook put back after a state, so a resume shows it again."""
 ARTEFACT_MARK = "native:"
 """Namespace of native compaction artefacts: a provider's signed block or encrypted item beside a segment's summary."""
+STAND_IN_MARK = "standin:"
+"""Namespace of the marks beside a plan's cuts whose text stands in for an LLM summary still owed: a resume writes
+the LLM's in its place (``compaction/run/stand_in.py``), and never rewrites a fallback (its cut has no mark)."""
 FOCUS_MARK = "|focus:"
 """A segment summarized with a focus ends its key with this and the focus's hash."""
 MAX_ROOM_DIGITS = 12
@@ -289,6 +298,62 @@ class ArtefactRecord:
 
     def row(self, count_text: Callable[[str], int]) -> CachedSummary:
         return CachedSummary(self.key.row_start, self.end, self.text, count_text(self.text), self.groups)
+
+
+@dataclass(frozen=True)
+class StandInKey:
+    """The stand-in marks beside the cuts the plan ``plan`` installed at the chain ``start``."""
+
+    plan: str
+    start: str
+
+    @property
+    def row_start(self) -> str:
+        return STAND_IN_MARK + self.plan + self.start
+
+    def decode(self, row: CachedSummary) -> StandInRecord | None:
+        if not _row_of(row, self.row_start):
+            return None
+        digest, *sizes = row.text.split(" ")
+        if len(digest) != DIGEST_CHARS or len(sizes) != 2:
+            return None
+        if not all(size.isascii() and size.isdigit() and len(size) <= MAX_ROOM_DIGITS for size in sizes):
+            return None
+        return StandInRecord(self, row.end, row.groups, digest, int(sizes[0]) or None, int(sizes[1]))
+
+
+DIGEST_CHARS = 32
+"""Hex digits of a stand-in mark's digest of the cut's text (128 bits: no two texts of one span share it)."""
+
+
+def text_digest(text: str) -> str:
+    """The digest a stand-in mark holds of its cut's text: a mark names the text it was written for, so a cut
+    written again at the same span with another text (a fallback) is not taken for a stand-in."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+
+
+@dataclass(frozen=True)
+class StandInRecord:
+    """The cut of ``groups`` groups from the key's chain to the chain ``end`` carries a stand-in whose text has the
+    digest ``digest`` (``text_digest``), asked for at ``max_tokens`` (None: the output cap) from ``span_tokens``:
+    the LLM's summary of the span is owed and is asked for the same size."""
+
+    key: StandInKey
+    end: str
+    groups: int
+    digest: str
+    max_tokens: int | None = None
+    span_tokens: int = 0
+    """The span's tokens as the stand-in read them: the rewrite's time is given for them, uncounted by a resume."""
+
+    def marks(self, cut: CutRecord) -> bool:
+        """This mark is for ``cut`` (same plan, span and text): the text it carries stands in."""
+        same_key = (self.key.plan, self.key.start) == (cut.key.plan, cut.key.start)
+        return same_key and (self.end, self.groups) == (cut.end, cut.groups) and self.digest == text_digest(cut.text)
+
+    def row(self) -> CachedSummary:
+        text = f"{self.digest} {self.max_tokens or 0} {self.span_tokens}"
+        return CachedSummary(self.key.row_start, self.end, text, len(text), self.groups)
 
 
 class Key(Protocol[R_co]):

@@ -1,8 +1,8 @@
 """What a session's plan stores beside its summaries, so a resumed session shows the same view: the cuts it
-installed (with their text when it is not the stored summary: a fallback), where truncation put the boundary past
-them, where its masking reached, the working set its summary shows, and what a ``context:post_compact`` hook
-put back after it (in a CLI every turn is a new process: the hook's plan must outlive it; the records are typed in
-``stores/records.py``, which writes them as the rows stores have always held).
+installed (with their text when it is not the stored summary: a fallback, or a stand-in, marked as one), where
+truncation put the boundary past them, where its masking reached, the working set its summary shows, and what a
+``context:post_compact`` hook put back after it (in a CLI every turn is a new process: the hook's plan must outlive
+it; the records are typed in ``stores/records.py``, which writes them as the rows stores have always held).
 
 After every install the compactor records what changed; a resume reads the records of its own plan back against
 its history, and takes only those that name this history's chain (a store shared by forks and other budgets holds
@@ -12,11 +12,12 @@ others' too). Every read goes through the store's own checks (``within`` sizes t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from ...config import Config
 from ...core.history import History
 from ...core.messages import encodable
-from ...core.state import CompactionState
+from ...core.state import CompactionState, Segment
 from ...core.tokens import counts_exactly
 from ...stores import SummaryStore
 from ...stores.records import (
@@ -29,9 +30,12 @@ from ...stores.records import (
     MaskEndKey,
     MaskEndRecord,
     SegmentKey,
+    StandInKey,
+    StandInRecord,
     WorkingSetKey,
     WorkingSetRecord,
     read,
+    text_digest,
 )
 from ...working_set.index import RENDER_VERSION, index_of
 from .keys import plan_tag, state_key
@@ -64,13 +68,23 @@ class PlanRecords:
         """This session's plan tag at ``wire_budget`` (``resume.plan_tag``)."""
         return plan_tag(self.planner, self.config, wire_budget)
 
-    async def record_cuts(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:
+    async def record_cuts(
+        self,
+        history: History,
+        before: CompactionState,
+        state: CompactionState,
+        wire: int,
+        stand_ins: Mapping[Segment, tuple[int | None, int]] | None = None,
+    ) -> None:
         """Store the segments ``state`` installed since ``before``, so a resume with the same plan takes them and
         one with another does not.
 
         A segment whose text is not the one summary stored for its span (a fallback is never stored as a segment, so
         a later LLM call may still pay for the span; a merge no smaller than its parts; a span stored under two
-        focuses) carries its text in the cut: a resume shows what this session showed, and pays for nothing.
+        focuses) carries its text in the cut: a resume shows what this session showed, and pays for nothing. One of
+        ``stand_ins`` (segment: the size its summary was asked for, its span's tokens) gets a mark beside its cut
+        (``StandInRecord``): its text stands in for the LLM's, which a resume still owes; a fallback gets none, and
+        is never rewritten.
         """
         if not self.stores_cuts:
             return
@@ -83,6 +97,11 @@ class PlanRecords:
                 record = CutRecord(CutKey(plan, start), end, groups)
                 if [r.text for r in same] != [segment.text]:
                     record = CutRecord(record.key, end, groups, segment.text, segment.tokens, segment.tier)
+                    if stand_ins is not None and segment in stand_ins:
+                        max_tokens, span_tokens = stand_ins[segment]
+                        digest = text_digest(segment.text)
+                        mark = StandInRecord(StandInKey(plan, start), end, groups, digest, max_tokens, span_tokens)
+                        await self.store.put(mark.row())
                 await self.store.put(record.row())
 
     async def record_drop(self, history: History, before: CompactionState, state: CompactionState, wire: int) -> None:

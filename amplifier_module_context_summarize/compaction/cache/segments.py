@@ -159,7 +159,7 @@ class SegmentSource:
         key. None when the store has not got it and the job writes none (``Job.offline``)."""
         segment, span = await self._extractive(job, start, end, previous, Skip.DEFERRED, max_tokens)
         if segment is not None and span is not None:
-            job.stand_ins.append(StandIn(segment, max_tokens, span))
+            job.stand_ins.append(StandIn(segment, max_tokens, span, job.facts.span_tokens(start, end)))
         return segment
 
     async def _extractive(

@@ -18,6 +18,23 @@ from ..view.masking import Masks
 from .facts import PlanFacts
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A segment the extractive summarizer wrote in place of the LLM's (``Writer.STAND_IN``), and the size its
+    summary was asked for: the background compaction that replaces it asks the LLM for the same."""
+
+    segment: Segment
+    max_tokens: int | None
+    span: list[Message] | None = None
+    """The groups as the stand-in read them (masked): the LLM reads the same, and they are not masked again (an
+    install forgets the masked forms before its boundary; masking 31,000 groups again took 2.3 s at 50,000
+    messages, the loop held). None for one a resume found (``StandInRecord``): read when its rewrite runs."""
+    tokens: int = 0
+    """The span's tokens as the stand-in read them (what its rewrite's time is given for): known when it was
+    written, and kept in its mark, so a resume need not count a span its history has not counted (4 s at 50,000
+    messages)."""
+
+
 @dataclass
 class CompactionReport:
     """What one compaction did; the ``context:post_compact`` event and the stats are made from it."""
@@ -31,22 +48,12 @@ class CompactionReport:
     fallback: Fault | Skip | None = None
     failures: list[tuple[Fault | Skip, int]] = field(default_factory=list)
     """(category, provider calls) of each summary the LLM was asked for and that fell back."""
+    stand_ins: list[StandIn] = field(default_factory=list)
+    """The segments this compaction wrote as stand-ins (``Writer.STAND_IN``): the LLM's summaries of them are owed,
+    and their cuts are marked so (``PlanRecords.record_cuts``)."""
 
     def note_fallback(self, category: Fault | Skip | None) -> None:
         self.fallback = self.fallback or category
-
-
-@dataclass(frozen=True)
-class StandIn:
-    """A segment the extractive summarizer wrote in place of the LLM's (``Writer.STAND_IN``), and the size its
-    summary was asked for: the background compaction that replaces it asks the LLM for the same."""
-
-    segment: Segment
-    max_tokens: int | None
-    span: list[Message]
-    """The groups as the stand-in read them (masked): the LLM reads the same, and they are not masked again (an
-    install forgets the masked forms before its boundary; masking 31,000 groups again took 2.3 s at 50,000
-    messages, the loop held)."""
 
 
 @dataclass
@@ -69,10 +76,13 @@ class Job:
     """The view the session's last request sent (read when a summary is asked: a background compaction's runs
     after the request that started it returned its view)."""
     report: CompactionReport = field(default_factory=CompactionReport)
-    stand_ins: list[StandIn] = field(default_factory=list)
-    """The segments this job wrote as stand-ins (``Writer.STAND_IN``): the LLM's summaries of them are owed."""
     rewrites: tuple[StandIn, ...] = ()
     """A background job that writes the LLM's summaries of these stand-ins in their place (and nothing else)."""
+
+    @property
+    def stand_ins(self) -> list[StandIn]:
+        """The segments this job wrote as stand-ins (its report's)."""
+        return self.report.stand_ins
 
     @property
     def history(self) -> History:

@@ -16,7 +16,8 @@ Read in this order:
   ``steer`` reads what the hooks answered; ``artifacts`` accounts for the newly hidden groups' artifacts.
 * ``background`` runs the soft threshold's compaction off the request path; ``flights`` lands, drops, settles and
   cancels it from the requests' side; ``prefetch`` summarizes the next cut early; ``stand_in`` writes the LLM's
-  summary of a span too long to wait for in the background, in place of the extractive one that stood in.
+  summary of a span too long to wait for in the background, in place of the extractive one that stood in (after a
+  resume too: its cut is marked as a stand-in, and ``owed`` starts the rewrite the resume owes).
 * ``resume`` rebuilds a state from the store and folds its working set ahead; ``horizon`` decides whether a cold
   resume's bounded counts may serve its first plan; ``keys`` keeps the session's summary key as the summarizer's
   model is learned; ``reports`` sends the request's other events (usage, pins, prefetch outcomes, the slow watch);

@@ -58,6 +58,7 @@ from .decide import (
 from .execute import Executor
 from .flights import Flights
 from .install import Installer
+from .owed import rewrite_owed
 from .payloads import Outcome
 from .prefetch import Prefetcher
 from .reporter import CompactionRun, Emit, End, Reporter
@@ -347,8 +348,9 @@ class Compactor:
         return Landed(state, shows, await artifacts_hidden(before, state, shows, job))
 
     async def prefetch(self, limits: Limits, provider: Any | None, tokens: int, hooks: Any | None) -> None:
-        """After a request: summarize the next cut early (``prefetch``, or a summarizer measured ``slow``), with what
-        the hooks steer with, never before they were asked (``prefetch_steer``)."""
+        """After a request: the rewrite a resume owes (``rewrite_owed``), then the next cut summarized early
+        (``prefetch``, or a summarizer measured slow) with the hooks' steer, once asked (``prefetch_steer``)."""
+        await rewrite_owed(self, limits, provider)
         c, view = self.config, self.view
         if not ((c.prefetch or self.slow(limits)) and self.strategy.summarizes):
             return

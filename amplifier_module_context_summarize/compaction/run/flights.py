@@ -44,7 +44,8 @@ class Flights:
     async def start_rewrite(self, attempt: Attempt, limits: Limits, stand_ins: list[StandIn], pace: Pace) -> None:
         """The background compaction that writes the LLM's summaries of the ``stand_ins`` the view still shows in
         their place (``stand_in.rewrite``), as ``attempt``: asked of the hooks (``context:pre_compact``) like any,
-        its post sent when a request installs it; a ``deny`` (the view fits now) leaves the stand-ins."""
+        its post sent when a request installs it; a ``deny`` (the view fits now) leaves the stand-ins. The stand-ins
+        are a compaction's just written, or a resume's (``Resumer.owed``)."""
         shown = self.view.state.segments
         owed = tuple(s for s in stand_ins if s.segment in shown)
         if not owed or self.background.running:
@@ -55,7 +56,7 @@ class Flights:
                 return
             job = attempt.job
             job.focus, job.rewrites = steer.focus, owed
-            span = sum(job.facts.span_tokens(s.segment.start, s.segment.end) for s in owed)
+            span = sum(s.tokens for s in owed)  # as the stand-ins read them: a resumed span is not counted again
             job.deadline = now() + max(BACKGROUND_CLAIM_S, pace.allowance_s(span))
             await self.start(job, run, attempt.tokens)
 

@@ -40,7 +40,8 @@ class Installer:
         if settle:
             await let_loop_run()
         history, wire = view.history, view.budget.wire
-        await self.records.record_cuts(history, before, state, wire)
+        stand_ins = {s.segment: (s.max_tokens, s.tokens) for s in run.report.stand_ins}  # marked: the LLM's owed
+        await self.records.record_cuts(history, before, state, wire, stand_ins)
         await self.records.record_drop(history, before, state, wire)
         if view.masks is not None:
             view.masks.forget_before(state.boundary)

@@ -1,5 +1,6 @@
 """A resumed session's view: the state its stored records give a history under this session's plan, what a
-``post_compact`` hook put back after it, and the working set of its summarized groups folded between requests."""
+``post_compact`` hook put back after it, the working set of its summarized groups folded between requests, and the
+stand-ins it shows whose LLM summaries are still owed (``stand_in.py``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from ...core.history import History
 from ...core.state import CompactionState
 from ...working_set.index import index_of
 from ..cache.records import PlanRecords
-from ..cache.resume import walk
+from ..cache.resume import walked
 from ..cache.segments import SegmentSource
+from ..plan.job import StandIn
 from ..plan.strategies import Strategy
 from ..plan.warm import fold_ahead, let_loop_run
 from .horizon import HORIZON_BUDGETS
@@ -26,14 +28,20 @@ class Resumer:
         self.strategy, self.segments, self.records, self.masking = strategy, segments, records, masking
         self._folding: asyncio.Task[None] | None = None
         """After a resume served the stored working set: its groups extracted and folded between requests."""
+        self.owed: tuple[StandIn, ...] = ()
+        """The stand-ins the last resumed state shows (marked beside their cuts): the LLM's summaries of them are
+        owed, and the first request that can starts the rewrite a live session starts (``owed.rewrite_owed``)."""
 
     async def resumed(self, history: History, wire_budget: int) -> CompactionState:
         """The state stored summaries, the drop past them and the mask end give ``history`` under this session's plan
         at ``wire_budget``: only cuts, truncation and masking that plan installed are taken."""
+        self.owed = ()
         if not self.strategy.stores_cuts:
             return CompactionState()
         tag = self.records.plan(wire_budget)
-        state = await walk(history, self.segments.store, history.last_cuttable, tag)
+        walk = await walked(history, self.segments.store, history.last_cuttable, tag)
+        state = walk.state
+        self.owed = tuple(StandIn(s, mark.max_tokens, None, mark.span_tokens) for s, mark in walk.stand_ins.items())
         state = state.cut(await self.records.dropped_to(history, state.boundary, tag))
         if self.masking:
             state = state.masked_to(await self.records.mask_end(history, state.boundary, tag))
@@ -65,6 +73,11 @@ class Resumer:
         self.stop_folding()
         if state.segments and index_of(history).folded < state.summarized_end:
             self._folding = asyncio.get_running_loop().create_task(self._fold(history, state.summarized_end))
+
+    def take_owed(self) -> tuple[StandIn, ...]:
+        """The stand-ins owed since the last resume, once: a rewrite is started for them at most once a resume."""
+        owed, self.owed = self.owed, ()
+        return owed
 
     def stop_folding(self) -> None:
         if self._folding is not None:

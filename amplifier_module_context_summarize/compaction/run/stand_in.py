@@ -11,13 +11,24 @@ same span and puts it in the stand-in's place (``rewrite``). It is a compaction 
 ``context:pre_compact`` goes out when it starts, its ``context:post_compact`` when a request installs it. The
 stand-in is not stored as the span's summary (its cut carries its text, so a resume shows it), the LLM's takes
 the span's key when written: each span is paid for once.
+
+A session that stops before the LLM's summary lands writes it when resumed: the cut's mark (``StandInRecord``) says
+its text stands in (a fallback's has none, nor does a cut written before marks: neither is ever rewritten), the
+resume shows the LLM's summary at once when the store already has it (no call), else the stand-in, and the first
+request that can starts the same background rewrite (``owed.rewrite_owed``), once a resume; its span is read
+in slices (``read_span``). Not rewritten: a stand-in a later compaction folded into a higher tier (the merge is
+stored as the merged span's summary; writing it again would pay for that span twice).
 """
 
 from __future__ import annotations
 
+import time
+
+from ...core.messages import Message
 from ...core.state import CompactionState, Segment
 from ..cache.segments import SegmentSource
 from ..plan.job import Job
+from ..plan.warm import SLICE_S, STEP, let_loop_run
 
 STAND_IN_FRAGMENTS = 4
 """A summary step reading more than this many times ``summarizer.max_input_tokens`` is stood in for while a request
@@ -40,7 +51,8 @@ async def rewrite(job: Job, before: CompactionState, segments: SegmentSource) ->
         at = shown.index(stand_in.segment)
         old = stand_in.segment
         previous = CompactionState(0, tuple(shown[:at])).summary_text
-        written = await segments.summary(job, old.start, old.end, previous, stand_in.max_tokens, stand_in.span)
+        span = stand_in.span if stand_in.span is not None else await read_span(job, old.start, old.end)
+        written = await segments.summary(job, old.start, old.end, previous, stand_in.max_tokens, span)
         if written is None or job.report.fallback is not None:
             break
         shown[at] = Segment(old.start, old.end, written.text, written.tokens, old.tier)
@@ -48,3 +60,19 @@ async def rewrite(job: Job, before: CompactionState, segments: SegmentSource) ->
     await job.facts.settle(state)  # what its summary message reads, worked out with the loop let run
     await job.facts.settle_working_set(state)
     return state
+
+
+async def read_span(job: Job, start: int, end: int) -> list[Message]:
+    """Groups ``[start, end)`` as the summarizer reads them (``Job.span``: masked), a few at a time with the loop let
+    run between (``warm.SLICE_S``): a resumed stand-in's span was not read in this process, and at 50,000 messages
+    masking it is seconds of work."""
+    span: list[Message] = []
+    slice_ends = time.perf_counter() + SLICE_S
+    group = start
+    while group < end:
+        step, group = group, min(group + STEP, end)
+        span.extend(job.span(step, group))
+        if time.perf_counter() >= slice_ends:
+            await let_loop_run()
+            slice_ends = time.perf_counter() + SLICE_S
+    return span
