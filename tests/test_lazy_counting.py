@@ -62,6 +62,34 @@ def test_counting_from_a_boundary_gives_the_same_differences_and_works_out_the_r
         assert [p - lazy.prefix[0] for p in lazy.prefix] == list(eager.prefix)
 
 
+def test_waiting_entries_worked_out_a_few_groups_at_a_time_read_as_one_fill_gives_them() -> None:
+    """A resumed stand-in's rewrite counts the groups before the boundary in slices (``count_waiting``), the loop let
+    run between, rather than all at its first read: each step leaves the entries worked out exact, a read below them
+    still fills the rest, and the steps end with nothing waiting."""
+    items = messages()
+    eager = built(items, counting=True)
+    boundary = len(eager.groups) - 3
+    stepped = built(items, counting=False)
+    stepped.count_from(boundary)
+    steps = 0
+    while stepped.count_waiting(7):
+        steps += 1
+        low = stepped.prefix.waiting
+        assert 0 < low < boundary and low == boundary - 7 * steps
+        assert [stepped.prefix[i] - stepped.prefix[boundary] for i in range(low, boundary + 1)] == [
+            eager.prefix[i] - eager.prefix[boundary] for i in range(low, boundary + 1)
+        ]
+    assert stepped.prefix.waiting == 0 and steps == -(-boundary // 7) - 1
+    assert [p - stepped.prefix[0] for p in stepped.prefix] == list(eager.prefix)
+    assert not stepped.count_waiting(7)
+
+    halfway = built(items, counting=False)
+    halfway.count_from(boundary)
+    halfway.count_waiting(10)
+    assert halfway.tokens == eager.tokens  # a read below the stepped entries fills the rest at once
+    assert [p - halfway.prefix[0] for p in halfway.prefix] == list(eager.prefix)
+
+
 def test_appends_after_counting_from_a_boundary_count_as_they_would_have() -> None:
     items = messages()
     head, rest = items[:400], items[400:]

@@ -326,6 +326,25 @@ class History:
             return messages[1:]
         return messages
 
+    def count_waiting(self, groups: int) -> bool:
+        """Work out up to ``groups`` of the prefix entries still waiting (``PrefixSums.waiting``: a resumed history's
+        groups before its boundary), the nearest to those worked out first; True while some still wait. A caller
+        about to read them all (a resumed stand-in's span: ``compaction.plan.warm.count_waiting``) fills them a
+        slice at a time, the loop let run between, instead of in one stretch at the first read (3 s at 50,000
+        messages). Nothing while a cold resume's first plan reads bounds (``estimating``)."""
+        prefix = self._prefix
+        if not isinstance(prefix, PrefixSums) or not prefix.waiting or prefix.estimating:
+            return False
+        top = prefix.waiting
+        low = max(top - max(groups, 1), 0)
+        count = self.counter.count_message
+        running = IntArray.__getitem__(prefix, top)
+        for g in range(top - 1, low - 1, -1):
+            running -= sum(count(m) for m in self._counted_form(g))
+            IntArray.__setitem__(prefix, g, running)
+        prefix.waiting, prefix.fill = low, (lambda: self._count_before(low)) if low else None
+        return low > 0
+
     def _count_before(self, boundary: int) -> None:
         """Work out prefix entries ``[0, boundary)`` back from the one at ``boundary``."""
         prefix, count = self._prefix, self.counter.count_message

@@ -86,6 +86,16 @@ class Warmer:
         self._facts = max(self._facts, closed)
 
 
+async def count_waiting(history: History) -> None:
+    """Count a resumed history's groups before its boundary (``History.count_waiting``) ``STEP`` groups at a time,
+    yielding the loop every ``SLICE_S``: the entries are those the first read would count in one stretch."""
+    slice_ends = time.perf_counter() + SLICE_S
+    while history.count_waiting(STEP):
+        if time.perf_counter() >= slice_ends:
+            await let_loop_run()
+            slice_ends = time.perf_counter() + SLICE_S
+
+
 async def fold_ahead(history: History, end: int) -> None:
     """Extract and fold the working set of groups ``[0, end)`` a few groups at a time, yielding the loop every
     ``SLICE_S``: after a resume served the stored text, so the next compaction folds only its new groups. What it

@@ -28,7 +28,7 @@ from ...core.messages import Message
 from ...core.state import CompactionState, Segment
 from ..cache.segments import SegmentSource
 from ..plan.job import Job
-from ..plan.warm import SLICE_S, STEP, let_loop_run
+from ..plan.warm import SLICE_S, STEP, count_waiting, let_loop_run
 
 STAND_IN_FRAGMENTS = 4
 """A summary step reading more than this many times ``summarizer.max_input_tokens`` is stood in for while a request
@@ -66,6 +66,7 @@ async def read_span(job: Job, start: int, end: int) -> list[Message]:
     """Groups ``[start, end)`` as the summarizer reads them (``Job.span``: masked), a few at a time with the loop let
     run between (``warm.SLICE_S``): a resumed stand-in's span was not read in this process, and at 50,000 messages
     masking it is seconds of work."""
+    await count_waiting(job.history)  # masking reads the counts of groups before the resumed boundary
     span: list[Message] = []
     slice_ends = time.perf_counter() + SLICE_S
     group = start
