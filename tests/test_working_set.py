@@ -791,8 +791,9 @@ _ACTIONS = st.sampled_from(["read", "edit", "write", "use", "delete", "move"])
     st.lists(_FOLDERS, max_size=4),
 )
 def test_the_root_read_from_files_and_folders_alone_is_the_folded_working_sets(actions, workdirs):
-    """The artifact account reads only the root of its span's working set (``root_of``): the same as a whole fold."""
-    from amplifier_module_context_summarize.working_set.fold import WorkingSet, root_of
+    """The artifact account reads only the root of its span's working set (``add_root_evidence``): the same as a whole
+    fold."""
+    from amplifier_module_context_summarize.working_set.fold import WorkingSet
     from amplifier_module_context_summarize.working_set.records import MOVE, Facts, FileAction
 
     files = [
@@ -803,5 +804,7 @@ def test_the_root_read_from_files_and_folders_alone_is_the_folded_working_sets(a
     ]
     folded = WorkingSet()
     folded.add(Facts(tuple(files), (), (), (), tuple(workdirs), ()))
-    assert root_of(files, workdirs) == folded.root()
-    assert root_of([tuple(f) for f in files], workdirs) == folded.root()  # plain tuples read the same
+    for spelled in (files, [tuple(f) for f in files]):  # plain tuples read the same
+        evidence = WorkingSet()
+        evidence.add_root_evidence(spelled, workdirs)
+        assert evidence.root() == folded.root()

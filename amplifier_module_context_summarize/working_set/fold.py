@@ -151,6 +151,19 @@ class WorkingSet:
                 names.pop(name, None)
                 names[name] = (self.seq, place, gone)
 
+    def add_root_evidence(self, files: Iterable[Sequence[str]], workdirs: Iterable[str]) -> None:
+        """Of ``files`` (``FileAction``s, named or plain tuples) then ``workdirs``, only what ``add`` reads as evidence
+        of the root: a path's first spelling and a folder a command ran in. ``root()`` then reads as after ``add``
+        of facts holding them (the artifact account of a cold resume's 31,000 groups reads only their root)."""
+        seen = set(self.files)
+        for action, path, target in files:
+            for spelled in (path, target) if action == MOVE else (path,):
+                if spelled not in seen:
+                    seen.add(spelled)
+                    self._register(spelled)
+        for folder in workdirs:
+            self._vote(folder)
+
     def _touch(self, path: str, action: str, moved_from: str = "") -> None:
         record = self.files.get(path)
         if record is None:
@@ -263,22 +276,6 @@ class WorkingSet:
         for spelling, record in self.files.items():
             merged.setdefault(canonical(spelling, root), []).append(record)
         return [merge_entry(path, records, root) for path, records in merged.items() if path not in (".", "/")]
-
-
-def root_of(files: Iterable[Sequence[str]], workdirs: Iterable[str]) -> str | None:
-    """``root()`` of the working set ``files`` (``FileAction``s, named or plain tuples) then ``workdirs`` fold into:
-    only a path's first spelling and a folder a command ran in are evidence of the root, so nothing else is folded
-    (the artifact account of a cold resume's 31,000 groups reads only their root)."""
-    working_set = WorkingSet()
-    seen: set[str] = set()
-    for action, path, target in files:
-        for spelled in (path, target) if action == MOVE else (path,):
-            if spelled not in seen:
-                seen.add(spelled)
-                working_set._register(spelled)
-    for folder in workdirs:
-        working_set._vote(folder)
-    return working_set.root()
 
 
 def _spellings(index: dict[str, str | tuple[str, ...]], name: str) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from ...core.messages import Message
 from ...core.state import CompactionState
 from ...core.substrings import Substrings
 from ...working_set.facts import extract
-from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files, root_of
+from ...working_set.fold import WorkingSet, canonical, command_in_root, named_files
 from ...working_set.index import Plain, index_of
 from ...working_set.reads import named_reads, read_form
 from ...working_set.records import CallOutcome, Facts, FileAction, clip
@@ -111,7 +111,9 @@ def account_of(facts: Plain, shown_text: str) -> Account:
     """Which artifacts of a span whose facts are ``facts`` (a ``Facts`` or its plain form) ``shown_text`` still
     names."""
     files, _, _, _, workdirs, _ = facts
-    root = root_of(files, workdirs)
+    evidence = WorkingSet()
+    evidence.add_root_evidence(files, workdirs)
+    root = evidence.root()
     found = {kind: list(dict.fromkeys(i for i in items if i and i != ".")) for kind, items in _raw(facts, root).items()}
     return _named(found, root, shown_text)
 
