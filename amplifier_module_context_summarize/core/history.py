@@ -337,19 +337,19 @@ class History:
             return False
         top = prefix.waiting
         low = max(top - max(groups, 1), 0)
-        count = self.counter.count_message
-        running = IntArray.__getitem__(prefix, top)
-        for g in range(top - 1, low - 1, -1):
-            running -= sum(count(m) for m in self._counted_form(g))
-            IntArray.__setitem__(prefix, g, running)
+        self._count_down(top, low)
         prefix.waiting, prefix.fill = low, (lambda: self._count_before(low)) if low else None
         return low > 0
 
     def _count_before(self, boundary: int) -> None:
         """Work out prefix entries ``[0, boundary)`` back from the one at ``boundary``."""
+        self._count_down(boundary, 0)
+
+    def _count_down(self, top: int, low: int) -> None:
+        """Work out prefix entries ``[low, top)`` back from the one at ``top``."""
         prefix, count = self._prefix, self.counter.count_message
-        running = IntArray.__getitem__(prefix, boundary)
-        for g in range(boundary - 1, -1, -1):
+        running = IntArray.__getitem__(prefix, top)
+        for g in range(top - 1, low - 1, -1):
             running -= sum(count(m) for m in self._counted_form(g))
             IntArray.__setitem__(prefix, g, running)
 
