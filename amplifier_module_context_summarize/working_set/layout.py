@@ -208,8 +208,9 @@ class Layout:
         self.gone["id"] = len(ws.ids) - len(ids)
         paths = islice(shelves.definition_recency.newest(), limit)
         rows = list(map(shelves.definition_items.__getitem__, paths))  # (text, short, last): made only where read
+        definitions: list[Item]
         definitions, tokens = self._fitting(
-            "definitions", rows, max_tokens - later, len(shelves.definition_items), _definition_item
+            "definitions", rows, max_tokens - later, len(shelves.definition_items), definition_rows=True
         )
         self.definitions = sorted(definitions, key=lambda item: item.text)
         later += tokens
@@ -256,21 +257,21 @@ class Layout:
         return min(self._sized(piece).sizes.values())
 
     def _fitting(
-        self, kind: str, newest: list[Any], room: int, total: int, make: Callable[[Any], P] | None = None
+        self, kind: str, newest: list[Any], room: int, total: int, definition_rows: bool = False
     ) -> tuple[list[P], int]:
         """The first of ``newest`` that fit ``room`` at their shortest, and the tokens of those lines (past ``room``:
         nothing the ladder drops before this kind can show). The rest are only counted: of ``total`` (the kind's
         files or lines) what is not kept, and the rungs they would have had.
 
-        ``make``: ``newest`` are definition rows (``Shelves.definition_items``), made into items only as far as the
+        ``definition_rows``: ``newest`` are rows of ``Shelves.definition_items``, made into items only as far as the
         cut reads them. Of a long session's thousands only the few that fit are made: the layout is the longest
         stretch a compaction holds the event loop, and the collector's pauses fall where it allocates."""
         if total:
             self.present.add(kind)
-        pieces = newest if make is None else map(make, newest)
+        pieces = map(_definition_item, newest) if definition_rows else newest
         kept, tokens = self._fit(pieces, self._shortest, room)
         rest = newest[len(kept) :]
-        rungs = _row_rungs(rest) if make is not None else Counter(chain.from_iterable(map(_rungs, rest)))
+        rungs = _row_rungs(rest) if definition_rows else Counter(chain.from_iterable(map(_rungs, rest)))
         for rung, count in rungs.items():
             self.unshown[kind, rung] += count
         self.gone[kind] = total - sum(piece.weight for piece in kept)
