@@ -5,6 +5,7 @@ count read after the first request must be exact."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -226,3 +227,55 @@ async def test_before_the_first_request_the_token_count_is_exact(session) -> Non
     await exact.set_messages(session)
     assert await bounded.get_token_count() == await exact.get_token_count()
     assert bounded.planned_tokens == exact.planned_tokens
+
+
+def _masked_groups(monkeypatch) -> list[int]:
+    """The groups ``Masks`` works out a masked form for, from now on."""
+    seen: list[int] = []
+    masked = Masks._masked
+
+    def recording(self, index, shown):
+        seen.append(index)
+        return masked(self, index, shown)
+
+    monkeypatch.setattr(Masks, "_masked", recording)
+    return seen
+
+
+async def test_a_cold_resume_masks_no_bounded_group_for_a_summary_of_authored_text(session, monkeypatch) -> None:
+    """The extractive summary with no names to keep reads only what the user and the assistant wrote, which masking
+    leaves alone: the first plan compares the bounded groups' bounds (masking only lowers a count) and the summary
+    reads them as shown, so none of them is masked, and the view is the exact path's."""
+    bounded, exact = _manager(), _manager()
+    _Exact(exact)
+    await exact.set_messages(session)
+    expected = await exact.get_messages_for_request(token_budget=BUDGET)
+    await bounded.set_messages(session)
+    end = bounded.history.bounded
+    masked = _masked_groups(monkeypatch)
+    assert await bounded.get_messages_for_request(token_budget=BUDGET) == expected
+    assert end > 100 and masked and min(masked) >= end
+
+
+async def test_a_cold_resume_masks_the_span_a_summary_keeping_names_reads(session, monkeypatch) -> None:
+    """Names to keep are searched in every message's text, tool outputs included, so that summary reads the bounded
+    groups masked, as the exact path does (a name deep in a long output is not kept once the output is masked)."""
+
+    def keeping(name: str):
+        config = {"max_tokens": BUDGET, "compaction_strategy": "extractive", "summary_instructions": f"keep {name}"}
+        return create_manager(config, store=MemoryStore())
+
+    probe = _manager()
+    await probe.set_messages(session)
+    end, history = probe.history.bounded, probe.history
+    outputs = [m["content"] for m in session[: history.groups[end].start] if m["role"] == "tool"]
+    deep = [o.split("\n", 1)[1] for o in outputs if len(o) > 600 and "\n" in o]
+    name = re.findall(r"\bmod_\d+_fn\d+\b", " ".join(deep))[0]  # in a long output, past the line masking keeps
+    bounded, exact = keeping(name), keeping(name)
+    _Exact(exact)
+    await exact.set_messages(session)
+    expected = await exact.get_messages_for_request(token_budget=BUDGET)
+    await bounded.set_messages(session)
+    masked = _masked_groups(monkeypatch)
+    assert await bounded.get_messages_for_request(token_budget=BUDGET) == expected
+    assert any(g < end for g in masked)

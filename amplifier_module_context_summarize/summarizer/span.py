@@ -126,6 +126,11 @@ class SpanSummarizer:
         """Called with the span and the outcome of every extractive summary, offline or a fallback after an LLM
         failure: no provider reports what one costs, so this is how a harness meters it (``evaluation``)."""
 
+    def reads_authored_only(self, focus: str | None) -> bool:
+        """Whether a summary asked with ``focus`` reads only what the user and the assistant wrote: the extractive
+        summary with no names to keep (``keep_names`` searches every message's text, tool outputs included)."""
+        return self.backend is None and not keep_names(self.instructions, focus)
+
     @property
     def name(self) -> str:
         return self.backend.name if self.backend else "extractive"

@@ -109,7 +109,7 @@ class SegmentSource:
         read: list[Message] | None = None,
     ) -> Segment | None:
         history, report, focus = job.history, job.report, job.focus
-        span = read if read is not None else job.span(start, end)
+        span = read if read is not None else job.span(start, end, self.summarizer.reads_authored_only(focus))
         pinned = pinned_requests(history, start, end)
         if self.cooling_down(key):
             outcome = await self.summarizer.extractive_off_loop(
@@ -175,7 +175,7 @@ class SegmentSource:
         if job.offline:
             return None, None
         pinned = pinned_requests(job.history, start, end)
-        span = job.span(start, end)
+        span = job.span(start, end, self.summarizer.reads_authored_only(job.focus))
         outcome = await self.summarizer.extractive_off_loop(span, previous, skip, pinned, max_tokens, job.focus)
         return await self.record(key, start, end, outcome, tier=0, report=job.report), span
 

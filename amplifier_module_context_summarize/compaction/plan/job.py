@@ -96,10 +96,11 @@ class Job:
     def masks(self) -> Masks | None:
         return self.facts.masks
 
-    def span(self, start: int, end: int) -> list[Message]:
-        """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on."""
+    def span(self, start: int, end: int, authored: bool = False) -> list[Message]:
+        """Groups ``[start, end)`` as a summarizer reads them: masked when masking is on (``authored``: for a reader
+        of only what the user and the assistant wrote, ``Masks.span``)."""
         masks = self.facts.masks
-        return masks.span(start, end) if masks is not None else self.facts.history.span(start, end)
+        return masks.span(start, end, authored) if masks is not None else self.facts.history.span(start, end)
 
     def in_context(self, start: int, end: int) -> InContext | None:
         """Groups ``[start, end)`` in the last view sent, as it showed them (None when it does not show them)."""

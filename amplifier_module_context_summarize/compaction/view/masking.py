@@ -96,7 +96,7 @@ class Masks:
         messages are still in the history's thaw cache, instead of a later pass thawing them all again."""
         self._renew()
         origin, covered = self._origin, len(self._prefix) - 1
-        for g in range(start, end):
+        for g in range(max(start, self._bounded_before()), end):
             if g not in self._ahead and not (origin is not None and origin <= g < origin + covered):
                 self._ahead[g] = self._decide(g)[1]
 
@@ -128,20 +128,27 @@ class Masks:
             return changed
         return self.history.shown(index) if index in self._plain else self._decide(index)[0]
 
-    def span(self, start: int, end: int) -> list[Message]:
+    def span(self, start: int, end: int, authored: bool = False) -> list[Message]:
         """Groups ``[start, end)`` masked (a summary's input): a run of groups masking leaves as stored is read as
-        one slice of the stored messages (groups are contiguous), not group by group."""
+        one slice of the stored messages (groups are contiguous), not group by group.
+
+        ``authored``: for a reader of only what the user and the assistant wrote (the extractive summary with no
+        names to keep), which masking never changes (it replaces tool outputs and call arguments): the groups whose
+        form is not decided yet (a cold resume's bounded ones, ``_tokens_of``) are read as shown, not masked for
+        nothing."""
         history, changed, plain = self.history, self._changed, self._plain
         replaced, last = history.shown_as, len(history.groups) - 1
+        undecided = self._bounded_before() if authored else 0
         out: list[Message] = []
-        run = start  # groups [run, g) are plain and shown as stored, not read yet
+        run = start  # groups [run, g) are shown as stored, not read yet
         for g in range(start, end):
-            if g in plain and g not in replaced and g != last:
+            form = changed.get(g)
+            as_shown = g in plain or (form is None and g < undecided)
+            if as_shown and g not in replaced and g != last:
                 continue
             self._read_run(out, run, g)
             run = g + 1
-            form = changed.get(g)
-            out.extend(form if form is not None else self.group(g))
+            out.extend(form if form is not None else history.shown(g) if as_shown else self.group(g))
         self._read_run(out, run, end)
         return out
 
@@ -165,9 +172,23 @@ class Masks:
             self._epoch, self._origin = epoch, None
             self._ahead.clear()
 
+    def _bounded_before(self) -> int:
+        """Groups before this one have bounds for counts (a cold resume's first plan, ``History.count_from``)."""
+        history = self.history
+        return history.bounded if history.estimating else 0
+
     def _tokens_of(self, index: int) -> int:
+        """The masked tokens of group ``index``; for a group whose count is a bound, that bound, its form left to
+        be decided when a reader asks for it (``group``): masking only ever makes a group smaller, so the bound
+        stands for the masked form too, and a cold resume's first plan, which summarizes every bounded group, need
+        not mask tens of thousands of groups to compare bounds (``compaction.run.horizon``)."""
         tokens = self._ahead.pop(index, None)
-        return self._decide(index)[1] if tokens is None else tokens
+        if tokens is not None:
+            return tokens
+        if index < self._bounded_before():
+            history = self.history
+            return history.prefix[index + 1] - history.prefix[index]
+        return self._decide(index)[1]
 
     def _cover(self, start: int, end: int) -> None:
         self._renew()
@@ -196,7 +217,7 @@ class Masks:
         # a bound while a cold resume's history lends them: only a plan's comparisons read it (``History.count_from``)
         raw = history.prefix[index + 1] - history.prefix[index]
         if changed:
-            if history.estimating and index < history.bounded:
+            if index < self._bounded_before():  # a reader asked for its form (``group``): decided exactly all the same
                 saved = self._saved_on_bound(shown, masked)
                 if saved > 0:
                     self._changed[index] = masked
