@@ -18,7 +18,7 @@ def test_facts_read_back_from_the_log_are_the_facts_kept() -> None:
     for facts in extracted:
         log.append(facts)
     read = [log[g] for g in range(len(extracted))]
-    assert read == extracted and list(log.first(len(extracted))) == extracted
+    assert read == extracted and list(log.read(0, len(extracted))) == extracted
     for facts in read:
         assert type(facts) is Facts
         assert all(type(f) is FileAction and f.path == f[1] for f in facts.files)

@@ -521,7 +521,11 @@ def test_kept_facts_read_back_as_they_were_extracted() -> None:
     assert len(log) == len(extracted) > 2 * log.BLOCK
     assert [log[g] for g in range(len(log))] == extracted
     for count in (0, 1, log.BLOCK, log.BLOCK + 5, len(extracted)):
-        assert list(log.first(count)) == extracted[:count]
+        assert list(log.read(0, count)) == extracted[:count]
+    n = len(extracted)
+    block = log.BLOCK
+    for start, end in ((3, 3), (5, block), (block - 1, block + 2), (block, n), (n - 2, n), (n - 3, n + 4)):
+        assert list(log.read(start, end)) == extracted[start:end]
 
 
 def test_a_run_of_groups_joins_their_facts_as_the_account_joins_them() -> None:

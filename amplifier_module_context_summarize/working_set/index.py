@@ -73,13 +73,23 @@ class FactsLog:
             self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
         return self._read[1][offset]  # type: ignore[no-any-return]  # marshal gives back what ``_plain`` made
 
-    def first(self, count: int) -> Iterator[Facts]:
-        """The facts of groups ``[0, count)``, each block decompressed once."""
-        for block in self._blocks[: -(-count // self.BLOCK)]:
-            for plain in marshal.loads(zlib.decompress(block))[:count]:
+    def read(self, start: int, end: int) -> Iterator[Facts]:
+        """The facts of groups ``[start, end)`` in order, each block decompressed once (a fold of thousands of
+        groups, ``WorkingSetIndex.state``, reads them this way rather than group by group)."""
+        size, closed = self.BLOCK, len(self._blocks)
+        group = max(start, 0)
+        while group < end:
+            block, offset = divmod(group, size)
+            if block == closed:
+                yield from self._open[offset : end - block * size]
+                return
+            if self._read is None or self._read[0] != block:
+                self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
+            plains = self._read[1]
+            stop = min(end - block * size, size)
+            for plain in plains[offset:stop]:
                 yield _facts(plain)
-            count -= self.BLOCK
-        yield from self._open[: max(count, 0)]
+            group = block * size + stop
 
 
 Plain = tuple[Any, ...]
@@ -190,8 +200,9 @@ class WorkingSetIndex:
         end = max(min(end_group, len(self.history.groups)), 0)
         closed = min(end, self._closed())
         if closed >= self._end:
-            for group in range(self._end, closed):
-                self._state.add(self.facts(group))
+            self.extract_to(closed)
+            for facts in self._facts.read(self._end, closed):
+                self._state.add(facts)
             self._end = closed
             folded = self._state
         else:
@@ -208,8 +219,7 @@ class WorkingSetIndex:
         if start == end and start in self._snapshots:
             return self._snapshots[start]
         folded = self._snapshots[start].copy() if start in self._snapshots else WorkingSet()
-        facts = self._facts.first(end) if start == 0 else (self._facts[group] for group in range(start, end))
-        for fact in facts:
+        for fact in self._facts.read(start, end):
             folded.add(fact)
         self._keep_state(end, folded)
         return folded
