@@ -79,6 +79,10 @@ class LongCosts:
     pays whatever the module does, the measure of ``loop_lag_raw_last_s``'s target. The median of collections
     timed before the manager holds the messages and after it is gone (a typical pause, as the loop's longest
     block holds one: not the best of several, nor one taken while the machine was slower or faster)."""
+    host_collection_cold_s: float = 0.0
+    """The same collection timed after other work has evicted the heap from the processor's caches
+    (``collection_times(after_other_work=True)``, the median), as a pause in a running process finds it: reported
+    beside ``host_collection_s``, not a target's measure."""
     resume: ResumeCosts | None = None
     """The whole session resumed on a new manager (``set_messages``, then the first request)."""
 
@@ -114,6 +118,7 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     events = EventRecorder(only={"context:post_compact"})
     messages = CodingSession(SMALL, seed=plan.seed, text=text).history(max(plan.checkpoints))
     host_collections = collection_times()
+    host_cold = collection_times(after_other_work=True)
     manager = _manager(kind, plan.budget, events)
     timed: list[tuple[int, float]] = []
     """(messages in the history, CPU seconds) of each compacting request."""
@@ -149,6 +154,7 @@ async def measure_long_session(kind: str, plan: LongPlan, text: TextSource) -> L
     manager = None  # the host's collection again, the session's messages still held (the last step holds the manager)
     del step
     result.host_collection_s = statistics.median([*host_collections, *collection_times()])
+    result.host_collection_cold_s = statistics.median(host_cold)
     result.loop_lag_last_s = heartbeat.max_lag_s
     result.loop_lag_raw_last_s, result.gc_pause_last_s = heartbeat.max_raw_lag_s, heartbeat.max_gc_s
     result.loop_lag_s = max(overall, heartbeat.max_lag_s)

@@ -53,7 +53,10 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
         f"{run.kind} {run.loop_lag_raw_last_s * MS:.0f} ms (longest collector pause {run.gc_pause_last_s * MS:.0f} ms)"
         for run in runs
     )
-    hosts = ", ".join(f"{run.kind} {run.host_collection_s * MS:.0f} ms" for run in runs)
+    hosts = ", ".join(
+        f"{run.kind} {run.host_collection_s * MS:.0f} ms (after other work {run.host_collection_cold_s * MS:.0f} ms)"
+        for run in runs
+    )
     lines.append(f"  the same from {late:,} msgs with the collector's pauses: {collector}")
     lines.append(f"  target <= 1.25x the host's own full collection (the session's messages held, no manager): {hosts}")
     for run in runs:
