@@ -125,7 +125,6 @@ async def _held_by_a_manager(config: dict[str, Any], messages: list[Message], la
     async for step in replay_steps(manager, later, budget=BUDGET):
         if step.due:
             await step.request()
-    del step
     # The last compaction's report is finished after its request returns (the artifact account, in a worker thread:
     # tens of thousands of strings on a resume) while the agent awaits its model: timed after that, as the manager
     # holds the session between turns, not with a report in flight.

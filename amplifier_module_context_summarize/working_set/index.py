@@ -59,9 +59,7 @@ class FactsLog:
         block, offset = divmod(group, self.BLOCK)
         if block == len(self._blocks):
             return self._open[offset]
-        if self._read is None or self._read[0] != block:
-            self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
-        return _facts(self._read[1][offset])
+        return _facts(self._decompressed(block)[offset])
 
     def plain(self, group: int) -> Plain:
         """The facts of one group as kept (``_plain``: tuples of strings, which the collector stops tracking), not
@@ -69,9 +67,7 @@ class FactsLog:
         block, offset = divmod(group, self.BLOCK)
         if block == len(self._blocks):
             return _plain(self._open[offset])
-        if self._read is None or self._read[0] != block:
-            self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
-        return self._read[1][offset]  # type: ignore[no-any-return]  # marshal gives back what ``_plain`` made
+        return self._decompressed(block)[offset]  # type: ignore[no-any-return]  # marshal gives back what ``_plain`` made
 
     def read(self, start: int, end: int) -> Iterator[Facts]:
         """The facts of groups ``[start, end)`` in order, each block decompressed once (a fold of thousands of
@@ -83,13 +79,15 @@ class FactsLog:
             if block == closed:
                 yield from self._open[offset : end - block * size]
                 return
-            if self._read is None or self._read[0] != block:
-                self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
-            plains = self._read[1]
             stop = min(end - block * size, size)
-            for plain in plains[offset:stop]:
+            for plain in self._decompressed(block)[offset:stop]:
                 yield _facts(plain)
             group = block * size + stop
+
+    def _decompressed(self, block: int) -> list[Any]:
+        if self._read is None or self._read[0] != block:
+            self._read = (block, marshal.loads(zlib.decompress(self._blocks[block])))
+        return self._read[1]
 
 
 Plain = tuple[Any, ...]
