@@ -12,15 +12,17 @@ request, together:
 * pressure: large new outputs (spilled to files past ``spill_threshold_tokens``, or not), tiny budgets, merges (a
   small summary room), a summarizer that stalls (and one that swallows its cancellation);
 * resume in a new process: a fresh manager and hook registry over the same SQLite file, given the history by
-  ``set_messages`` (as the existing resume tests do; a subprocess per example would cost seconds each).
+  ``set_messages`` (as the existing resume tests do; a subprocess per example would cost seconds each); and a
+  resume with nothing stored (an empty store), whose first plan reads upper bounds for the older groups' counts.
 
 The promises (``PROMISES``) after every request: the view is valid and encodes on the wire; it fits the budget;
 every pin is in it verbatim or was reported dropped; every summarizer prompt (merges included) carries the guidance
 in force, and what the guidance keeps is in every view a summary stands in; the working set, once a view has it,
 is in every summary the state shows (a request's copy fitted to a budget its newest messages alone fill gives it up
 last of the summary); one ``post_compact`` per ``pre_compact``; no request waits past its deadline
-(a virtual clock: stalls cost no real time); the resumed view is the live one, injected context included; and a
-request's tokenizer work is bounded by what is new and what it shows, never by the history's length.
+(a virtual clock: stalls cost no real time); the resumed view is the live one, injected context included; a resume
+with nothing stored shows the view exact counts give; and a request's tokenizer work is bounded by what is new and
+what it shows, never by the history's length.
 
 Hooks are registered on the real amplifier-core hook registry. Runs:
 
@@ -38,7 +40,7 @@ import asyncio
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -369,6 +371,7 @@ async def play(s: Scenario, workdir: Path, clock: VirtualClock, tokenizer: Token
         check_events(run, live, len(history))
         await manager.close()
         await check_resume(run, s, store, final, history)
+        await check_cold_resume(run, s, workdir, history)
     return run
 
 
@@ -513,13 +516,35 @@ async def check_resume(run: Run, s: Scenario, store: Path, live_view: list, hist
         run.broke("resume", len(history), f"live {len(live_view)} msgs {live_texts}; resumed {len(view)} {texts}")
 
 
+async def check_cold_resume(run: Run, s: Scenario, workdir: Path, history: list) -> None:
+    """A resume with nothing stored (a new process, an empty store) plans its first request on upper bounds for the
+    older groups' counts, and does not mask the groups it summarizes where no reader needs it: its first view is the
+    one exact counts give (the bounds turned off right after ``set_messages``)."""
+    s = replace(s, budget=s.budget // 3)  # a history several budgets long: the older groups get bounds
+    views = []
+    for exact in (False, True):
+        resumed = Manager(s, workdir / f"cold-{'exact' if exact else 'bounded'}.db", guided_model(s))
+        try:
+            await resumed.manager.set_messages(history)
+            if exact:
+                resumed.manager.history.stop_estimating()
+            views.append(await resumed.request(s.budget))
+        finally:
+            await resumed.manager.close()
+    bounded, exact_view = views
+    if bounded != exact_view:
+        texts = [str(m.get("content"))[:60] for m in bounded]
+        exact_texts = [str(m.get("content"))[:60] for m in exact_view]
+        run.broke("cold_resume", len(history), f"bounded {len(bounded)} msgs {texts}; exact {exact_texts}")
+
+
 def pattern_pins(s: Scenario) -> bool:
     return s.reminders or bool(s.pins & {"pattern_user", "pattern_tool"})
 
 
 PROMISES = (
     "valid", "wire", "fits", "pins", "kept", "guidance", "guidance_merge", "working_set", "events", "deadline",
-    "resume", "linear", "spill",
+    "resume", "cold_resume", "linear", "spill",
 )  # fmt: skip
 
 
@@ -640,3 +665,38 @@ lines whole (``core.clip.whole_head``)."""
 
 def test_a_clipped_spill_preview_never_names_a_path_cut_short() -> None:
     assert "spill" not in run_scenario(KNOWN_SPILL_CLIP_SEAM).findings
+
+
+KNOWN_COLD_RESUME_SEAM = Scenario(
+    strategy="summarize",
+    background=True,
+    summarizer="session",
+    instructions=False,
+    focus_by=None,
+    deny=False,
+    pins=frozenset(),
+    reminders=True,
+    inject=None,
+    budget=6000,
+    summary_ratio=0.1,
+    summary_max_tokens=150,
+    pin_ratio=0.1,
+    turns=5,
+    large={0: 3000, 1: 40000},
+    shape_seed=0,
+    stall=None,
+    stall_every=1,
+    compact_at=1,
+    spill=None,
+    max_input=None,
+)
+"""Found by the cold-resume promise's first slow run (issue 48's fifth stop; on 933f0b6 too): resumed with nothing
+stored at a third of the budget, the oldest counted group held a 7,655-token output and ``Masks.limit`` was 0 (too
+few outputs to mask any), so the first plan's horizon counted it whole and kept the bounds; the plan then masked it
+anyway (a summary would have taken its group whole) and the exact path fitted by masking alone, while the bounded
+path, reading the older groups' bounds, summarized. The horizon now measures the newest groups masked as far as any
+plan may mask them (``compaction.run.horizon``)."""
+
+
+def test_a_cold_resume_with_a_huge_output_the_plan_masks_shows_the_exact_view() -> None:
+    assert "cold_resume" not in run_scenario(KNOWN_COLD_RESUME_SEAM).findings
