@@ -599,28 +599,25 @@ def test_features_hold_their_promises_together_at_length(scenario: Scenario) -> 
     judge(run_scenario(scenario))
 
 
-KNOWN_RESUME_SEAM = Scenario(
-    strategy="summarize",
+def found(**drawn: Any) -> Scenario:
+    """A session fresh draws once broke, kept as a test: the settings the ones found so far share, then its own."""
+    shared: dict[str, Any] = {
+        "strategy": "summarize", "focus_by": None, "deny": False, "pins": frozenset(), "reminders": True,
+        "summary_ratio": 0.1, "summary_max_tokens": 150, "shape_seed": 0, "stall": None, "stall_every": 1,
+        "compact_at": 1,
+    }  # fmt: skip
+    return Scenario(**{**shared, **drawn})
+
+
+KNOWN_RESUME_SEAM = found(
     background=False,
     summarizer="session",
     instructions=True,
-    focus_by=None,
-    deny=False,
-    pins=frozenset(),
-    reminders=True,
     inject="cjk",
     budget=1500,
-    summary_ratio=0.1,
-    summary_max_tokens=150,
     pin_ratio=0.2,
     turns=18,
     large={2: 40000, 1: 3000},
-    shape_seed=0,
-    stall=None,
-    stall_every=1,
-    compact_at=1,
-    spill=None,
-    max_input=None,
 )
 """Found by fresh draws (issue 48's third stop): the live session stalled at boundary 50 (its reach: protected tail
 at 50, first cut at 51; the span to the last allowed cut, 53, too small for an LLM summary, so the plan masked and
@@ -633,28 +630,16 @@ def test_a_stalled_session_and_its_resume_show_the_same_view() -> None:
     assert "resume" not in run_scenario(KNOWN_RESUME_SEAM).findings
 
 
-KNOWN_SPILL_CLIP_SEAM = Scenario(
-    strategy="summarize",
+KNOWN_SPILL_CLIP_SEAM = found(
     background=False,
     summarizer="offline",
     instructions=False,
-    focus_by=None,
-    deny=False,
-    pins=frozenset(),
-    reminders=True,
     inject="cjk",
     budget=1500,
-    summary_ratio=0.1,
-    summary_max_tokens=150,
     pin_ratio=0.4,
     turns=5,
     large={0: 3000, 1: 3000, 3: 12000},
-    shape_seed=0,
-    stall=None,
-    stall_every=1,
-    compact_at=1,
     spill=1000,
-    max_input=None,
 )
 """Found by fresh draws (issue 48's fourth stop, on a8d8bb5 too): the newest group's spill preview (1,370
 characters) was clipped to fit the 1,500-token budget (``RequestView._fit`` -> ``clip_tool_outputs``, limit 685),
@@ -667,28 +652,15 @@ def test_a_clipped_spill_preview_never_names_a_path_cut_short() -> None:
     assert "spill" not in run_scenario(KNOWN_SPILL_CLIP_SEAM).findings
 
 
-KNOWN_COLD_RESUME_SEAM = Scenario(
-    strategy="summarize",
+KNOWN_COLD_RESUME_SEAM = found(
     background=True,
     summarizer="session",
     instructions=False,
-    focus_by=None,
-    deny=False,
-    pins=frozenset(),
-    reminders=True,
     inject=None,
     budget=6000,
-    summary_ratio=0.1,
-    summary_max_tokens=150,
     pin_ratio=0.1,
     turns=5,
     large={0: 3000, 1: 40000},
-    shape_seed=0,
-    stall=None,
-    stall_every=1,
-    compact_at=1,
-    spill=None,
-    max_input=None,
 )
 """Found by the cold-resume promise's first slow run (issue 48's fifth stop; on 933f0b6 too): resumed with nothing
 stored at a third of the budget, the oldest counted group held a 7,655-token output and ``Masks.limit`` was 0 (too
