@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shlex
+import threading
 from typing import Any
 
 import pytest
@@ -718,6 +720,38 @@ async def test_a_render_counted_off_the_loop_is_the_render() -> None:
             assert await index.render_off_loop(end, room, count) == expected
             assert index.render(end, room, count) == expected  # kept, as a render keeps it
             assert await index.tokens_off_loop(end, room, count) == (count(expected) if expected else 0)
+
+
+async def test_a_fold_further_while_a_worker_lays_the_state_out_waits_for_the_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``render_off_loop`` lays out the very state kept at the furthest end in a worker thread; a fold further on
+    the loop (another task's request) folds into that same object, so it must wait until the layout is done: the
+    text is that of the groups asked for, and the fold's state that of a fold from scratch."""
+    history = history_of(long_session())
+    count = history.counter.count_text
+    early, late, room = len(history.groups) // 3, len(history.groups) - 1, 2_000
+    expected = layout.render(working_set_index.WorkingSetIndex(history).state(early), room, count)
+    expected_late = layout.render(working_set_index.WorkingSetIndex(history).state(late), room, count)
+    assert expected != expected_late  # the later groups change the text: a layout that saw them would differ
+    inside, release = threading.Event(), threading.Event()
+    estimated_text = working_set_index.estimated_text
+
+    def parked(state: Any, max_tokens: int, count_tokens: Any) -> str:
+        inside.set()
+        assert release.wait(10)
+        return estimated_text(state, max_tokens, count_tokens)
+
+    monkeypatch.setattr(working_set_index, "estimated_text", parked)
+    index = working_set_index.WorkingSetIndex(history)
+    rendered = asyncio.ensure_future(index.render_off_loop(early, room, count))
+    assert await asyncio.to_thread(inside.wait, 10)
+    folded = asyncio.ensure_future(asyncio.to_thread(index.state, late))  # a thread: on the loop it would wait there
+    done, _ = await asyncio.wait({folded}, timeout=0.2)  # time enough for a fold that did not wait
+    assert not done
+    release.set()
+    assert await rendered == expected
+    assert layout.render(await folded, room, count) == expected_late
 
 
 def test_a_working_set_folded_again_to_a_nearer_end_measures_no_line_already_measured() -> None:

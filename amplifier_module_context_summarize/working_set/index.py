@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import marshal
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -153,6 +154,10 @@ class WorkingSetIndex:
         its tokens."""
         self._snapshots: dict[int, WorkingSet] = {}
         """End group -> the folded state there, for ends before the furthest (``SNAPSHOTS``, oldest first)."""
+        self._layout_lock = threading.RLock()
+        """Held to fold (the furthest state is folded further in place) and to lay a state out (which brings its
+        shelves up to date): ``render_off_loop`` lays out in a worker thread, and a fold or layout on the loop
+        meanwhile waits for it rather than change what the worker reads."""
         self._seeded: dict[tuple[int, int], str] = {}
         """(end group, room) -> the text a resume found stored for it, counted by the history's own counter:
         served as that render (the text is a function of the groups, the room and the counter), so the groups
@@ -197,6 +202,10 @@ class WorkingSetIndex:
         """The facts of groups ``[0, end_group)`` folded (the kept state itself when it is the furthest)."""
         end = max(min(end_group, len(self.history.groups)), 0)
         closed = min(end, self._closed())
+        with self._layout_lock:
+            return self._folded(end, closed)
+
+    def _folded(self, end: int, closed: int) -> WorkingSet:
         if closed >= self._end:
             self.extract_to(closed)
             for facts in self._facts.read(self._end, closed):
@@ -233,16 +242,18 @@ class WorkingSetIndex:
         known = self._known(end_group, max_tokens, count_tokens)
         if known is not None:
             return known
-        return self._keep(end_group, max_tokens, count_tokens, render(self.state(end_group), max_tokens, count_tokens))
+        with self._layout_lock:
+            text = render(self.state(end_group), max_tokens, count_tokens)
+        return self._keep(end_group, max_tokens, count_tokens, text)
 
     async def render_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
-        """``render``, with the whole text's count (late in a long session, the longest step of a render: tens of
-        thousands of characters) in a worker thread, so the event loop runs meanwhile.
+        """``render``, with the layout and the whole text's count in a worker thread (late in a long session each
+        held the loop for tens of milliseconds: the longest of the module's own blocks, issue 48), so the event
+        loop runs meanwhile.
 
-        The new groups are folded first and the loop let run before the layout (late in a long session each
-        holds it for tens of milliseconds); the text is laid out before the await, from the groups folded then
-        (folded again if another task folded further meanwhile); when the estimate was short (rare), the render
-        is done again as ``render`` does it, on the loop.
+        The new groups are folded first, on the loop, and the loop let run; the state is then laid out from the
+        groups folded by then (folded again if another task folded further meanwhile), under ``_layout_lock``.
+        When the estimate was short (rare), the render is done again as ``render`` does it, on the loop.
         """
         known = self._known(end_group, max_tokens, count_tokens)
         if known is not None:
@@ -253,11 +264,16 @@ class WorkingSetIndex:
         known = self._known(end_group, max_tokens, count_tokens)  # another task may have rendered it meanwhile
         if known is not None:
             return known
-        text = estimated_text(self.state(end_group), max_tokens, count_tokens)
-        tokens = await asyncio.to_thread(count_tokens, text) if text else 0
+        text, tokens = await asyncio.to_thread(self._laid_out, self.state(end_group), max_tokens, count_tokens)
         if text and tokens <= max_tokens:
             return self._keep(end_group, max_tokens, count_tokens, text, tokens)
         return self.render(end_group, max_tokens, count_tokens)
+
+    def _laid_out(self, state: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, int]:
+        """``estimated_text`` of ``state`` and its count (in a worker thread: ``render_off_loop``)."""
+        with self._layout_lock:
+            text = estimated_text(state, max_tokens, count_tokens)
+        return text, count_tokens(text) if text else 0
 
     async def tokens_off_loop(self, end_group: int, max_tokens: int, count_tokens: Callable[[str], int]) -> int:
         """Tokens of ``render_off_loop``'s text: the count its render made, else one made in a worker thread."""
