@@ -11,6 +11,7 @@ from amplifier_module_context_summarize import create_manager
 from amplifier_module_context_summarize.__main__ import main
 from amplifier_module_context_summarize.benchmark.coding import CodingSession
 from amplifier_module_context_summarize.benchmark.fake_backend import InstantBackend
+from amplifier_module_context_summarize.benchmark.live_host import ListContext
 from amplifier_module_context_summarize.benchmark.long_session import KINDS, QUICK_LONG
 from amplifier_module_context_summarize.benchmark.recount_baseline import NaiveContextManager
 from amplifier_module_context_summarize.benchmark.report import render
@@ -54,14 +55,18 @@ def test_json_has_every_figure(result):
         assert set(entry["memory"]) >= {"own_bytes_per_message", "peak_bytes_per_10k", "stored_bytes", "manager_bytes"}
     assert set(data["simulation"]) >= SIM_KEYS
     names = [t["name"] for t in data["targets"]]
-    # 3 for the resume, 1 for the LLM path's cold first request
-    assert len(names) == 17 and all(isinstance(t["passed"], bool) for t in data["targets"])
+    # 3 for the resume, 1 for the LLM path's cold first request, 1 per kind for the host decoding each message
+    assert len(names) == 19 and all(isinstance(t["passed"], bool) for t in data["targets"])
     for run in data["long_session"]:  # the loop as a user sees it: the collector's pauses count
         raw = [t for t in data["targets"] if "collector pauses included" in t["name"] and run["kind"] in t["name"]]
-        assert [t["value"] for t in raw] == [pytest.approx(run["loop_lag_raw_last_s"] * 1000)]
+        replayed, live = [t for t in raw if "decoding" not in t["name"]], [t for t in raw if "decoding" in t["name"]]
+        assert [t["value"] for t in replayed] == [pytest.approx(run["loop_lag_raw_last_s"] * 1000)]
         # measured against the host's own full collection in the same process, not a fixed figure
         assert run["host_collection_s"] > 0
-        assert [t["limit"] for t in raw] == [pytest.approx(1.25 * run["host_collection_s"] * 1000)]
+        assert [t["limit"] for t in replayed] == [pytest.approx(1.25 * run["host_collection_s"] * 1000)]
+        host = run["live_host"]
+        assert [t["value"] for t in live] == [pytest.approx(host["module"]["lag_raw_s"] * 1000)]
+        assert [t["limit"] for t in live] == [pytest.approx(1.25 * host["list_context"]["collection_s"] * 1000)]
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
 
 
@@ -178,6 +183,10 @@ def test_the_long_session_times_compactions_at_every_checkpoint(result):
         assert all(0 < c.samples <= QUICK_LONG.samples and 0 < c.median_s <= c.max_s for c in run.checkpoints)
         assert run.compactions >= QUICK_LONG.samples and run.checkpoints[-1].span_messages > 0
         assert run.flatness == run.checkpoints[-1].median_s / run.checkpoints[0].median_s
+        live = run.live_host  # the same session again, decoded message by message, from the second checkpoint
+        assert live is not None and (live.messages, live.window_from) == (max(QUICK_LONG.checkpoints), 1_000)
+        for seen in (live.list_context, live.module):
+            assert 0 < seen.lag_s <= seen.lag_raw_s and seen.collection_s > 0
     extractive, failing = result.long_session
     assert extractive.provider_calls == 0 and extractive.fallbacks == 0
     assert failing.provider_calls > 0 and failing.fallbacks == failing.compactions  # every summary fell back
@@ -206,7 +215,8 @@ def test_cli_compaction_only_prints_just_the_long_session(capsys):
     assert data["sizes"] == {} and data["simulation"] is None
     assert [run["kind"] for run in data["long_session"]] == list(KINDS)
     names = [t["name"].split(" ")[0] + " " + t["name"].split(" ")[1] for t in data["targets"]]
-    lags = ["event loop", "event loop"]  # the module's own work, then as seen (collector pauses included)
+    # the module's own work, then as seen (collector pauses included), in the replay and in a host decoding each message
+    lags = ["event loop"] * 3
     resumes = ["resume 2,000"] * 3  # stored; nothing stored, net of the collector's pauses and as seen
     assert names == ["compaction CPU", *lags, *resumes, "compaction CPU", *lags]
     assert all(run["loop_lag_s"] > 0 for run in data["long_session"])
@@ -217,6 +227,20 @@ def test_cli_compaction_only_prints_just_the_long_session(capsys):
     assert data["long_session"][1]["resume"] is None
     assert main(["bench", "--quick", "--compaction-only"]) == 0
     assert "Long session: CPU time per compaction" in capsys.readouterr().out
+
+
+async def test_the_list_holding_context_keeps_the_callers_messages_and_drops_the_oldest_past_its_threshold():
+    """The live host's yardstick is the context contract's reference manager: it must hold what it was given (the
+    host's own objects, no copies) and compact as the contract's default threshold says."""
+    context = ListContext()
+    messages = [{"role": "user" if i % 2 else "assistant", "content": "x" * 340} for i in range(10)]  # 92 or 93 tokens
+    for message in messages[:9]:
+        await context.add_message(message)
+    view = await context.get_messages_for_request(token_budget=1_000)  # 9 x ~100 <= 92% of 1,000: all of them
+    assert view == messages[:9] and all(a is b for a, b in zip(view, messages, strict=False))
+    await context.add_message(messages[9])  # ~1,000 > 920: the oldest go until at most half the budget is left
+    view = await context.get_messages_for_request(token_budget=1_000)
+    assert view == messages[5:10] and view[0] is messages[5]
 
 
 def test_the_llm_path_cold_first_request_is_timed_with_its_target(result):

@@ -7,6 +7,7 @@ from outside, with an instant fake summarizer backend, so only the module's own 
 checks it (PASS / FAIL). The sessions: ``synth`` (mixed synthetic turns), ``coding`` (a coding agent's growing
 working set), ``fixtures`` (one history size, built once). The measurements: ``costs`` (per request, compaction and
 memory, against ``recount_baseline``, which recounts everything), ``long_session`` (a compaction early and late),
+``live_host`` (the same session's event loop in a host that decodes each message, against a list-holding context),
 ``resume`` (a cold and a warm resume), ``cold_llm`` (the LLM path's cold first request), ``latency`` (what
 compaction adds to a request), ``pins`` (``bench --pins``: what ``pin_patterns`` cost a request as the history
 grows), ``heartbeat`` (how long the event loop stays blocked), ``collector`` (``bench --collector``: a full garbage

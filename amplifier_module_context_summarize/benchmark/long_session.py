@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .. import create_manager
@@ -23,6 +24,7 @@ from ..testing import EventRecorder, replay_steps
 from .coding import CodingSession
 from .collector import collection_times
 from .heartbeat import Heartbeat
+from .live_host import LiveHost, measure_live_host, session_lines
 from .resume import ResumeCosts, measure_resume
 from .synth import SMALL, TextSource
 from .timing import gc_paused
@@ -85,6 +87,9 @@ class LongCosts:
     beside ``host_collection_s``, not a target's measure."""
     resume: ResumeCosts | None = None
     """The whole session resumed on a new manager (``set_messages``, then the first request)."""
+    live_host: LiveHost | None = None
+    """The same session in a host that decodes each message and keeps none (``live_host.py``), from the
+    second-to-last checkpoint: the loop with this module against the contract's list-holding context."""
 
     @property
     def flatness(self) -> float:
@@ -181,4 +186,14 @@ def _pairs(items: list[tuple[int, float]]) -> Iterator[tuple[tuple[int, float], 
 
 
 async def measure_long_sessions(plan: LongPlan, text: TextSource) -> list[LongCosts]:
-    return [await measure_long_session(kind, plan, text) for kind in KINDS]
+    runs = []
+    lines: tuple[list[str], list[bool]] | None = None
+    window_from = sorted(plan.checkpoints)[-2] if len(plan.checkpoints) > 1 else 0
+    for kind in KINDS:
+        run = await measure_long_session(kind, plan, text)
+        lines = lines or session_lines(max(plan.checkpoints), plan.seed, text)
+        run.live_host = await measure_live_host(
+            partial(_manager, kind, plan.budget, None), *lines, plan.budget, window_from
+        )
+        runs.append(run)
+    return runs

@@ -60,6 +60,19 @@ def _long_session(runs: list[LongCosts]) -> list[str]:
     lines.append(f"  the same from {late:,} msgs with the collector's pauses: {collector}")
     lines.append(f"  target <= 1.25x the host's own full collection (the session's messages held, no manager): {hosts}")
     for run in runs:
+        live = run.live_host
+        if live is None:
+            continue
+        listed, ours = live.list_context, live.module
+        lines.append(
+            f"  a host decoding each message, keeping none ({run.kind}), from {live.window_from:,} msgs, the loop "
+            f"blocked at most with the collector's pauses (net of them; full collections): a list-holding context "
+            f"{listed.lag_raw_s * MS:.0f} ms ({listed.lag_s * MS:.0f}; {listed.full_collections}), this module "
+            f"{ours.lag_raw_s * MS:.0f} ms ({ours.lag_s * MS:.0f}; {ours.full_collections}); one full collection "
+            f"with each holding the session {listed.collection_s * MS:.0f} / {ours.collection_s * MS:.0f} ms (target "
+            "<= 1.25x the list-holding one)"
+        )
+    for run in runs:
         r = run.resume
         if r is None:
             continue

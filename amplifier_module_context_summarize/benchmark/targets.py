@@ -19,7 +19,9 @@ work."""
 LOOP_LAG_HOST_COLLECTIONS = 1.25
 """The same as a user sees it, the garbage collector's pauses included, in the host's own full collections (the
 bench process holding the session's messages, before a manager holds them: ``LongCosts.host_collection_s``): a
-collection the host pays anyway may land in a beat, the module's work beside it must stay short (issue 48)."""
+collection the host pays anyway may land in a beat, the module's work beside it must stay short (issue 48).
+Measured twice: in the long session as replayed, and in a host that decodes each message and keeps none, against
+its full collection with the contract's list-holding context (``live_host.py``)."""
 RESUME_STORED_S = 2.0
 RESUME_NOTHING_STORED_S = 5.0
 RESUME_SIZE = 50_000
@@ -151,6 +153,20 @@ def evaluate(
                 lag_at,
             ),
         ]
+        live = run.live_host
+        if live is not None:
+            yardstick = live.list_context.collection_s * 1000
+            targets.append(
+                Target(
+                    f"event loop blocked at most near {live.messages:,} msgs, host decoding each message, collector "
+                    f"pauses included, ms ({run.kind}; limit {LOOP_LAG_HOST_COLLECTIONS}x the host's full collection "
+                    f"with a list-holding context, {yardstick:.0f} ms)",
+                    live.module.lag_raw_s * 1000,
+                    LOOP_LAG_HOST_COLLECTIONS * yardstick,
+                    True,
+                    None if live.messages >= LOOP_LAG_SIZE else LOOP_LAG_SIZE,
+                )
+            )
         if run.resume is not None:
             at = None if run.resume.messages >= RESUME_SIZE else RESUME_SIZE
             n = run.resume.messages
