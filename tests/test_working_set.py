@@ -754,6 +754,26 @@ async def test_a_fold_further_while_a_worker_lays_the_state_out_waits_for_the_la
     assert layout.render(await folded, room, count) == expected_late
 
 
+async def test_a_state_folded_further_before_the_worker_lays_it_out_is_rendered_again_for_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between handing the furthest state to a worker and the worker taking the lock, another task may fold it
+    further: the worker must not lay out what no longer stands for the groups asked for."""
+    history = history_of(long_session())
+    count = history.counter.count_text
+    early, late, room = len(history.groups) // 3, len(history.groups) - 1, 2_000
+    expected = layout.render(working_set_index.WorkingSetIndex(history).state(early), room, count)
+    index = working_set_index.WorkingSetIndex(history)
+    to_thread = asyncio.to_thread
+
+    async def after_another_fold(function: Any, *args: Any) -> Any:
+        index.state(late)  # another task's fold, run before the worker starts
+        return await to_thread(function, *args)
+
+    monkeypatch.setattr(working_set_index.asyncio, "to_thread", after_another_fold)
+    assert await index.render_off_loop(early, room, count) == expected
+
+
 def test_a_working_set_folded_again_to_a_nearer_end_measures_no_line_already_measured() -> None:
     """A nearer end's working set is a new fold with shelves of its own; its lines are mostly the furthest one's,
     and their token counts are shared by counter (issue 48: measuring them all afresh held the loop for up to

@@ -149,6 +149,8 @@ class WorkingSetIndex:
         self._facts = FactsLog()
         self._state = WorkingSet()
         self._end = 0
+        self._folds = 0
+        """Times ``_state`` was folded further in place: a layout handed it checks it still stands for its end."""
         self._rendered: dict[tuple[int, int, Callable[[str], int]], tuple[str, int | None]] = {}
         """The last renders (``SNAPSHOTS``, oldest first): arguments -> text and, when a render counted it whole,
         its tokens."""
@@ -210,6 +212,7 @@ class WorkingSetIndex:
             self.extract_to(closed)
             for facts in self._facts.read(self._end, closed):
                 self._state.add(facts)
+            self._folds += closed > self._end
             self._end = closed
             folded = self._state
         else:
@@ -264,14 +267,20 @@ class WorkingSetIndex:
         known = self._known(end_group, max_tokens, count_tokens)  # another task may have rendered it meanwhile
         if known is not None:
             return known
-        text, tokens = await asyncio.to_thread(self._laid_out, self.state(end_group), max_tokens, count_tokens)
-        if text and tokens <= max_tokens:
-            return self._keep(end_group, max_tokens, count_tokens, text, tokens)
+        state, folds = self.state(end_group), self._folds
+        laid_out = await asyncio.to_thread(self._laid_out, state, folds, max_tokens, count_tokens)
+        if laid_out is not None and laid_out[0] and laid_out[1] <= max_tokens:
+            return self._keep(end_group, max_tokens, count_tokens, *laid_out)
         return self.render(end_group, max_tokens, count_tokens)
 
-    def _laid_out(self, state: WorkingSet, max_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, int]:
-        """``estimated_text`` of ``state`` and its count (in a worker thread: ``render_off_loop``)."""
+    def _laid_out(
+        self, state: WorkingSet, folds: int, max_tokens: int, count_tokens: Callable[[str], int]
+    ) -> tuple[str, int] | None:
+        """``estimated_text`` of ``state`` and its count, in a worker thread (``render_off_loop``); None when a task
+        on the loop folded ``state`` further before this thread took the lock (it no longer stands for its end)."""
         with self._layout_lock:
+            if state is self._state and self._folds != folds:
+                return None
             text = estimated_text(state, max_tokens, count_tokens)
         return text, count_tokens(text) if text else 0
 

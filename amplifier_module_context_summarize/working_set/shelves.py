@@ -12,6 +12,7 @@ to its allowance) and stops.
 from __future__ import annotations
 
 import posixpath
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import fields
@@ -46,6 +47,7 @@ _LINE_TOKENS: dict[Callable[[str], int], Callable[[str], int]] = {}
 """Line counts by counter, shared by every working set's shelves: a working set folded again to a nearer end (a
 request planning beside a background summary) lays out mostly the lines the furthest one did, and measuring them
 all afresh held the loop for 0.1-0.8 s late in a long session (issue 48)."""
+_LINE_TOKENS_LOCK = threading.Lock()
 
 
 class Recency:
@@ -422,13 +424,16 @@ def shelved(ws: WorkingSet) -> Shelves:
 
 
 def _line_tokens(count_tokens: Callable[[str], int]) -> Callable[[str], int]:
-    """Tokens of a line with its newline by ``count_tokens``, remembered across renders and working sets."""
-    known = _LINE_TOKENS.get(count_tokens)
-    if known is None:
-        if len(_LINE_TOKENS) >= COUNTERS_KEPT:
-            _LINE_TOKENS.pop(next(iter(_LINE_TOKENS)))
-        known = _LINE_TOKENS[count_tokens] = LineTokens(count_tokens)
-    return known
+    """Tokens of a line with its newline by ``count_tokens``, remembered across renders and working sets (a layout
+    runs in a worker thread while another working set's runs on the loop: the oldest counter is let go under a
+    lock, since reading it while another thread adds one would fail)."""
+    with _LINE_TOKENS_LOCK:
+        known = _LINE_TOKENS.get(count_tokens)
+        if known is None:
+            if len(_LINE_TOKENS) >= COUNTERS_KEPT:
+                _LINE_TOKENS.pop(next(iter(_LINE_TOKENS)))
+            known = _LINE_TOKENS[count_tokens] = LineTokens(count_tokens)
+        return known
 
 
 class LineTokens:
