@@ -672,3 +672,27 @@ plan may mask them (``compaction.run.horizon``)."""
 
 def test_a_cold_resume_with_a_huge_output_the_plan_masks_shows_the_exact_view() -> None:
     assert "cold_resume" not in run_scenario(KNOWN_COLD_RESUME_SEAM).findings
+
+
+KNOWN_FOCUS_PREFETCH_SEAM = found(
+    background=False,
+    summarizer="session",
+    instructions=False,
+    focus_by="compact",
+    inject=None,
+    budget=1500,
+    pin_ratio=0.1,
+    turns=13,
+    large={},
+    stall="hang",
+    stall_every=3,
+    compact_at=13,
+)
+"""Found by fresh draws (issue 48's sixth stop; on bef32a0 too): ``compact(focus=...)`` first let the summary the
+last request had started writing ahead land (``Prefetcher.drain``), so that summary's calls, written without the
+focus, ran inside the focused compaction, and a call that hung would have spent the deadline its own summaries
+share. A summary written without the focus is never served for it, so a focused compaction now cancels it."""
+
+
+def test_a_focused_compaction_does_not_wait_on_a_summary_written_ahead_without_its_focus() -> None:
+    assert "guidance" not in run_scenario(KNOWN_FOCUS_PREFETCH_SEAM).findings

@@ -262,7 +262,7 @@ class Compactor:
         # One deadline for all this request waits for: a background summary, then every summarizer call.
         if deadline is None:
             deadline = now() + self.config.compaction_deadline_s
-        await self.prefetcher.drain(deadline)
+        await self.prefetcher.make_way(deadline, focus)
         attempt = await self._begin(Request(limits, provider, force, deadline, stand_in=stand_in), started=started)
         async with self.reporter.open(attempt) as run:
             steer = await run.ask(focus)

@@ -118,6 +118,16 @@ class Prefetcher:
         for task in running:
             task.cancel()
 
+    async def make_way(self, deadline: float, focus: str | None) -> None:
+        """Before a compaction in band: let a summary written ahead land (``drain``), or, for a compaction asked
+        with a focus of its own (``compact(focus=...)``), cancel it: written before that focus was given, it is
+        keyed without it and never served for it, and waiting on it spends the deadline the focused summaries
+        share."""
+        if focus is None:
+            await self.drain(deadline)
+        else:
+            self.cancel()
+
     def cancel(self) -> None:
         self._drop_orphans()
         for task in self._inflight.values():
