@@ -36,6 +36,11 @@ class Heartbeat:
         """Longest single pause of the garbage collector."""
         return self._collector.longest
 
+    @property
+    def full_collections(self) -> int:
+        """Full collections (generation 2) since ``start`` or the last ``reset``."""
+        return self._collector.collections
+
     async def _run(self) -> None:
         collector = self._collector
         while True:
@@ -52,6 +57,7 @@ class Heartbeat:
 
     def reset(self) -> None:
         self.max_lag_s = self.max_raw_lag_s = self._collector.longest = 0.0
+        self._collector.collections = 0
 
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):

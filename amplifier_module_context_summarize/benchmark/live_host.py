@@ -30,7 +30,6 @@ from .coding import CodingSession
 from .collector import collection_times
 from .heartbeat import Heartbeat
 from .synth import SMALL, TextSource
-from .timing import CollectorTime
 
 COMPACT_AT = 0.92
 """``ListContext`` compacts past this share of the budget (the contract's ``compact_threshold`` default)."""
@@ -91,7 +90,7 @@ def session_lines(messages: int, seed: int, text: TextSource) -> tuple[list[str]
 
 
 async def _replay(context: Any, lines: list[str], due: list[bool], budget: int, window_from: int) -> LoopSeen:
-    heartbeat, collector = Heartbeat(), CollectorTime()
+    heartbeat = Heartbeat()
     heartbeat.start()
     view: list[dict[str, Any]] | None = None
     try:
@@ -99,7 +98,6 @@ async def _replay(context: Any, lines: list[str], due: list[bool], budget: int, 
             await context.add_message(json.loads(line))
             if i == window_from:
                 heartbeat.reset()
-                collector.start()
             await asyncio.sleep(0)  # the agent's own awaits (its model call) between steps
             if due[i]:
                 view = None  # the model has answered: the host lets the last view go
@@ -107,10 +105,8 @@ async def _replay(context: Any, lines: list[str], due: list[bool], budget: int, 
         await asyncio.sleep(2 * heartbeat.interval_s)
     finally:
         await heartbeat.stop()
-        if window_from < len(lines):
-            collector.stop()
     del view
-    seen = LoopSeen(heartbeat.max_raw_lag_s, heartbeat.max_lag_s, collector.collections)
+    seen = LoopSeen(heartbeat.max_raw_lag_s, heartbeat.max_lag_s, heartbeat.full_collections)
     seen.collection_s = statistics.median(collection_times())
     return seen
 
